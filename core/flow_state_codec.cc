@@ -1,0 +1,250 @@
+#include "core/flow_state_codec.h"
+
+#include <cstdint>
+#include <limits>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "rapidjson/error/en.h"
+#include "rapidjson/memorystream.h"
+#include "rapidjson/reader.h"
+
+namespace metasrv::core {
+namespace {
+
+constexpr absl::string_view kStateSizeName = "state_size";
+constexpr absl::string_view kLastExecName = "last_exec_time_map";
+constexpr absl::string_view kStartTimeName = "start_time_map";
+
+template <typename T>
+void AppendMember(std::string* out, uint32_t flow_id, T value) {
+  if (!out->empty()) out->push_back(',');
+  absl::StrAppend(out, "\"", flow_id, "\":", value);
+}
+
+void AppendMap(std::string* out, absl::string_view name,
+               absl::Span<const FlowStateJsonParts* const> parts,
+               std::string FlowStateJsonParts::*member) {
+  absl::StrAppend(out, "\"", name, "\":{");
+  bool first = true;
+  for (const FlowStateJsonParts* p : parts) {
+    const std::string& s = p->*member;
+    if (s.empty()) continue;
+    if (!first) out->push_back(',');
+    out->append(s);
+    first = false;
+  }
+  out->push_back('}');
+}
+
+// Parses a canonical decimal flow id: no sign, no leading zeros, <= 2^32-1.
+bool ParseFlowId(absl::string_view s, uint32_t* out) {
+  if (s.empty() || s.size() > 10 || (s.size() > 1 && s[0] == '0')) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v > std::numeric_limits<uint32_t>::max()) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+// A rapidjson SAX handler that accepts exactly the flow-state shape. Each
+// callback returns false to stop the parse; error_ then says why.
+class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> {
+ public:
+  bool Default() { return Fail("unexpected JSON value"); }
+
+  bool StartObject() {
+    if (state_ == kStart) {
+      state_ = kTop;
+      return true;
+    }
+    if (state_ == kMapExpected) {
+      state_ = kMapKey;
+      seen_in_map_.clear();
+      return true;
+    }
+    return Fail("unexpected object");
+  }
+
+  bool EndObject(rapidjson::SizeType) {
+    if (state_ == kMapKey) {
+      state_ = kTop;
+      return true;
+    }
+    if (state_ == kTop) {
+      if ((seen_maps_ & kStateSize) == 0) return Fail("missing \"state_size\"");
+      if ((seen_maps_ & kLastExecTime) == 0) {
+        return Fail("missing \"last_exec_time_map\"");
+      }
+      state_ = kDone;
+      return true;
+    }
+    return Fail("unexpected end of object");
+  }
+
+  bool Key(const char* str, rapidjson::SizeType len, bool) {
+    absl::string_view key(str, len);
+    if (state_ == kTop) {
+      FlowField field;
+      if (key == kStateSizeName) {
+        field = kStateSize;
+      } else if (key == kLastExecName) {
+        field = kLastExecTime;
+      } else if (key == kStartTimeName) {
+        field = kStartTime;
+      } else {
+        return Fail(absl::StrCat("unknown field \"", key, "\""));
+      }
+      if (seen_maps_ & field) {
+        return Fail(absl::StrCat("repeated field \"", key, "\""));
+      }
+      seen_maps_ |= field;
+      field_ = field;
+      state_ = kMapExpected;
+      return true;
+    }
+    if (state_ == kMapKey) {
+      if (!ParseFlowId(key, &flow_id_)) {
+        return Fail(absl::StrCat("flow id \"", key,
+                                 "\" is not a decimal number in [0, 2^32-1]"));
+      }
+      if (!seen_in_map_.insert(flow_id_).second) {
+        return Fail(absl::StrCat("flow id ", flow_id_, " repeated"));
+      }
+      state_ = kMapValue;
+      return true;
+    }
+    return Fail("unexpected key");
+  }
+
+  bool Int(int v) { return Signed(v); }
+  bool Int64(int64_t v) { return Signed(v); }
+  bool Uint(unsigned v) { return Unsigned(v); }
+  bool Uint64(uint64_t v) { return Unsigned(v); }
+  bool Double(double) {
+    if (state_ != kMapValue) return Default();
+    return Fail("value is not an integer within 64 bits");
+  }
+
+  FlowStateValue Finish() && { return std::move(builder_).Build(); }
+  bool done() const { return state_ == kDone; }
+  const std::string& error() const { return error_; }
+
+ private:
+  enum State { kStart, kTop, kMapExpected, kMapKey, kMapValue, kDone };
+
+  bool Fail(std::string why) {
+    if (error_.empty()) error_ = std::move(why);
+    return false;
+  }
+
+  bool Signed(int64_t v) {
+    if (state_ != kMapValue) return Default();
+    if (field_ == kStateSize) {
+      if (v < 0) return Fail("negative state size");
+      return Set(static_cast<uint64_t>(v));
+    }
+    return Set(v);
+  }
+
+  bool Unsigned(uint64_t v) {
+    if (state_ != kMapValue) return Default();
+    if (field_ == kStateSize) return Set(v);
+    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Fail("time beyond int64");
+    }
+    return Set(static_cast<int64_t>(v));
+  }
+
+  template <typename T>
+  bool Set(T v) {
+    switch (field_) {
+      case kStateSize:
+        builder_.SetStateSize(flow_id_, static_cast<uint64_t>(v));
+        break;
+      case kLastExecTime:
+        builder_.SetLastExecTime(flow_id_, static_cast<int64_t>(v));
+        break;
+      case kStartTime:
+        builder_.SetStartTime(flow_id_, static_cast<int64_t>(v));
+        break;
+    }
+    state_ = kMapKey;
+    return true;
+  }
+
+  State state_ = kStart;           // Where in the shape the parser is.
+  uint8_t seen_maps_ = 0;          // FlowField bits of the maps seen so far.
+  FlowField field_ = kStateSize;   // The map being read.
+  uint32_t flow_id_ = 0;           // The key whose value comes next.
+  absl::flat_hash_set<uint32_t> seen_in_map_;  // Flow ids seen in this map.
+  FlowStateValue::Builder builder_;            // What was read so far.
+  std::string error_;                          // Why the parse stopped.
+};
+
+}  // namespace
+
+void AppendFlowStateParts(const FlowStat& stat, FlowStateJsonParts* parts) {
+  if (stat.has(kStateSize)) {
+    AppendMember(&parts->state_size, stat.flow_id, stat.state_size);
+  }
+  if (stat.has(kLastExecTime)) {
+    AppendMember(&parts->last_exec_time, stat.flow_id, stat.last_exec_time);
+  }
+  if (stat.has(kStartTime)) {
+    AppendMember(&parts->start_time, stat.flow_id, stat.start_time);
+  }
+}
+
+std::string AssembleFlowState(
+    absl::Span<const FlowStateJsonParts* const> parts) {
+  size_t total = 64;
+  for (const FlowStateJsonParts* p : parts) {
+    total += p->state_size.size() + p->last_exec_time.size() +
+             p->start_time.size() + 3;
+  }
+  std::string out;
+  out.reserve(total);
+  out.push_back('{');
+  AppendMap(&out, kStateSizeName, parts, &FlowStateJsonParts::state_size);
+  out.push_back(',');
+  AppendMap(&out, kLastExecName, parts, &FlowStateJsonParts::last_exec_time);
+  out.push_back(',');
+  AppendMap(&out, kStartTimeName, parts, &FlowStateJsonParts::start_time);
+  out.push_back('}');
+  return out;
+}
+
+std::string EncodeFlowState(const FlowStateValue& value) {
+  FlowStateJsonParts parts;
+  for (const FlowStat& stat : value.flows()) AppendFlowStateParts(stat, &parts);
+  const FlowStateJsonParts* one[] = {&parts};
+  return AssembleFlowState(one);
+}
+
+absl::StatusOr<FlowStateValue> DecodeFlowState(absl::string_view json) {
+  rapidjson::MemoryStream stream(json.data(), json.size());
+  rapidjson::Reader reader;
+  Handler handler;
+  constexpr unsigned kFlags = rapidjson::kParseValidateEncodingFlag;
+  rapidjson::ParseResult result = reader.Parse<kFlags>(stream, handler);
+  if (result.IsError() || !handler.done()) {
+    std::string why = handler.error().empty()
+                          ? rapidjson::GetParseError_En(result.Code())
+                          : handler.error();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid flow state JSON at byte ", result.Offset(), ": ", why));
+  }
+  // rapidjson treats a NUL byte as the end of input; anything after the value
+  // that it did not consume is trailing garbage.
+  if (stream.Tell() != json.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid flow state JSON at byte ", stream.Tell(), ": trailing bytes"));
+  }
+  return std::move(handler).Finish();
+}
+
+}  // namespace metasrv::core

@@ -1,0 +1,72 @@
+#include "core/flow_state_value.h"
+
+#include <algorithm>
+
+namespace metasrv::core {
+
+bool FlowStat::operator==(const FlowStat& o) const {
+  return flow_id == o.flow_id && fields == o.fields &&
+         state_size == o.state_size && last_exec_time == o.last_exec_time &&
+         start_time == o.start_time;
+}
+
+const FlowStat* FlowStateValue::Find(uint32_t flow_id) const {
+  auto it = std::lower_bound(
+      flows_.begin(), flows_.end(), flow_id,
+      [](const FlowStat& s, uint32_t id) { return s.flow_id < id; });
+  return (it != flows_.end() && it->flow_id == flow_id) ? &*it : nullptr;
+}
+
+FlowStateValue::Builder& FlowStateValue::Builder::SetStateSize(uint32_t flow_id,
+                                                              uint64_t size) {
+  items_.push_back({flow_id, kStateSize, size});
+  return *this;
+}
+
+FlowStateValue::Builder& FlowStateValue::Builder::SetLastExecTime(
+    uint32_t flow_id, int64_t unix_ms) {
+  items_.push_back({flow_id, kLastExecTime, static_cast<uint64_t>(unix_ms)});
+  return *this;
+}
+
+FlowStateValue::Builder& FlowStateValue::Builder::SetStartTime(uint32_t flow_id,
+                                                              int64_t unix_ms) {
+  items_.push_back({flow_id, kStartTime, static_cast<uint64_t>(unix_ms)});
+  return *this;
+}
+
+FlowStateValue FlowStateValue::Builder::Build(bool* had_duplicate) {
+  // Stable, so that for a repeated (flow, field) the last one set comes last.
+  std::stable_sort(items_.begin(), items_.end(),
+                   [](const Item& a, const Item& b) {
+                     return a.flow_id < b.flow_id;
+                   });
+  bool dup = false;
+  FlowStateValue out;
+  out.flows_.reserve(items_.size());
+  for (const Item& item : items_) {
+    if (out.flows_.empty() || out.flows_.back().flow_id != item.flow_id) {
+      out.flows_.push_back(FlowStat{item.flow_id});
+    }
+    FlowStat& stat = out.flows_.back();
+    dup |= stat.has(item.field);
+    stat.fields |= item.field;
+    switch (item.field) {
+      case kStateSize:
+        stat.state_size = item.bits;
+        break;
+      case kLastExecTime:
+        stat.last_exec_time = static_cast<int64_t>(item.bits);
+        break;
+      case kStartTime:
+        stat.start_time = static_cast<int64_t>(item.bits);
+        break;
+    }
+  }
+  out.flows_.shrink_to_fit();
+  items_.clear();
+  if (had_duplicate != nullptr) *had_duplicate = dup;
+  return out;
+}
+
+}  // namespace metasrv::core

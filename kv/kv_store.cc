@@ -1,0 +1,68 @@
+#include "kv/kv_store.h"
+
+namespace metasrv::kv {
+
+std::string PrefixEnd(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty()) {
+    unsigned char last = static_cast<unsigned char>(end.back());
+    if (last < 0xff) {
+      end.back() = static_cast<char>(last + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');
+}
+
+ValuePtr KvStore::Find(const std::string& key) const {
+  auto it = map_.find(key);
+  return it == map_.end() ? nullptr : it->second;
+}
+
+absl::StatusOr<StoredRange> KvStore::Range(const RangeRequest& req) const {
+  if (req.key.empty()) {
+    return absl::InvalidArgumentError("range: key must not be empty");
+  }
+  if (req.limit < 0) {
+    return absl::InvalidArgumentError("range: limit must not be negative");
+  }
+  StoredRange out;
+  auto add = [&](const Map::value_type& kv) {
+    out.entries.push_back({kv.first, req.keys_only ? nullptr : kv.second});
+  };
+  if (req.range_end.empty()) {
+    auto it = map_.find(req.key);
+    if (it != map_.end()) add(*it);
+    return out;
+  }
+  const std::string kZero(1, '\0');
+  const bool to_end = req.range_end == kZero;
+  auto it = (to_end && req.key == kZero) ? map_.begin()
+                                          : map_.lower_bound(req.key);
+  const uint64_t limit = static_cast<uint64_t>(req.limit);
+  for (; it != map_.end(); ++it) {
+    if (!to_end && it->first >= req.range_end) break;
+    if (limit != 0 && out.entries.size() == limit) {
+      out.more = true;
+      break;
+    }
+    add(*it);
+  }
+  return out;
+}
+
+bool KvStore::Apply(const std::string& key, ValuePtr value) {
+  if (value == nullptr) return map_.erase(key) > 0;
+  auto [it, inserted] = map_.try_emplace(key, value);
+  if (!inserted) it->second = std::move(value);
+  return !inserted;
+}
+
+KvStore::Map KvStore::TakeAll() {
+  Map out;
+  out.swap(map_);
+  return out;
+}
+
+}  // namespace metasrv::kv

@@ -1,0 +1,55 @@
+// The plain storage logic of the in-memory KV: an ordered map and the etcd
+// range rules over it. Single-threaded; MemoryKv owns the locking.
+#ifndef METASRV_KV_KV_STORE_H_
+#define METASRV_KV_KV_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kv/kv_backend.h"
+
+namespace metasrv::kv {
+
+// A key with its (not yet read) value.
+struct StoredEntry {
+  std::string key;  // The key.
+  ValuePtr value;   // Its value; null for keys_only reads.
+};
+
+// The result of KvStore::Range, before values are read.
+struct StoredRange {
+  std::vector<StoredEntry> entries;  // Entries in byte order.
+  bool more = false;                 // True when the limit cut the result.
+};
+
+// Not thread-safe: the caller serializes access.
+class KvStore {
+ public:
+  using Map = std::map<std::string, ValuePtr, std::less<>>;
+
+  // Returns the value under `key`, or null.
+  ValuePtr Find(const std::string& key) const;
+
+  // Collects a range; see RangeRequest for the rules. kInvalidArgument for an
+  // empty key or a negative limit.
+  absl::StatusOr<StoredRange> Range(const RangeRequest& req) const;
+
+  // Sets or deletes one key (null value deletes). Returns whether it existed.
+  bool Apply(const std::string& key, ValuePtr value);
+
+  // Removes and returns everything.
+  Map TakeAll();
+
+  uint64_t size() const { return map_.size(); }
+
+ private:
+  Map map_;  // All keys, byte-ordered.
+};
+
+}  // namespace metasrv::kv
+
+#endif  // METASRV_KV_KV_STORE_H_
