@@ -1,5 +1,6 @@
 #include "core/flow_state_codec.h"
 
+#include <charconv>
 #include <cstdint>
 #include <limits>
 
@@ -16,10 +17,20 @@ constexpr absl::string_view kStateSizeName = "state_size";
 constexpr absl::string_view kLastExecName = "last_exec_time_map";
 constexpr absl::string_view kStartTimeName = "start_time_map";
 
+// Appends `"<flow_id>":<value>`, comma-separated. Formats into a stack
+// buffer and appends once: this runs for every flow of every encode.
 template <typename T>
 void AppendMember(std::string* out, uint32_t flow_id, T value) {
-  if (!out->empty()) out->push_back(',');
-  absl::StrAppend(out, "\"", flow_id, "\":", value);
+  char buf[2 + 10 + 2 + 20];  // ,"4294967295":-9223372036854775808
+  char* const end = buf + sizeof(buf);
+  char* p = buf;
+  if (!out->empty()) *p++ = ',';
+  *p++ = '"';
+  p = std::to_chars(p, end, flow_id).ptr;
+  *p++ = '"';
+  *p++ = ':';
+  p = std::to_chars(p, end, value).ptr;
+  out->append(buf, static_cast<size_t>(p - buf));
 }
 
 void AppendMap(std::string* out, absl::string_view name,

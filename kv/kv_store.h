@@ -4,7 +4,7 @@
 #define METASRV_KV_KV_STORE_H_
 
 #include <cstdint>
-#include <map>
+#include "absl/container/btree_map.h"
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,7 +29,7 @@ struct StoredRange {
 // Not thread-safe: the caller serializes access.
 class KvStore {
  public:
-  using Map = std::map<std::string, ValuePtr, std::less<>>;
+  using Map = absl::btree_map<std::string, ValuePtr>;
 
   // Returns the value under `key`, or null.
   ValuePtr Find(const std::string& key) const;

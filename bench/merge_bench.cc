@@ -1,0 +1,141 @@
+// Benchmarks of the flow-state core: Merge cost against cluster size, and the
+// cost of reading the aggregate.
+//
+//   build/bench/merge_bench --benchmark_repetitions=5 \
+//       --benchmark_report_aggregates_only=true
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "core/flow_state_manager.h"
+#include "kv/memory_kv.h"
+
+namespace metasrv::core {
+namespace {
+
+constexpr int kFlowsPerNode = 10;
+
+// Node `node`'s report. With `shared`, every node reports flows 0..9 (each
+// flow has `nodes` contributors); otherwise node n owns flows 10n..10n+9, as
+// when each flow runs on one flownode. `round` varies the values.
+FlowStateValue NodeReport(uint64_t node, int64_t round, bool shared) {
+  FlowStateValue::Builder b;
+  b.Reserve(2 * kFlowsPerNode);
+  for (int f = 0; f < kFlowsPerNode; ++f) {
+    const uint32_t id = shared ? f : static_cast<uint32_t>(node * kFlowsPerNode + f);
+    // Sizes go up and down; times move forward.
+    b.SetStateSize(id, 1000 + static_cast<uint64_t>((node * 7 + round * 13 + f) % 4096));
+    b.SetLastExecTime(id, 1700000000000 + round * 1000 + static_cast<int64_t>(node % 1000));
+  }
+  return b.Build();
+}
+
+struct Cluster {
+  kv::MemoryKv kv;
+  FlowStateManager manager{&kv};
+};
+
+std::unique_ptr<Cluster> MakeCluster(int64_t nodes, bool shared) {
+  auto c = std::make_unique<Cluster>();
+  for (int64_t n = 0; n < nodes; ++n) {
+    if (!c->manager.Merge(n, NodeReport(n, 0, shared)).ok()) std::abort();
+  }
+  return c;
+}
+
+// One 10-flow heartbeat merged into a cluster of state.range(0) nodes.
+void MergeInto(benchmark::State& state, bool shared) {
+  const int64_t nodes = state.range(0);
+  std::unique_ptr<Cluster> c = MakeCluster(nodes, shared);
+  // Precomputed reports (several rounds per node) so the loop times Merge.
+  constexpr int kRounds = 4;
+  std::vector<FlowStateValue> reports;
+  const int64_t pool = std::min<int64_t>(nodes, 2048);
+  for (int r = 1; r <= kRounds; ++r) {
+    for (int64_t n = 0; n < pool; ++n) reports.push_back(NodeReport(n, r, shared));
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    const uint64_t node = i % pool;
+    FlowStateValue report = reports[i % reports.size()];
+    if (!c->manager.Merge(node, std::move(report)).ok()) std::abort();
+    ++i;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Merge(benchmark::State& state) { MergeInto(state, false); }
+void BM_MergeSharedFlows(benchmark::State& state) { MergeInto(state, true); }
+BENCHMARK(BM_Merge)->Arg(10)->Arg(1000)->Arg(10000)->Arg(100000);
+BENCHMARK(BM_MergeSharedFlows)->Arg(10)->Arg(1000)->Arg(10000);
+
+// Get() of an aggregate of state.range(0) flows after one 10-flow merge: the
+// steady state, where a read re-encodes only the chunk that changed.
+void BM_GetAfterMerge(benchmark::State& state) {
+  const int64_t nodes = state.range(0) / kFlowsPerNode;
+  std::unique_ptr<Cluster> c = MakeCluster(nodes, false);
+  int64_t round = 1;
+  for (auto _ : state) {
+    if (!c->manager.Merge(round % nodes, NodeReport(round % nodes, round, false)).ok()) {
+      std::abort();
+    }
+    ++round;
+    auto v = c->manager.Get();
+    benchmark::DoNotOptimize(v);
+  }
+}
+BENCHMARK(BM_GetAfterMerge)->Arg(1000)->Arg(100000)->Unit(benchmark::kMicrosecond);
+
+// Get() when every chunk changed since the last read: a full encode (and the
+// decode Get() does), the worst case of a read.
+void BM_GetCold(benchmark::State& state) {
+  const int64_t flows = state.range(0);
+  std::unique_ptr<Cluster> c = MakeCluster(flows / kFlowsPerNode, false);
+  // A node that owns no flow of the others touches one flow in every chunk.
+  int64_t round = 1;
+  for (auto _ : state) {
+    FlowStateValue::Builder b;
+    for (int64_t id = 0; id < flows; id += 1024) {
+      b.SetStartTime(static_cast<uint32_t>(id), round);
+    }
+    if (!c->manager.Merge(1u << 40, b.Build()).ok()) std::abort();
+    ++round;
+    auto v = c->manager.Get();
+    benchmark::DoNotOptimize(v);
+  }
+}
+BENCHMARK(BM_GetCold)->Arg(1000)->Arg(100000)->Unit(benchmark::kMicrosecond);
+
+// The raw KV read of `__flow/state` when every chunk changed: encoding only.
+void BM_RawReadCold(benchmark::State& state) {
+  const int64_t flows = state.range(0);
+  std::unique_ptr<Cluster> c = MakeCluster(flows / kFlowsPerNode, false);
+  int64_t round = 1;
+  for (auto _ : state) {
+    FlowStateValue::Builder b;
+    for (int64_t id = 0; id < flows; id += 1024) {
+      b.SetStartTime(static_cast<uint32_t>(id), round);
+    }
+    if (!c->manager.Merge(1u << 40, b.Build()).ok()) std::abort();
+    ++round;
+    auto v = c->kv.Get("__flow/state");
+    benchmark::DoNotOptimize(v);
+  }
+}
+BENCHMARK(BM_RawReadCold)->Arg(1000)->Arg(100000)->Unit(benchmark::kMicrosecond);
+
+// The typed read GetFlowState uses, of all flows.
+void BM_ReadAll(benchmark::State& state) {
+  std::unique_ptr<Cluster> c = MakeCluster(state.range(0) / kFlowsPerNode, false);
+  for (auto _ : state) {
+    auto v = c->manager.Read({});
+    benchmark::DoNotOptimize(v);
+  }
+}
+BENCHMARK(BM_ReadAll)->Arg(1000)->Arg(100000)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace metasrv::core
+
+BENCHMARK_MAIN();
