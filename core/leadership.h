@@ -1,0 +1,49 @@
+// Who leads the metasrv cluster, as seen by this replica.
+#ifndef METASRV_CORE_LEADERSHIP_H_
+#define METASRV_CORE_LEADERSHIP_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace metasrv::core {
+
+// Leadership as this replica sees it. Only the leader accepts reports and
+// serves flow state; followers redirect clients to LeaderAddr().
+//
+// Thread safety: implementations are safe to call from any thread.
+class Leadership {
+ public:
+  virtual ~Leadership() = default;
+
+  // Whether this replica leads now.
+  virtual bool IsLeader() const = 0;
+
+  // The leader's advertised address, or empty when no leader is known.
+  virtual std::string LeaderAddr() const = 0;
+
+  // Advertised addresses of the replicas that do not lead, as far as known.
+  virtual std::vector<std::string> FollowerAddrs() const = 0;
+};
+
+// A single metasrv with no election: always the leader.
+class StandaloneLeadership final : public Leadership {
+ public:
+  explicit StandaloneLeadership(std::string self_addr)
+      : self_addr_(std::move(self_addr)) {}
+  bool IsLeader() const override { return true; }
+  std::string LeaderAddr() const override { return self_addr_; }
+  std::vector<std::string> FollowerAddrs() const override { return {}; }
+
+ private:
+  const std::string self_addr_;  // This replica's advertised address.
+};
+
+// OK when `leadership` leads; otherwise kFailedPrecondition naming the leader,
+// for the project's own RPCs, which a client must send to the leader instead.
+absl::Status CheckLeader(const Leadership& leadership);
+
+}  // namespace metasrv::core
+
+#endif  // METASRV_CORE_LEADERSHIP_H_

@@ -1,0 +1,36 @@
+#include "server/admin_service.h"
+
+#include "core/leader_reset.h"
+#include "server/grpc_status.h"
+#include "spdlog/spdlog.h"
+
+namespace metasrv::server {
+
+AdminService::AdminService(kv::KvBackend* kv, core::FlowStateManager* flow_state,
+                           const core::Leadership* leadership)
+    : kv_(kv), flow_state_(flow_state), leadership_(leadership) {}
+
+grpc::ServerUnaryReactor* AdminService::LeaderChange(
+    grpc::CallbackServerContext* context,
+    const metasrv::v1::LeaderChangeRequest*,
+    metasrv::v1::LeaderChangeResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::Status leader = core::CheckLeader(*leadership_);
+  if (!leader.ok()) {
+    reactor->Finish(ToGrpcStatus(leader));
+    return reactor;
+  }
+  absl::StatusOr<uint64_t> dropped =
+      core::ResetForLeaderChange(kv_, flow_state_);
+  if (!dropped.ok()) {
+    reactor->Finish(ToGrpcStatus(dropped.status()));
+    return reactor;
+  }
+  spdlog::info("leader change requested by {}: in-memory KV reset, {} keys dropped",
+               context->peer(), *dropped);
+  response->set_dropped_keys(*dropped);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace metasrv::server

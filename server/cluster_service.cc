@@ -1,0 +1,113 @@
+#include "server/cluster_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/grpc_status.h"
+#include "server/heartbeat_handler.h"
+
+namespace metasrv::server {
+
+namespace meta = greptime::v1::meta;
+
+namespace {
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
+                               const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+void FillNodeInfo(const SelfInfo& self, const std::string& addr,
+                  meta::MetasrvNodeInfo* out) {
+  out->mutable_peer()->set_addr(addr);
+  if (addr == self.addr) {
+    out->mutable_info()->set_version(self.version);
+    out->mutable_info()->set_start_time_ms(self.start_time_ms);
+    out->mutable_info()->set_hostname(self.hostname);
+  }
+}
+
+}  // namespace
+
+ClusterService::ClusterService(const kv::KvBackend* kv,
+                               const core::Leadership* leadership,
+                               SelfInfo self)
+    : kv_(kv), leadership_(leadership), self_(std::move(self)) {}
+
+bool ClusterService::Admit(grpc::CallbackServerContext* context,
+                           bool has_header, meta::ResponseHeader* header,
+                           grpc::ServerUnaryReactor** reactor) const {
+  if (!has_header) {
+    *reactor = Done(context, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                          "request has no header"));
+    return false;
+  }
+  header->set_protocol_version(1);
+  if (!leadership_->IsLeader()) {
+    header->mutable_error()->set_code(kNotLeaderErrorCode);
+    header->mutable_error()->set_err_msg(
+        absl::StrCat("not leader; leader is '", leadership_->LeaderAddr(), "'"));
+    *reactor = Done(context, grpc::Status::OK);
+    return false;
+  }
+  return true;
+}
+
+grpc::ServerUnaryReactor* ClusterService::BatchGet(
+    grpc::CallbackServerContext* context, const meta::BatchGetRequest* request,
+    meta::BatchGetResponse* response) {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  if (!Admit(context, request->has_header(), response->mutable_header(),
+             &reactor)) {
+    return reactor;
+  }
+  std::vector<std::string> keys(request->keys().begin(), request->keys().end());
+  absl::StatusOr<std::vector<kv::KeyValue>> found = kv_->BatchGet(keys);
+  if (!found.ok()) return Done(context, ToGrpcStatus(found.status()));
+  for (kv::KeyValue& kv : *found) {
+    meta::KeyValue* out = response->add_kvs();
+    out->set_key(std::move(kv.key));
+    out->set_value(std::move(kv.value));
+  }
+  return Done(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* ClusterService::Range(
+    grpc::CallbackServerContext* context, const meta::RangeRequest* request,
+    meta::RangeResponse* response) {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  if (!Admit(context, request->has_header(), response->mutable_header(),
+             &reactor)) {
+    return reactor;
+  }
+  kv::RangeRequest range{request->key(), request->range_end(), request->limit(),
+                         request->keys_only()};
+  absl::StatusOr<kv::RangeResponse> found = kv_->Range(range);
+  if (!found.ok()) return Done(context, ToGrpcStatus(found.status()));
+  for (kv::KeyValue& kv : found->kvs) {
+    meta::KeyValue* out = response->add_kvs();
+    out->set_key(std::move(kv.key));
+    out->set_value(std::move(kv.value));
+  }
+  response->set_more(found->more);
+  return Done(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* ClusterService::MetasrvPeers(
+    grpc::CallbackServerContext* context,
+    const meta::MetasrvPeersRequest* request,
+    meta::MetasrvPeersResponse* response) {
+  if (!request->has_header()) {
+    return Done(context, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                      "request has no header"));
+  }
+  response->mutable_header()->set_protocol_version(1);
+  const std::string leader = leadership_->LeaderAddr();
+  if (!leader.empty()) FillNodeInfo(self_, leader, response->mutable_leader());
+  for (const std::string& addr : leadership_->FollowerAddrs()) {
+    FillNodeInfo(self_, addr, response->add_followers());
+  }
+  return Done(context, grpc::Status::OK);
+}
+
+}  // namespace metasrv::server

@@ -1,0 +1,53 @@
+// The greptime.v1.meta.Cluster service: reads of the in-memory KV.
+#ifndef METASRV_SERVER_CLUSTER_SERVICE_H_
+#define METASRV_SERVER_CLUSTER_SERVICE_H_
+
+#include "core/leadership.h"
+#include "greptime/v1/meta/cluster.grpc.pb.h"
+#include "kv/kv_backend.h"
+
+namespace metasrv::server {
+
+// Facts about this replica for MetasrvPeers.
+struct SelfInfo {
+  std::string addr;            // Advertised address.
+  std::string version;         // Build version.
+  uint64_t start_time_ms = 0;  // When the process started (unix ms).
+  std::string hostname;        // Host name.
+};
+
+class ClusterService final : public greptime::v1::meta::Cluster::CallbackService {
+ public:
+  // Borrows `kv` and `leadership`; they must outlive the service.
+  ClusterService(const kv::KvBackend* kv, const core::Leadership* leadership,
+                 SelfInfo self);
+
+  grpc::ServerUnaryReactor* BatchGet(
+      grpc::CallbackServerContext* context,
+      const greptime::v1::meta::BatchGetRequest* request,
+      greptime::v1::meta::BatchGetResponse* response) override;
+  grpc::ServerUnaryReactor* Range(
+      grpc::CallbackServerContext* context,
+      const greptime::v1::meta::RangeRequest* request,
+      greptime::v1::meta::RangeResponse* response) override;
+  grpc::ServerUnaryReactor* MetasrvPeers(
+      grpc::CallbackServerContext* context,
+      const greptime::v1::meta::MetasrvPeersRequest* request,
+      greptime::v1::meta::MetasrvPeersResponse* response) override;
+
+ private:
+  // Checks the header and leadership, and fills the response header. Returns
+  // false when the call is already answered: an error status (bad header), or
+  // OK with the not-leader error in `header`.
+  bool Admit(grpc::CallbackServerContext* context, bool has_header,
+             greptime::v1::meta::ResponseHeader* header,
+             grpc::ServerUnaryReactor** reactor) const;
+
+  const kv::KvBackend* const kv_;             // The in-memory KV; borrowed.
+  const core::Leadership* const leadership_;  // Who leads; borrowed.
+  const SelfInfo self_;                       // This replica, for peers.
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_CLUSTER_SERVICE_H_

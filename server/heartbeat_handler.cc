@@ -1,0 +1,82 @@
+#include "server/heartbeat_handler.h"
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace metasrv::server {
+
+using greptime::v1::meta::HeartbeatRequest;
+using greptime::v1::meta::HeartbeatResponse;
+
+HeartbeatHandler::HeartbeatHandler(core::FlowStateManager* flow_state,
+                                   const core::Leadership* leadership,
+                                   Options options)
+    : flow_state_(flow_state), leadership_(leadership), options_(options) {}
+
+std::optional<uint64_t> HeartbeatHandler::NodeId(const HeartbeatRequest& request) {
+  if (request.has_header()) return request.header().member_id();
+  if (request.has_peer()) return request.peer().id();
+  return std::nullopt;
+}
+
+core::FlowStateValue HeartbeatHandler::ToReport(
+    const greptime::v1::meta::FlowStat& stat) {
+  core::FlowStateValue::Builder builder;
+  builder.Reserve(stat.flow_stat_size_size() + stat.flow_last_exec_time_map_size());
+  for (const auto& [flow_id, size] : stat.flow_stat_size()) {
+    builder.SetStateSize(flow_id, size);
+  }
+  for (const auto& [flow_id, unix_ms] : stat.flow_last_exec_time_map()) {
+    builder.SetLastExecTime(flow_id, unix_ms);
+  }
+  return builder.Build();
+}
+
+absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
+    const HeartbeatRequest& request, greptime::v1::meta::Role role) {
+  if (role != greptime::v1::meta::FLOWNODE) {
+    return MergeResult::kNotFlownode;
+  }
+  if (!request.has_flow_stat()) return MergeResult::kNoFlowStat;
+  std::optional<uint64_t> node = NodeId(request);
+  if (!node.has_value()) {
+    spdlog::debug("flow stat without header or peer ignored");
+    return MergeResult::kNoNodeId;
+  }
+  absl::Status merged = flow_state_->Merge(*node, ToReport(request.flow_stat()));
+  if (!merged.ok()) return merged;
+  return MergeResult::kMerged;
+}
+
+absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
+                                      bool handshake,
+                                      HeartbeatResponse* response) {
+  if (!request.has_header()) {
+    return absl::InvalidArgumentError("heartbeat request has no header");
+  }
+  const int role = request.header().role();
+  if (!greptime::v1::meta::Role_IsValid(role)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("heartbeat request has unknown role ", role));
+  }
+  response->Clear();
+  response->mutable_header()->set_protocol_version(1);
+  if (!leadership_->IsLeader()) {
+    auto* error = response->mutable_header()->mutable_error();
+    error->set_code(kNotLeaderErrorCode);
+    error->set_err_msg(absl::StrCat("not leader; leader is '",
+                                    leadership_->LeaderAddr(), "'"));
+    return absl::AbortedError("not leader");
+  }
+  if (handshake) {
+    auto* config = response->mutable_heartbeat_config();
+    config->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
+    config->set_retry_interval_ms(options_.retry_interval_ms);
+  }
+  absl::StatusOr<MergeResult> merged =
+      MergeFlowStat(request, request.header().role());
+  if (!merged.ok()) return merged.status();
+  return absl::OkStatus();
+}
+
+}  // namespace metasrv::server

@@ -1,0 +1,72 @@
+// What the metasrv does with one heartbeat request. No gRPC here: the stream
+// reactor calls it, and so do the tests and the fuzzer.
+#ifndef METASRV_SERVER_HEARTBEAT_HANDLER_H_
+#define METASRV_SERVER_HEARTBEAT_HANDLER_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "core/flow_state_manager.h"
+#include "core/leadership.h"
+#include "greptime/v1/meta/heartbeat.pb.h"
+
+namespace metasrv::server {
+
+// Error code in a response header that tells a client this replica does not
+// lead (GreptimeDB's "not leader").
+inline constexpr int32_t kNotLeaderErrorCode = 2;
+
+// Why a request's flow state was or was not merged.
+enum class MergeResult {
+  kMerged,        // Recorded as the node's latest report.
+  kNotFlownode,   // The role is not FLOWNODE: flow_stat is ignored.
+  kNoFlowStat,    // No flow_stat in the request.
+  kNoNodeId,      // Neither a header nor a peer names the node.
+};
+
+class HeartbeatHandler {
+ public:
+  struct Options {
+    uint64_t heartbeat_interval_ms = 3000;  // Sent in the handshake response.
+    uint64_t retry_interval_ms = 3000;      // Sent in the handshake response.
+  };
+
+  // Borrows both; they must outlive the handler. Thread-safe.
+  HeartbeatHandler(core::FlowStateManager* flow_state,
+                   const core::Leadership* leadership, Options options);
+
+  // Handles one request of a stream; `handshake` is true for its first.
+  // - OK: send `*response` and go on reading.
+  // - kAborted: this replica does not lead. `*response` carries the
+  //   not-leader error; send it, then end the stream with ABORTED.
+  // - any other error (kInvalidArgument for a missing header or an unknown
+  //   role, or a failed merge): end the stream with it; send nothing.
+  absl::Status Handle(const greptime::v1::meta::HeartbeatRequest& request,
+                      bool handshake,
+                      greptime::v1::meta::HeartbeatResponse* response);
+
+  // Merges the request's flow state if `role` (the sender's, normally from
+  // the header) and its identity (see NodeId) allow.
+  absl::StatusOr<MergeResult> MergeFlowStat(
+      const greptime::v1::meta::HeartbeatRequest& request,
+      greptime::v1::meta::Role role);
+
+  // The node a report belongs to: header.member_id when a header is present
+  // (even 0), else peer.id when a peer is present, else none.
+  static std::optional<uint64_t> NodeId(
+      const greptime::v1::meta::HeartbeatRequest& request);
+
+  // The report carried by `stat`.
+  static core::FlowStateValue ToReport(
+      const greptime::v1::meta::FlowStat& stat);
+
+ private:
+  core::FlowStateManager* const flow_state_;  // Where reports go; borrowed.
+  const core::Leadership* const leadership_;  // Whether we lead; borrowed.
+  const Options options_;                     // Handshake config.
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_HEARTBEAT_HANDLER_H_

@@ -1,0 +1,90 @@
+#include "server/heartbeat_stream.h"
+
+#include "server/grpc_status.h"
+#include "spdlog/spdlog.h"
+
+namespace metasrv::server {
+
+HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
+                                 StreamRegistry* registry)
+    : handler_(handler), registry_(registry) {
+  absl::Status added = registry_->Add(this);
+  if (!added.ok()) {
+    spdlog::warn("heartbeat stream refused: {}", added.ToString());
+    FinishOnce(ToGrpcStatus(added));
+    return;
+  }
+  registered_ = true;
+  StartRead(&request_);
+}
+
+void HeartbeatStream::OnReadDone(bool ok) {
+  if (!ok) {
+    // The client closed its side, or vanished, or we are finishing.
+    FinishOnce(grpc::Status::OK);
+    return;
+  }
+  absl::Status handled = handler_->Handle(request_, handshake_, &response_);
+  handshake_ = false;
+  if (!handled.ok() && !absl::IsAborted(handled)) {
+    spdlog::debug("heartbeat stream ended: {}", handled.ToString());
+    FinishOnce(ToGrpcStatus(handled));
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  if (finished_) return;  // Aborted while handling.
+  if (absl::IsAborted(handled)) {
+    // Not leader: the response says so, then the stream ends.
+    finish_after_write_ = grpc::Status(grpc::StatusCode::ABORTED, "not leader");
+  }
+  write_in_flight_ = true;
+  StartWrite(&response_);
+}
+
+void HeartbeatStream::OnWriteDone(bool ok) {
+  std::optional<grpc::Status> finish;
+  {
+    absl::MutexLock lock(&mu_);
+    write_in_flight_ = false;
+    if (finished_) return;
+    if (finish_after_write_.has_value()) {
+      finish = std::move(finish_after_write_);
+    } else if (!ok) {
+      finish = grpc::Status(grpc::StatusCode::CANCELLED, "write failed");
+    } else {
+      StartRead(&request_);
+      return;
+    }
+  }
+  FinishOnce(*finish);
+}
+
+void HeartbeatStream::Abort(const grpc::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (finished_) return;
+    if (write_in_flight_) {
+      finish_after_write_ = status;
+      return;
+    }
+    // Decided under the lock, so OnReadDone() cannot start a write now.
+    finished_ = true;
+  }
+  Finish(status);
+}
+
+void HeartbeatStream::FinishOnce(const grpc::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (finished_) return;
+    finished_ = true;
+  }
+  Finish(status);
+}
+
+void HeartbeatStream::OnDone() {
+  if (registered_) registry_->Remove(this);
+  delete this;
+}
+
+}  // namespace metasrv::server

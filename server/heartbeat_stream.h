@@ -1,0 +1,52 @@
+// The reactor of one Heartbeat stream: read a request, handle it, write its
+// response, read the next. One operation in flight at a time, so responses
+// go out exactly once per request and in order; no thread per stream.
+#ifndef METASRV_SERVER_HEARTBEAT_STREAM_H_
+#define METASRV_SERVER_HEARTBEAT_STREAM_H_
+
+#include <optional>
+
+#include <grpcpp/support/server_callback.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "greptime/v1/meta/heartbeat.pb.h"
+#include "server/heartbeat_handler.h"
+#include "server/stream_registry.h"
+
+namespace metasrv::server {
+
+class HeartbeatStream final
+    : public grpc::ServerBidiReactor<greptime::v1::meta::HeartbeatRequest,
+                                     greptime::v1::meta::HeartbeatResponse>,
+      public AbortableStream {
+ public:
+  // Borrows both. Deletes itself when gRPC is done with it.
+  HeartbeatStream(HeartbeatHandler* handler, StreamRegistry* registry);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone() override;
+  void Abort(const grpc::Status& status) override;
+
+ private:
+  // Finishes with `status` unless already finishing. Call without mu_ held.
+  void FinishOnce(const grpc::Status& status);
+
+  HeartbeatHandler* const handler_;  // Handles each request; borrowed.
+  StreamRegistry* const registry_;   // Where this stream is listed; borrowed.
+  bool registered_ = false;          // Whether Add() succeeded.
+  bool handshake_ = true;            // The next request is the first.
+  greptime::v1::meta::HeartbeatRequest request_;    // Buffer of the read.
+  greptime::v1::meta::HeartbeatResponse response_;  // Buffer of the write.
+
+  absl::Mutex mu_;  // Guards the fields below; never held into gRPC callbacks.
+  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;  // A write is pending.
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;         // Finish() was called.
+  // Set when the stream must end once the pending write completes.
+  std::optional<grpc::Status> finish_after_write_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_HEARTBEAT_STREAM_H_

@@ -1,0 +1,48 @@
+// metasrv: the flow-state metadata service. See README.md.
+#include <csignal>
+#include <cstdlib>
+
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "server/flags.h"
+#include "server/metasrv_server.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "metasrv: flow-state metadata service for GreptimeDB flownodes.\n"
+      "  metasrv --bind_addr=127.0.0.1:3002 [--flagfile=metasrv.flags]");
+  absl::ParseCommandLine(argc, argv);
+  spdlog::set_default_logger(spdlog::stderr_color_mt("metasrv"));
+  if (absl::Status s = metasrv::server::ApplyLogLevelFlag(); !s.ok()) {
+    spdlog::error("{}", s.ToString());
+    return 2;
+  }
+  absl::StatusOr<metasrv::server::ServerOptions> options =
+      metasrv::server::OptionsFromFlags();
+  if (!options.ok()) {
+    spdlog::error("{}", options.status().ToString());
+    return 2;
+  }
+  // Block the stop signals in every thread (gRPC's inherit the mask) and
+  // wait for them here, so shutdown runs on an ordinary thread.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto server = metasrv::server::MetasrvServer::Start(*std::move(options));
+  if (!server.ok()) {
+    spdlog::error("{}", server.status().ToString());
+    return 1;
+  }
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  spdlog::info("received signal {}; shutting down", signal);
+  (*server)->Shutdown();
+  (*server)->Wait();
+  spdlog::info("stopped");
+  return 0;
+}

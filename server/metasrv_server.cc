@@ -1,0 +1,114 @@
+#include "server/metasrv_server.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/server_builder.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/net_util.h"
+#include "spdlog/spdlog.h"
+
+#ifndef METASRV_VERSION
+#define METASRV_VERSION "dev"
+#endif
+
+namespace metasrv::server {
+namespace {
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "";
+  return buf;
+}
+
+}  // namespace
+
+MetasrvServer::MetasrvServer(ServerOptions options)
+    : options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
+    ServerOptions options) {
+  std::string host;
+  int port = 0;
+  absl::Status split = SplitHostPort(options.bind_addr, &host, &port);
+  if (!split.ok()) return split;
+  if (port == 0) {
+    // Pick the port now, so the advertised address is known before serving.
+    absl::StatusOr<int> free_port = PickFreePort(host);
+    if (!free_port.ok()) return free_port.status();
+    port = *free_port;
+    options.bind_addr = JoinHostPort(host, port);
+  }
+  std::unique_ptr<MetasrvServer> s(new MetasrvServer(std::move(options)));
+  s->advertised_addr_ = s->options_.server_addr.empty()
+                            ? s->options_.bind_addr
+                            : s->options_.server_addr;
+  s->leadership_ =
+      std::make_unique<core::StandaloneLeadership>(s->advertised_addr_);
+  s->handler_ = std::make_unique<HeartbeatHandler>(
+      &s->flow_state_, s->leadership_.get(),
+      HeartbeatHandler::Options{s->options_.heartbeat_interval_ms,
+                                s->options_.retry_interval_ms});
+  s->heartbeat_service_ = std::make_unique<HeartbeatService>(
+      s->handler_.get(), &s->streams_, s->leadership_.get());
+  s->cluster_service_ = std::make_unique<ClusterService>(
+      &s->kv_, s->leadership_.get(),
+      SelfInfo{s->advertised_addr_, METASRV_VERSION,
+               static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())),
+               HostName()});
+  s->flow_state_service_ =
+      std::make_unique<FlowStateService>(&s->flow_state_, s->leadership_.get());
+  s->admin_service_ = std::make_unique<AdminService>(
+      &s->kv_, &s->flow_state_, s->leadership_.get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  // Without this, a second server could silently share the port.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(s->options_.bind_addr,
+                           grpc::InsecureServerCredentials(), &s->port_);
+  builder.RegisterService(s->heartbeat_service_.get());
+  builder.RegisterService(s->cluster_service_.get());
+  builder.RegisterService(s->flow_state_service_.get());
+  builder.RegisterService(s->admin_service_.get());
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", s->options_.bind_addr));
+  }
+  s->server_->GetHealthCheckService()->SetServingStatus(true);
+  spdlog::info("metasrv {} serving on {} (advertised as {})", METASRV_VERSION,
+               s->options_.bind_addr, s->advertised_addr_);
+  return s;
+}
+
+MetasrvServer::~MetasrvServer() {
+  Shutdown();
+  Wait();
+}
+
+void MetasrvServer::Shutdown() {
+  {
+    absl::MutexLock lock(&shutdown_mu_);
+    if (shut_down_ || server_ == nullptr) return;
+    shut_down_ = true;
+  }
+  spdlog::info("shutting down: ending {} heartbeat streams", streams_.size());
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  streams_.Close(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                              "metasrv is shutting down"));
+  server_->Shutdown(std::chrono::system_clock::now() +
+                    absl::ToChronoMilliseconds(options_.shutdown_grace));
+}
+
+void MetasrvServer::Wait() {
+  if (server_ != nullptr) server_->Wait();
+}
+
+}  // namespace metasrv::server

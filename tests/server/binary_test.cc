@@ -1,0 +1,97 @@
+// The real metasrv binary on a loopback port.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/server/test_util.h"
+
+namespace metasrv::testing {
+namespace {
+
+TEST(BinaryTest, ServesReportsAndStopsCleanlyOnSigterm) {
+  ServerProcess server;
+  HeartbeatClient a(server.channel()), b(server.channel());
+  ASSERT_TRUE(a.Call(Request(meta::FLOWNODE, 1)).has_value());
+  ASSERT_TRUE(b.Call(Request(meta::FLOWNODE, 2)).has_value());
+  ASSERT_TRUE(a.Call(FlowReport(1, {{7, 700, 70}})).has_value());
+  ASSERT_TRUE(b.Call(FlowReport(2, {{8, 800, 80}})).has_value());
+  metasrv::v1::GetFlowStateResponse state = GetFlowState(server.channel());
+  ASSERT_TRUE(state.found());
+  ASSERT_EQ(state.flows_size(), 2);
+  EXPECT_EQ(RangeGet(server.channel(), "__flow/state"),
+            R"({"state_size":{"7":700,"8":800},"last_exec_time_map":)"
+            R"({"7":70,"8":80},"start_time_map":{}})");
+
+  const absl::Time start = absl::Now();
+  server.process().Signal(SIGTERM);
+  std::optional<int> status = server.process().Wait(absl::Seconds(5));
+  ASSERT_TRUE(status.has_value()) << "did not exit within 5 s";
+  EXPECT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(a.Close().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST(BinaryTest, ClientKilledMidStreamHarmsNothing) {
+  ServerProcess server;
+  HeartbeatClient stays(server.channel());
+  ASSERT_TRUE(stays.Call(Request(meta::FLOWNODE, 1)).has_value());
+  ASSERT_TRUE(stays.Call(FlowReport(1, {{1, 100, 10}})).has_value());
+  {
+    ChildProcess probe({HEARTBEAT_PROBE, server.addr(), "5", "50"});
+    ASSERT_EQ(probe.ReadLine(), "ready");
+    probe.Signal(SIGKILL);
+    ASSERT_TRUE(probe.Wait(absl::Seconds(5)).has_value());
+  }
+  // The server keeps serving the other stream and every node's state.
+  ASSERT_TRUE(stays.Call(FlowReport(1, {{1, 101, 11}})).has_value());
+  EXPECT_TRUE(IsServing(server.channel()));
+  metasrv::v1::GetFlowStateResponse state = GetFlowState(server.channel());
+  ASSERT_EQ(state.flows_size(), 2);
+  EXPECT_EQ(state.flows(0).state_size(), 101u);
+  EXPECT_EQ(state.flows(1).flow_id(), 50u);
+  EXPECT_EQ(state.flows(1).state_size(), 4242u);
+  // The killed node can come back.
+  ChildProcess again({HEARTBEAT_PROBE, server.addr(), "5", "51"});
+  ASSERT_EQ(again.ReadLine(), "ready");
+  EXPECT_EQ(GetFlowState(server.channel(), {50, 51}).flows_size(), 1);
+  EXPECT_TRUE(stays.Close().ok());
+}
+
+TEST(BinaryTest, FlagfileConfiguresTheServer) {
+  char path[] = "/tmp/metasrv-flags-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << "--heartbeat_interval=1500ms\n--log_level=debug\n";
+  ServerProcess server({absl::StrCat("--flagfile=", path)});
+  HeartbeatClient client(server.channel());
+  auto resp = client.Call(Request(meta::FRONTEND, 1));
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->heartbeat_config().heartbeat_interval_ms(), 1500u);
+  unlink(path);
+}
+
+TEST(BinaryTest, BadFlagValueExitsWithUsageError) {
+  ChildProcess bad({METASRV_BINARY, "--bind_addr=127.0.0.1:0", "--log_level=loud"});
+  std::optional<int> status = bad.Wait(absl::Seconds(10));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(WEXITSTATUS(*status), 2);
+}
+
+TEST(BinaryTest, PortInUseFailsToStart) {
+  ServerProcess first;
+  ChildProcess second({METASRV_BINARY, "--bind_addr=" + first.addr()});
+  std::optional<int> status = second.Wait(absl::Seconds(10));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(WEXITSTATUS(*status), 1);
+}
+
+}  // namespace
+}  // namespace metasrv::testing

@@ -1,0 +1,76 @@
+// Server reflection, through the reflection proto Debian's grpc-proto ships:
+// what grpcurl relies on for `list` and `describe`.
+#include <google/protobuf/descriptor.pb.h>
+
+#include <set>
+
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "tests/server/test_util.h"
+
+namespace metasrv::testing {
+namespace {
+
+namespace refl = grpc::reflection::v1alpha;
+
+class ReflectionTest : public ::testing::Test {
+ protected:
+  refl::ServerReflectionResponse Ask(const refl::ServerReflectionRequest& req) {
+    auto stub = refl::ServerReflection::NewStub(server_.channel());
+    grpc::ClientContext ctx;
+    auto stream = stub->ServerReflectionInfo(&ctx);
+    refl::ServerReflectionResponse resp;
+    EXPECT_TRUE(stream->Write(req));
+    EXPECT_TRUE(stream->Read(&resp));
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+    return resp;
+  }
+
+  ServerProcess server_;
+};
+
+TEST_F(ReflectionTest, ListsEveryService) {
+  refl::ServerReflectionRequest req;
+  req.set_list_services("");
+  refl::ServerReflectionResponse resp = Ask(req);
+  std::set<std::string> names;
+  for (const auto& s : resp.list_services_response().service()) names.insert(s.name());
+  for (const char* want :
+       {"greptime.v1.meta.Heartbeat", "greptime.v1.meta.Cluster",
+        "metasrv.v1.FlowState", "metasrv.v1.Admin", "grpc.health.v1.Health",
+        "grpc.reflection.v1alpha.ServerReflection"}) {
+    EXPECT_EQ(names.count(want), 1u) << want;
+  }
+}
+
+TEST_F(ReflectionTest, DescribesTheHeartbeatService) {
+  refl::ServerReflectionRequest req;
+  req.set_file_containing_symbol("greptime.v1.meta.Heartbeat");
+  refl::ServerReflectionResponse resp = Ask(req);
+  ASSERT_GE(resp.file_descriptor_response().file_descriptor_proto_size(), 1);
+  google::protobuf::FileDescriptorProto file;
+  ASSERT_TRUE(file.ParseFromString(
+      resp.file_descriptor_response().file_descriptor_proto(0)));
+  EXPECT_EQ(file.name(), "greptime/v1/meta/heartbeat.proto");
+  EXPECT_EQ(file.package(), "greptime.v1.meta");
+  ASSERT_EQ(file.service_size(), 1);
+  const auto& method = file.service(0).method(0);
+  EXPECT_EQ(method.name(), "Heartbeat");
+  EXPECT_TRUE(method.client_streaming());
+  EXPECT_TRUE(method.server_streaming());
+  bool found_flow_stat = false;
+  for (const auto& msg : file.message_type()) {
+    if (msg.name() != "HeartbeatRequest") continue;
+    for (const auto& field : msg.field()) {
+      if (field.name() == "flow_stat") {
+        found_flow_stat = true;
+        EXPECT_EQ(field.number(), 9);
+      }
+    }
+  }
+  EXPECT_TRUE(found_flow_stat);
+}
+
+}  // namespace
+}  // namespace metasrv::testing

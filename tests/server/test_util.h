@@ -1,0 +1,120 @@
+// Helpers for tests that talk to a metasrv over gRPC.
+#ifndef METASRV_TESTS_SERVER_TEST_UTIL_H_
+#define METASRV_TESTS_SERVER_TEST_UTIL_H_
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/time/time.h"
+#include "greptime/v1/meta/cluster.grpc.pb.h"
+#include "greptime/v1/meta/heartbeat.grpc.pb.h"
+#include "metasrv/v1/metasrv.grpc.pb.h"
+
+namespace metasrv::testing {
+
+namespace meta = greptime::v1::meta;
+
+// Polls `done` until it returns true or `timeout` passes; returns its last
+// answer.
+bool WaitFor(const std::function<bool()>& done,
+             absl::Duration timeout = absl::Seconds(10));
+
+// A free loopback port.
+int FreePort();
+
+// A heartbeat request with a header of `role` and `member_id`.
+meta::HeartbeatRequest Request(meta::Role role, uint64_t member_id);
+
+// A flownode's report: flows as (id, state size, last exec time).
+meta::HeartbeatRequest FlowReport(
+    uint64_t member_id,
+    const std::vector<std::tuple<uint32_t, uint64_t, int64_t>>& flows);
+
+// One open Heartbeat stream, used synchronously.
+class HeartbeatClient {
+ public:
+  explicit HeartbeatClient(const std::shared_ptr<grpc::Channel>& channel);
+  ~HeartbeatClient();
+
+  // Sends `request` and reads its response; nullopt if the stream ended.
+  std::optional<meta::HeartbeatResponse> Call(const meta::HeartbeatRequest& request);
+  // Closes the sending side and returns the final status.
+  grpc::Status Close();
+  // Cancels the call, as if the client vanished.
+  void Cancel() { context_.TryCancel(); }
+
+ private:
+  std::unique_ptr<meta::Heartbeat::Stub> stub_;  // Owns the stub.
+  grpc::ClientContext context_;                  // The call's context.
+  std::unique_ptr<grpc::ClientReaderWriter<meta::HeartbeatRequest,
+                                           meta::HeartbeatResponse>>
+      stream_;        // The call.
+  bool closed_ = false;  // Close() ran.
+};
+
+// Calls GetFlowState; fails the test on an RPC error.
+metasrv::v1::GetFlowStateResponse GetFlowState(
+    const std::shared_ptr<grpc::Channel>& channel,
+    const std::vector<uint32_t>& flow_ids = {});
+
+// The value of one key through Cluster.Range, or nullopt if absent.
+std::optional<std::string> RangeGet(const std::shared_ptr<grpc::Channel>& channel,
+                                    const std::string& key);
+
+// Whether the standard health service answers SERVING.
+bool IsServing(const std::shared_ptr<grpc::Channel>& channel);
+
+std::shared_ptr<grpc::Channel> Connect(const std::string& addr);
+
+// Whether a TCP connection to the IPv4 "host:port" `addr` succeeds now.
+bool AcceptsTcp(const std::string& addr);
+
+// A child process, killed when this object dies.
+class ChildProcess {
+ public:
+  // Starts `argv[0]` with `argv`. Its stdout is readable through ReadLine()
+  // and its stderr goes to ours.
+  explicit ChildProcess(const std::vector<std::string>& argv);
+  ~ChildProcess();
+
+  pid_t pid() const { return pid_; }
+  // Reads one line of its stdout, waiting up to `timeout`.
+  std::optional<std::string> ReadLine(absl::Duration timeout = absl::Seconds(10));
+  // Sends `signal`.
+  void Signal(int signal);
+  // Waits up to `timeout` for it to exit; its wait status, or nullopt.
+  std::optional<int> Wait(absl::Duration timeout);
+
+ private:
+  pid_t pid_ = -1;           // The child; -1 once reaped.
+  int stdout_fd_ = -1;       // Read end of its stdout.
+  std::string buffered_;     // Read but not yet returned.
+};
+
+// The metasrv binary on a free loopback port, up and serving.
+class ServerProcess {
+ public:
+  // Starts it with `extra_args` and waits until it serves.
+  explicit ServerProcess(std::vector<std::string> extra_args = {});
+
+  const std::string& addr() const { return addr_; }
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+  ChildProcess& process() { return *process_; }
+
+ private:
+  std::string addr_;                        // Where it listens.
+  std::unique_ptr<ChildProcess> process_;   // The process.
+  std::shared_ptr<grpc::Channel> channel_;  // A channel to it.
+};
+
+}  // namespace metasrv::testing
+
+#endif  // METASRV_TESTS_SERVER_TEST_UTIL_H_
