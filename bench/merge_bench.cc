@@ -1,12 +1,13 @@
 // Benchmarks of the flow-state core: Merge cost against cluster size, and the
 // cost of reading the aggregate.
 //
-//   build/bench/merge_bench --benchmark_repetitions=5 \
+//   build/bench/merge_bench --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
 #include "core/flow_state_manager.h"
 #include "kv/memory_kv.h"
@@ -99,7 +100,7 @@ void BM_GetCold(benchmark::State& state) {
     for (int64_t id = 0; id < flows; id += 1024) {
       b.SetStartTime(static_cast<uint32_t>(id), round);
     }
-    if (!c->manager.Merge(1u << 40, b.Build()).ok()) std::abort();
+    if (!c->manager.Merge(uint64_t{1} << 40, b.Build()).ok()) std::abort();
     ++round;
     auto v = c->manager.Get();
     benchmark::DoNotOptimize(v);
@@ -117,7 +118,7 @@ void BM_RawReadCold(benchmark::State& state) {
     for (int64_t id = 0; id < flows; id += 1024) {
       b.SetStartTime(static_cast<uint32_t>(id), round);
     }
-    if (!c->manager.Merge(1u << 40, b.Build()).ok()) std::abort();
+    if (!c->manager.Merge(uint64_t{1} << 40, b.Build()).ok()) std::abort();
     ++round;
     auto v = c->kv.Get("__flow/state");
     benchmark::DoNotOptimize(v);
@@ -138,4 +139,12 @@ BENCHMARK(BM_ReadAll)->Arg(1000)->Arg(100000)->Unit(benchmark::kMicrosecond);
 }  // namespace
 }  // namespace metasrv::core
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  // As in the server: no lock-order graph bookkeeping on the hot path.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

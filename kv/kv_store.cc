@@ -28,7 +28,7 @@ absl::StatusOr<StoredRange> KvStore::Range(const RangeRequest& req) const {
     return absl::InvalidArgumentError("range: limit must not be negative");
   }
   StoredRange out;
-  auto add = [&](const Map::value_type& kv) {
+  auto add = [&](const Entry& kv) {
     out.entries.push_back({kv.first, req.keys_only ? nullptr : kv.second});
   };
   if (req.range_end.empty()) {
@@ -38,28 +38,40 @@ absl::StatusOr<StoredRange> KvStore::Range(const RangeRequest& req) const {
   }
   const std::string kZero(1, '\0');
   const bool to_end = req.range_end == kZero;
-  auto it = (to_end && req.key == kZero) ? map_.begin()
-                                          : map_.lower_bound(req.key);
+  auto it = (to_end && req.key == kZero) ? order_.begin()
+                                          : order_.lower_bound(req.key);
   const uint64_t limit = static_cast<uint64_t>(req.limit);
-  for (; it != map_.end(); ++it) {
-    if (!to_end && it->first >= req.range_end) break;
+  for (; it != order_.end(); ++it) {
+    const Entry& kv = **it;
+    if (!to_end && kv.first >= req.range_end) break;
     if (limit != 0 && out.entries.size() == limit) {
       out.more = true;
       break;
     }
-    add(*it);
+    add(kv);
   }
   return out;
 }
 
 bool KvStore::Apply(const std::string& key, ValuePtr value) {
-  if (value == nullptr) return map_.erase(key) > 0;
+  if (value == nullptr) {
+    auto it = map_.find(key);
+    if (it == map_.end()) return false;
+    order_.erase(&*it);
+    map_.erase(it);
+    return true;
+  }
   auto [it, inserted] = map_.try_emplace(key, value);
-  if (!inserted) it->second = std::move(value);
+  if (inserted) {
+    order_.insert(&*it);
+  } else {
+    it->second = std::move(value);
+  }
   return !inserted;
 }
 
 KvStore::Map KvStore::TakeAll() {
+  order_.clear();
   Map out;
   out.swap(map_);
   return out;

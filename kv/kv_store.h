@@ -4,7 +4,8 @@
 #define METASRV_KV_KV_STORE_H_
 
 #include <cstdint>
-#include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
+#include "absl/container/node_hash_map.h"
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,10 +27,16 @@ struct StoredRange {
   bool more = false;                 // True when the limit cut the result.
 };
 
+// Keys live in a hash map, so that a point read or an overwrite (every
+// heartbeat rewrites its node's key) costs O(1) whatever the number of keys;
+// an ordered index over the same entries serves ranges. Inserting or deleting
+// a key touches both.
+//
 // Not thread-safe: the caller serializes access.
 class KvStore {
  public:
-  using Map = absl::btree_map<std::string, ValuePtr>;
+  // node_hash_map: entries stay put, so the ordered index can point at them.
+  using Map = absl::node_hash_map<std::string, ValuePtr>;
 
   // Returns the value under `key`, or null.
   ValuePtr Find(const std::string& key) const;
@@ -47,7 +54,17 @@ class KvStore {
   uint64_t size() const { return map_.size(); }
 
  private:
-  Map map_;  // All keys, byte-ordered.
+  using Entry = Map::value_type;
+  // Orders entries by key bytes.
+  struct ByKey {
+    using is_transparent = void;
+    bool operator()(const Entry* a, const Entry* b) const { return a->first < b->first; }
+    bool operator()(const Entry* a, const std::string& b) const { return a->first < b; }
+    bool operator()(const std::string& a, const Entry* b) const { return a < b->first; }
+  };
+
+  Map map_;                              // All entries, by key.
+  absl::btree_set<const Entry*, ByKey> order_;  // The same entries, byte-ordered.
 };
 
 }  // namespace metasrv::kv
