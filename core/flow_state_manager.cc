@@ -87,7 +87,8 @@ absl::Status FlowStateManager::Put(const FlowStateValue& value) {
   return written;
 }
 
-absl::Status FlowStateManager::Merge(uint64_t node_id, FlowStateValue report) {
+absl::Status FlowStateManager::Merge(uint64_t node_id, FlowStateValue report,
+                                     std::optional<uint64_t> kv_generation) {
   // Encoding the node's value is O(report) and needs no lock.
   kv::ValuePtr node_value = kv::MakeBytes(EncodeFlowState(report));
   std::string node_key = FlowStateNodeKey(node_id);
@@ -96,6 +97,11 @@ absl::Status FlowStateManager::Merge(uint64_t node_id, FlowStateValue report) {
   for (int attempt = 0; attempt < kMaxMergeAttempts; ++attempt) {
     absl::Status synced = SyncLocked();
     if (!synced.ok()) return synced;
+    if (kv_generation.has_value() && *kv_generation != generation_) {
+      return absl::AbortedError(absl::StrCat(
+          "the KV was reset since generation ", *kv_generation,
+          " (leadership changed); report of node ", node_id, " not merged"));
+    }
     std::vector<kv::Mutation> batch = {{node_key, node_value}};
     if (!global_is_aggregate_) {
       batch.push_back({std::string(kFlowStateKey), aggregate_value_});

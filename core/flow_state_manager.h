@@ -52,7 +52,12 @@ class FlowStateManager {
   // unconditionally (arrival order wins; no epoch or clock is compared), and
   // updates the aggregate. An empty report removes the node's flows. When this
   // returns OK, Get() and a KV read of `__flow/state` show the result.
-  absl::Status Merge(uint64_t node_id, FlowStateValue report);
+  //
+  // With `kv_generation` set, the merge is refused with kAborted (and nothing
+  // written) unless the KV is still at that generation: the caller decided to
+  // merge while leading, and a reset since then means it stepped down.
+  absl::Status Merge(uint64_t node_id, FlowStateValue report,
+                     std::optional<uint64_t> kv_generation = std::nullopt);
 
   // The aggregate's flows (all, or those of `flow_ids` that exist), with the
   // node holding each max; nullopt like Get(). After a Put(), the nodes are 0.

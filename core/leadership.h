@@ -2,6 +2,8 @@
 #ifndef METASRV_CORE_LEADERSHIP_H_
 #define METASRV_CORE_LEADERSHIP_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,10 +17,22 @@ namespace metasrv::core {
 // Thread safety: implementations are safe to call from any thread.
 class Leadership {
  public:
+  // This replica's current leadership.
+  struct Term {
+    bool leading = false;  // Whether it leads now.
+    // The KV generation its leadership began with. A write decided under this
+    // term must be refused once the KV moved on (the replica stepped down
+    // and reset it). nullopt: no such pinning (standalone).
+    std::optional<uint64_t> kv_generation;
+  };
+
   virtual ~Leadership() = default;
 
   // Whether this replica leads now.
-  virtual bool IsLeader() const = 0;
+  virtual bool IsLeader() const { return CurrentTerm().leading; }
+
+  // Whether it leads, and since which KV generation.
+  virtual Term CurrentTerm() const = 0;
 
   // The leader's advertised address, or empty when no leader is known.
   virtual std::string LeaderAddr() const = 0;
@@ -32,7 +46,7 @@ class StandaloneLeadership final : public Leadership {
  public:
   explicit StandaloneLeadership(std::string self_addr)
       : self_addr_(std::move(self_addr)) {}
-  bool IsLeader() const override { return true; }
+  Term CurrentTerm() const override { return {true, std::nullopt}; }
   std::string LeaderAddr() const override { return self_addr_; }
   std::vector<std::string> FollowerAddrs() const override { return {}; }
 

@@ -1,14 +1,13 @@
 #include "server/admin_service.h"
 
-#include "core/leader_reset.h"
 #include "server/grpc_status.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
 
-AdminService::AdminService(kv::KvBackend* kv, core::FlowStateManager* flow_state,
+AdminService::AdminService(LeaderChangeFn leader_change,
                            const core::Leadership* leadership)
-    : kv_(kv), flow_state_(flow_state), leadership_(leadership) {}
+    : leader_change_(std::move(leader_change)), leadership_(leadership) {}
 
 grpc::ServerUnaryReactor* AdminService::LeaderChange(
     grpc::CallbackServerContext* context,
@@ -20,13 +19,12 @@ grpc::ServerUnaryReactor* AdminService::LeaderChange(
     reactor->Finish(ToGrpcStatus(leader));
     return reactor;
   }
-  absl::StatusOr<uint64_t> dropped =
-      core::ResetForLeaderChange(kv_, flow_state_);
+  absl::StatusOr<uint64_t> dropped = leader_change_();
   if (!dropped.ok()) {
     reactor->Finish(ToGrpcStatus(dropped.status()));
     return reactor;
   }
-  spdlog::info("leader change requested by {}: in-memory KV reset, {} keys dropped",
+  spdlog::info("leader change requested by {}: {} keys dropped",
                context->peer(), *dropped);
   response->set_dropped_keys(*dropped);
   reactor->Finish(grpc::Status::OK);

@@ -2,18 +2,23 @@
 #ifndef METASRV_SERVER_ADMIN_SERVICE_H_
 #define METASRV_SERVER_ADMIN_SERVICE_H_
 
-#include "core/flow_state_manager.h"
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/statusor.h"
 #include "core/leadership.h"
-#include "kv/kv_backend.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
 
 namespace metasrv::server {
 
 class AdminService final : public metasrv::v1::Admin::CallbackService {
  public:
-  // Borrows all three; they must outlive the service.
-  AdminService(kv::KvBackend* kv, core::FlowStateManager* flow_state,
-               const core::Leadership* leadership);
+  // Performs a leader change and returns how many KV keys it dropped:
+  // standalone, a reset; with etcd, a resignation.
+  using LeaderChangeFn = std::function<absl::StatusOr<uint64_t>()>;
+
+  // Borrows `leadership`; it must outlive the service.
+  AdminService(LeaderChangeFn leader_change, const core::Leadership* leadership);
 
   grpc::ServerUnaryReactor* LeaderChange(
       grpc::CallbackServerContext* context,
@@ -21,8 +26,7 @@ class AdminService final : public metasrv::v1::Admin::CallbackService {
       metasrv::v1::LeaderChangeResponse* response) override;
 
  private:
-  kv::KvBackend* const kv_;                   // The in-memory KV; borrowed.
-  core::FlowStateManager* const flow_state_;  // The state; borrowed.
+  const LeaderChangeFn leader_change_;        // Does LeaderChange.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
 };
 

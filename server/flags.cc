@@ -1,6 +1,8 @@
 #include "server/flags.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -12,6 +14,14 @@ ABSL_FLAG(std::string, bind_addr, "127.0.0.1:3002",
 ABSL_FLAG(std::string, server_addr, "",
           "address advertised to clients (AskLeader, election); "
           "default: --bind_addr");
+ABSL_FLAG(std::vector<std::string>, store_addrs, {},
+          "etcd endpoints (host:port, comma-separated); turns on leader "
+          "election. Empty: standalone, always the leader");
+ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(5),
+          "etcd lease TTL of the election (whole seconds, >= 2s); "
+          "kept alive every TTL/3");
+ABSL_FLAG(std::string, election_name, "__metasrv_election",
+          "name of the etcd election");
 ABSL_FLAG(absl::Duration, heartbeat_interval, absl::Seconds(3),
           "heartbeat interval told to clients at handshake");
 ABSL_FLAG(absl::Duration, retry_interval, absl::Seconds(3),
@@ -36,6 +46,17 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.heartbeat_interval_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(hb));
   o.retry_interval_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(retry));
   o.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  o.store_addrs = absl::GetFlag(FLAGS_store_addrs);
+  o.store_addrs.erase(std::remove(o.store_addrs.begin(), o.store_addrs.end(), ""),
+                      o.store_addrs.end());
+  o.election_name = absl::GetFlag(FLAGS_election_name);
+  o.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
+  if (o.lease_ttl < absl::Seconds(2) ||
+      o.lease_ttl != absl::Trunc(o.lease_ttl, absl::Seconds(1))) {
+    return absl::InvalidArgumentError(
+        "--lease_ttl must be whole seconds, at least 2s (etcd leases are in "
+        "seconds)");
+  }
   return o;
 }
 

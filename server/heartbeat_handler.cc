@@ -33,7 +33,8 @@ core::FlowStateValue HeartbeatHandler::ToReport(
 }
 
 absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
-    const HeartbeatRequest& request, greptime::v1::meta::Role role) {
+    const HeartbeatRequest& request, greptime::v1::meta::Role role,
+    std::optional<uint64_t> kv_generation) {
   if (role != greptime::v1::meta::FLOWNODE) {
     return MergeResult::kNotFlownode;
   }
@@ -43,7 +44,8 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     spdlog::debug("flow stat without header or peer ignored");
     return MergeResult::kNoNodeId;
   }
-  absl::Status merged = flow_state_->Merge(*node, ToReport(request.flow_stat()));
+  absl::Status merged =
+      flow_state_->Merge(*node, ToReport(request.flow_stat()), kv_generation);
   if (!merged.ok()) return merged;
   return MergeResult::kMerged;
 }
@@ -61,22 +63,26 @@ absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
   }
   response->Clear();
   response->mutable_header()->set_protocol_version(1);
-  if (!leadership_->IsLeader()) {
-    auto* error = response->mutable_header()->mutable_error();
-    error->set_code(kNotLeaderErrorCode);
-    error->set_err_msg(absl::StrCat("not leader; leader is '",
-                                    leadership_->LeaderAddr(), "'"));
-    return absl::AbortedError("not leader");
+  const core::Leadership::Term term = leadership_->CurrentTerm();
+  if (term.leading) {
+    if (handshake) {
+      auto* config = response->mutable_heartbeat_config();
+      config->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
+      config->set_retry_interval_ms(options_.retry_interval_ms);
+    }
+    absl::StatusOr<MergeResult> merged =
+        MergeFlowStat(request, request.header().role(), term.kv_generation);
+    // kAborted: leadership was lost while merging; answer as a follower.
+    if (merged.ok() || !absl::IsAborted(merged.status())) {
+      return merged.status();
+    }
   }
-  if (handshake) {
-    auto* config = response->mutable_heartbeat_config();
-    config->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
-    config->set_retry_interval_ms(options_.retry_interval_ms);
-  }
-  absl::StatusOr<MergeResult> merged =
-      MergeFlowStat(request, request.header().role());
-  if (!merged.ok()) return merged.status();
-  return absl::OkStatus();
+  response->clear_heartbeat_config();
+  auto* error = response->mutable_header()->mutable_error();
+  error->set_code(kNotLeaderErrorCode);
+  error->set_err_msg(
+      absl::StrCat("not leader; leader is '", leadership_->LeaderAddr(), "'"));
+  return absl::AbortedError("not leader");
 }
 
 }  // namespace metasrv::server

@@ -47,10 +47,12 @@ class HeartbeatHandler {
                       greptime::v1::meta::HeartbeatResponse* response);
 
   // Merges the request's flow state if `role` (the sender's, normally from
-  // the header) and its identity (see NodeId) allow.
+  // the header) and its identity (see NodeId) allow. `kv_generation` is the
+  // leadership term's (see FlowStateManager::Merge): kAborted if it ended.
   absl::StatusOr<MergeResult> MergeFlowStat(
       const greptime::v1::meta::HeartbeatRequest& request,
-      greptime::v1::meta::Role role);
+      greptime::v1::meta::Role role,
+      std::optional<uint64_t> kv_generation = std::nullopt);
 
   // The node a report belongs to: header.member_id when a header is present
   // (even 0), else peer.id when a peer is present, else none.

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/leader_reset.h"
 #include "server/net_util.h"
 #include "spdlog/spdlog.h"
 
@@ -48,8 +49,17 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   s->advertised_addr_ = s->options_.server_addr.empty()
                             ? s->options_.bind_addr
                             : s->options_.server_addr;
-  s->leadership_ =
-      std::make_unique<core::StandaloneLeadership>(s->advertised_addr_);
+  if (s->options_.store_addrs.empty()) {
+    s->leadership_ =
+        std::make_unique<core::StandaloneLeadership>(s->advertised_addr_);
+  } else {
+    auto election = std::make_unique<EtcdElection>(
+        EtcdElectionOptions{s->options_.store_addrs, s->options_.election_name,
+                            s->advertised_addr_, s->options_.lease_ttl},
+        core::SystemClock(), s.get());
+    s->election_ = election.get();
+    s->leadership_ = std::move(election);
+  }
   s->handler_ = std::make_unique<HeartbeatHandler>(
       &s->flow_state_, s->leadership_.get(),
       HeartbeatHandler::Options{s->options_.heartbeat_interval_ms,
@@ -64,7 +74,8 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   s->flow_state_service_ =
       std::make_unique<FlowStateService>(&s->flow_state_, s->leadership_.get());
   s->admin_service_ = std::make_unique<AdminService>(
-      &s->kv_, &s->flow_state_, s->leadership_.get());
+      [server = s.get()] { return server->LeaderChange(); },
+      s->leadership_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -85,7 +96,30 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   s->server_->GetHealthCheckService()->SetServingStatus(true);
   spdlog::info("metasrv {} serving on {} (advertised as {})", METASRV_VERSION,
                s->options_.bind_addr, s->advertised_addr_);
+  if (s->election_ != nullptr) s->election_->Start();
   return s;
+}
+
+uint64_t MetasrvServer::OnBecomeLeader() {
+  absl::StatusOr<uint64_t> dropped = core::ResetForLeaderChange(&kv_, &flow_state_);
+  if (!dropped.ok()) spdlog::error("reset failed: {}", dropped.status().ToString());
+  return kv_.generation();
+}
+
+uint64_t MetasrvServer::OnStepDown() {
+  streams_.AbortAll(grpc::Status(grpc::StatusCode::ABORTED,
+                                 "not leader: this metasrv stepped down"));
+  absl::StatusOr<uint64_t> dropped = core::ResetForLeaderChange(&kv_, &flow_state_);
+  if (!dropped.ok()) {
+    spdlog::error("reset failed: {}", dropped.status().ToString());
+    return 0;
+  }
+  return *dropped;
+}
+
+absl::StatusOr<uint64_t> MetasrvServer::LeaderChange() {
+  if (election_ != nullptr) return election_->Resign();
+  return core::ResetForLeaderChange(&kv_, &flow_state_);
 }
 
 MetasrvServer::~MetasrvServer() {
@@ -99,6 +133,8 @@ void MetasrvServer::Shutdown() {
     if (shut_down_ || server_ == nullptr) return;
     shut_down_ = true;
   }
+  // Hand leadership over first, so another replica takes the streams.
+  if (election_ != nullptr) election_->Stop();
   spdlog::info("shutting down: ending {} heartbeat streams", streams_.size());
   server_->GetHealthCheckService()->SetServingStatus(false);
   streams_.Close(grpc::Status(grpc::StatusCode::UNAVAILABLE,

@@ -16,6 +16,7 @@
 #include "kv/memory_kv.h"
 #include "server/admin_service.h"
 #include "server/cluster_service.h"
+#include "server/etcd_election.h"
 #include "server/flow_state_service.h"
 #include "server/heartbeat_handler.h"
 #include "server/heartbeat_service.h"
@@ -28,18 +29,22 @@ struct ServerOptions {
   std::string bind_addr = "127.0.0.1:3002";
   // Address clients are told to use; empty means the bound address.
   std::string server_addr;
+  // etcd endpoints (host:port). Empty: standalone, always the leader.
+  std::vector<std::string> store_addrs;
+  std::string election_name = "__metasrv_election";  // With store_addrs.
+  absl::Duration lease_ttl = absl::Seconds(5);        // With store_addrs.
   uint64_t heartbeat_interval_ms = 3000;  // Told to clients at handshake.
   uint64_t retry_interval_ms = 3000;      // Told to clients at handshake.
   absl::Duration shutdown_grace = absl::Seconds(2);  // For in-flight calls.
 };
 
 // Thread safety: Shutdown() and Wait() may be called from any thread.
-class MetasrvServer {
+class MetasrvServer final : public LeadershipListener {
  public:
   // Builds everything and starts serving. kUnavailable if it cannot listen.
   static absl::StatusOr<std::unique_ptr<MetasrvServer>> Start(
       ServerOptions options);
-  ~MetasrvServer();
+  ~MetasrvServer() override;
 
   // Stops accepting calls, ends the open heartbeat streams with UNAVAILABLE,
   // and waits up to the grace period for calls in flight. Idempotent.
@@ -52,9 +57,16 @@ class MetasrvServer {
   kv::MemoryKv& kv() { return kv_; }
   core::FlowStateManager& flow_state() { return flow_state_; }
   StreamRegistry& streams() { return streams_; }
+  const core::Leadership& leadership() const { return *leadership_; }
+
+  // LeadershipListener: every leadership change resets the in-memory KV.
+  uint64_t OnBecomeLeader() override;
+  uint64_t OnStepDown() override;
 
  private:
   explicit MetasrvServer(ServerOptions options);
+  // What LeaderChange does.
+  absl::StatusOr<uint64_t> LeaderChange();
 
   const ServerOptions options_;           // As started.
   int port_ = 0;                          // The port bound.
@@ -62,6 +74,7 @@ class MetasrvServer {
   kv::MemoryKv kv_;                       // The in-memory KV.
   core::FlowStateManager flow_state_{&kv_};         // Flow state in kv_.
   std::unique_ptr<core::Leadership> leadership_;    // Who leads.
+  EtcdElection* election_ = nullptr;  // leadership_ when on etcd, else null.
   StreamRegistry streams_;                          // Open heartbeat streams.
   std::unique_ptr<HeartbeatHandler> handler_;       // Per-request logic.
   std::unique_ptr<HeartbeatService> heartbeat_service_;    // Heartbeat.

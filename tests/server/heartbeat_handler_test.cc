@@ -15,10 +15,11 @@ namespace meta = greptime::v1::meta;
 
 class FlippableLeadership final : public core::Leadership {
  public:
-  bool IsLeader() const override { return leader; }
+  Term CurrentTerm() const override { return {leader, generation}; }
   std::string LeaderAddr() const override { return "10.0.0.9:3002"; }
   std::vector<std::string> FollowerAddrs() const override { return {}; }
   bool leader = true;
+  std::optional<uint64_t> generation;
 };
 
 class HeartbeatHandlerTest : public ::testing::Test {
@@ -126,6 +127,21 @@ TEST_F(HeartbeatHandlerTest, FollowerAnswersNotLeaderAndMergesNothing) {
   EXPECT_EQ(resp.header().error().code(), kNotLeaderErrorCode);
   EXPECT_NE(resp.header().error().err_msg().find("10.0.0.9:3002"), std::string::npos);
   EXPECT_EQ(kv_.size(), 0u);
+}
+
+TEST_F(HeartbeatHandlerTest, ReportDecidedUnderAnEndedTermIsNotMerged) {
+  // The term began at generation 0; the KV was reset since (a step-down).
+  leadership_.generation = kv_.generation();
+  ASSERT_TRUE(kv_.Reset().ok());
+  meta::HeartbeatResponse resp;
+  absl::Status s = handler_.Handle(FlowReport(1, {{1, 1, 1}}), false, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(resp.header().error().code(), kNotLeaderErrorCode);
+  EXPECT_EQ(kv_.size(), 0u);
+  // A term at the current generation merges.
+  leadership_.generation = kv_.generation();
+  EXPECT_TRUE(handler_.Handle(FlowReport(1, {{1, 1, 1}}), false, &resp).ok());
+  EXPECT_EQ(kv_.size(), 2u);
 }
 
 TEST_F(HeartbeatHandlerTest, ToReportTakesBothMapsAndExtremeIds) {

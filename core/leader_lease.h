@@ -1,0 +1,46 @@
+// How long a leader may act on its etcd lease, seen from its own side.
+#ifndef METASRV_CORE_LEADER_LEASE_H_
+#define METASRV_CORE_LEADER_LEASE_H_
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/clock.h"
+
+namespace metasrv::core {
+
+// The lease of time-to-live TTL is kept alive every TTL/3, and each keep-alive
+// may take up to TTL/3. When a keep-alive sent at time `s` is acknowledged,
+// etcd extended the lease after `s`, so it cannot expire before `s + TTL`.
+// The leader acts only until `s + 2*TTL/3` after its last acknowledged
+// keep-alive: TTL/3 before etcd could hand leadership to another replica.
+// See docs/HA.md.
+//
+// Thread safety: all methods are safe from any thread.
+class LeaderLease {
+ public:
+  // Borrows `clock`.
+  LeaderLease(const Clock* clock, absl::Duration ttl);
+
+  // How often to send keep-alives, and how long each may take: TTL/3.
+  absl::Duration keepalive_interval() const { return ttl_ / 3; }
+
+  // A grant or keep-alive sent at `sent` was acknowledged with time left.
+  void Confirmed(absl::Time sent);
+  // Forgets every confirmation (the lease is gone).
+  void Lost();
+  // Whether a leader may still act now.
+  bool Valid() const;
+  // Until when it may act; InfinitePast() when it may not.
+  absl::Time valid_until() const;
+
+ private:
+  const Clock* const clock_;  // Time source; borrowed.
+  const absl::Duration ttl_;  // The lease's time-to-live.
+  mutable absl::Mutex mu_;    // Guards valid_until_.
+  absl::Time valid_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // See Valid().
+};
+
+}  // namespace metasrv::core
+
+#endif  // METASRV_CORE_LEADER_LEASE_H_

@@ -1,0 +1,83 @@
+// High availability with real processes: kill -9 of the leader.
+#include <signal.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/server/etcd_process.h"
+#include "tests/server/test_util.h"
+
+namespace metasrv::testing {
+namespace {
+
+std::string AskLeader(const std::shared_ptr<grpc::Channel>& channel) {
+  auto stub = meta::Heartbeat::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  meta::AskLeaderRequest req;
+  req.mutable_header()->set_role(meta::FLOWNODE);
+  meta::AskLeaderResponse resp;
+  if (!stub->AskLeader(&ctx, req, &resp).ok()) return "";
+  return resp.leader().addr();
+}
+
+TEST(HaBinaryTest, KilledLeaderIsReplacedWithinTtlPlusTwoSeconds) {
+  EtcdProcess etcd;
+  const std::vector<std::string> args = {"--store_addrs=" + etcd.endpoint(),
+                                         "--lease_ttl=2s"};
+  std::vector<std::unique_ptr<ServerProcess>> replicas;
+  for (int i = 0; i < 3; ++i) replicas.push_back(std::make_unique<ServerProcess>(args));
+
+  // A flownode finds the leader and reports there.
+  std::string leader_addr;
+  ASSERT_TRUE(WaitFor([&] {
+    leader_addr = AskLeader(replicas[0]->channel());
+    return !leader_addr.empty();
+  }));
+  int leader = -1;
+  for (int i = 0; i < 3; ++i) {
+    if (replicas[i]->addr() == leader_addr) leader = i;
+  }
+  ASSERT_GE(leader, 0);
+  {
+    HeartbeatClient client(replicas[leader]->channel());
+    ASSERT_TRUE(client.Call(Request(meta::FLOWNODE, 9)).has_value());
+    auto resp = client.Call(FlowReport(9, {{90, 900, 9}}));
+    ASSERT_TRUE(resp.has_value());
+    ASSERT_FALSE(resp->header().has_error());
+  }
+
+  replicas[leader]->process().Signal(SIGKILL);
+  const absl::Time killed = absl::Now();
+  // The flownode follows AskLeader from any survivor and reconnects.
+  std::string new_leader;
+  bool reported = false;
+  while (!reported && absl::Now() - killed < absl::Seconds(20)) {
+    for (int i = 0; i < 3 && !reported; ++i) {
+      if (i == leader) continue;
+      const std::string addr = AskLeader(replicas[i]->channel());
+      if (addr.empty() || addr == leader_addr) continue;
+      HeartbeatClient client(Connect(addr));
+      auto hs = client.Call(Request(meta::FLOWNODE, 9));
+      if (!hs.has_value() || hs->header().has_error()) continue;
+      auto resp = client.Call(FlowReport(9, {{90, 901, 10}}));
+      if (resp.has_value() && !resp->header().has_error()) {
+        reported = true;
+        new_leader = addr;
+      }
+    }
+    if (!reported) absl::SleepFor(absl::Milliseconds(20));
+  }
+  const absl::Duration failover = absl::Now() - killed;
+  ASSERT_TRUE(reported);
+  EXPECT_LE(failover, absl::Seconds(2 + 2)) << "TTL + 2 s";
+  // Its report is there, on the new leader.
+  metasrv::v1::GetFlowStateResponse state = GetFlowState(Connect(new_leader));
+  ASSERT_TRUE(state.found());
+  ASSERT_EQ(state.flows_size(), 1);
+  EXPECT_EQ(state.flows(0).state_size(), 901u);
+  std::printf("failover took %s\n", absl::FormatDuration(failover).c_str());
+}
+
+}  // namespace
+}  // namespace metasrv::testing

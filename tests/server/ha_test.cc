@@ -1,0 +1,274 @@
+// High availability against a real etcd: three in-process replicas.
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "server/heartbeat_handler.h"
+#include "server/metasrv_server.h"
+#include "tests/server/etcd_process.h"
+#include "tests/server/test_util.h"
+
+namespace metasrv::server {
+namespace {
+
+using ::metasrv::testing::Connect;
+using ::metasrv::testing::EtcdProcess;
+using ::metasrv::testing::FlowReport;
+using ::metasrv::testing::GetFlowState;
+using ::metasrv::testing::HeartbeatClient;
+using ::metasrv::testing::Request;
+using ::metasrv::testing::WaitFor;
+namespace meta = greptime::v1::meta;
+
+constexpr absl::Duration kTtl = absl::Seconds(2);
+
+class HaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 3; ++i) {
+      ServerOptions options;
+      options.bind_addr = "127.0.0.1:0";
+      options.store_addrs = {etcd_.endpoint()};
+      options.lease_ttl = kTtl;
+      auto started = MetasrvServer::Start(options);
+      ASSERT_TRUE(started.ok()) << started.status();
+      replicas_.push_back(*std::move(started));
+      channels_.push_back(Connect(replicas_.back()->advertised_addr()));
+    }
+  }
+
+  void TearDown() override {
+    // Stop replicas before etcd, so that none waits on a dead etcd.
+    replicas_.clear();
+  }
+
+  // Indices of the replicas that lead now.
+  std::vector<int> Leaders() {
+    std::vector<int> out;
+    for (int i = 0; i < static_cast<int>(replicas_.size()); ++i) {
+      if (replicas_[i] != nullptr && replicas_[i]->leadership().IsLeader()) {
+        out.push_back(i);
+      }
+    }
+    return out;
+  }
+
+  // Waits until exactly one replica leads (other than `not_this`); -1 if none.
+  int WaitForOneLeader(absl::Duration timeout = absl::Seconds(20), int not_this = -1) {
+    int leader = -1;
+    WaitFor(
+        [&] {
+          std::vector<int> leaders = Leaders();
+          leader = leaders.size() == 1 && leaders[0] != not_this ? leaders[0] : -1;
+          return leader >= 0;
+        },
+        timeout);
+    return leader;
+  }
+
+  std::string AskLeader(int i) {
+    auto stub = meta::Heartbeat::NewStub(channels_[i]);
+    grpc::ClientContext ctx;
+    meta::AskLeaderRequest req;
+    req.mutable_header()->set_role(meta::FLOWNODE);
+    meta::AskLeaderResponse resp;
+    if (!stub->AskLeader(&ctx, req, &resp).ok()) return "";
+    return resp.leader().addr();
+  }
+
+  grpc::Status LeaderChange(int i, metasrv::v1::LeaderChangeResponse* resp) {
+    auto stub = metasrv::v1::Admin::NewStub(channels_[i]);
+    grpc::ClientContext ctx;
+    return stub->LeaderChange(&ctx, {}, resp);
+  }
+
+  // Sends one report on a fresh stream; true if the replica accepted it.
+  bool Report(int i, uint64_t node, uint32_t flow, uint64_t size) {
+    HeartbeatClient client(channels_[i]);
+    auto resp = client.Call(FlowReport(node, {{flow, size, 1}}));
+    const bool accepted = resp.has_value() && !resp->header().has_error();
+    client.Close().IgnoreError();
+    return accepted;
+  }
+
+  EtcdProcess etcd_;
+  std::vector<std::unique_ptr<MetasrvServer>> replicas_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+};
+
+TEST_F(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
+  const int leader = WaitForOneLeader();
+  ASSERT_GE(leader, 0);
+  const std::string leader_addr = replicas_[leader]->advertised_addr();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(WaitFor([&] { return AskLeader(i) == leader_addr; })) << i;
+  }
+  EXPECT_EQ(Leaders().size(), 1u);
+
+  for (int f = 0; f < 3; ++f) {
+    if (f == leader) continue;
+    // Heartbeat: error code 2 in the response, then ABORTED.
+    HeartbeatClient client(channels_[f]);
+    auto resp = client.Call(FlowReport(7, {{1, 1, 1}}));
+    ASSERT_TRUE(resp.has_value());
+    EXPECT_EQ(resp->header().error().code(), kNotLeaderErrorCode);
+    EXPECT_FALSE(resp->has_heartbeat_config());
+    EXPECT_EQ(client.Close().error_code(), grpc::StatusCode::ABORTED);
+    EXPECT_EQ(replicas_[f]->kv().size(), 0u);
+    // Cluster reads: error code 2 in the header, no data.
+    auto cluster = meta::Cluster::NewStub(channels_[f]);
+    grpc::ClientContext ctx;
+    meta::RangeRequest range;
+    range.mutable_header();
+    range.set_key("__flow/state");
+    meta::RangeResponse range_resp;
+    ASSERT_TRUE(cluster->Range(&ctx, range, &range_resp).ok());
+    EXPECT_EQ(range_resp.header().error().code(), kNotLeaderErrorCode);
+    EXPECT_EQ(range_resp.kvs_size(), 0);
+    // Our own RPCs: FAILED_PRECONDITION naming the leader.
+    auto state = metasrv::v1::FlowState::NewStub(channels_[f]);
+    grpc::ClientContext ctx2;
+    metasrv::v1::GetFlowStateResponse state_resp;
+    grpc::Status s = state->GetFlowState(&ctx2, {}, &state_resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_NE(s.error_message().find(leader_addr), std::string::npos) << s.error_message();
+    metasrv::v1::LeaderChangeResponse change;
+    EXPECT_EQ(LeaderChange(f, &change).error_code(),
+              grpc::StatusCode::FAILED_PRECONDITION);
+  }
+
+  // MetasrvPeers: the leader and both followers.
+  auto cluster = meta::Cluster::NewStub(channels_[leader]);
+  grpc::ClientContext ctx;
+  meta::MetasrvPeersRequest req;
+  req.mutable_header();
+  meta::MetasrvPeersResponse peers;
+  ASSERT_TRUE(cluster->MetasrvPeers(&ctx, req, &peers).ok());
+  EXPECT_EQ(peers.leader().peer().addr(), leader_addr);
+  std::set<std::string> followers, want;
+  for (const auto& f : peers.followers()) followers.insert(f.peer().addr());
+  for (int i = 0; i < 3; ++i) {
+    if (i != leader) want.insert(replicas_[i]->advertised_addr());
+  }
+  EXPECT_EQ(followers, want);
+}
+
+TEST_F(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
+  const int old_leader = WaitForOneLeader();
+  ASSERT_GE(old_leader, 0);
+  ASSERT_TRUE(Report(old_leader, 1, 10, 100));
+  ASSERT_TRUE(Report(old_leader, 2, 20, 200));
+  EXPECT_EQ(replicas_[old_leader]->kv().size(), 3u);
+  metasrv::v1::LeaderChangeResponse resp;
+  ASSERT_TRUE(LeaderChange(old_leader, &resp).ok());
+  EXPECT_EQ(resp.dropped_keys(), 3u);
+  // The old leader stepped down and holds nothing.
+  EXPECT_FALSE(replicas_[old_leader]->leadership().IsLeader());
+  EXPECT_EQ(replicas_[old_leader]->kv().size(), 0u);
+  EXPECT_FALSE(Report(old_leader, 1, 10, 100));
+  // Another replica took over, starting empty; reports work there.
+  const int new_leader = WaitForOneLeader(absl::Seconds(10), old_leader);
+  ASSERT_GE(new_leader, 0);
+  EXPECT_FALSE(GetFlowState(channels_[new_leader]).found());
+  ASSERT_TRUE(Report(new_leader, 1, 11, 111));
+  metasrv::v1::GetFlowStateResponse state = GetFlowState(channels_[new_leader]);
+  ASSERT_EQ(state.flows_size(), 1);
+  EXPECT_EQ(state.flows(0).flow_id(), 11u);
+  EXPECT_EQ(replicas_[old_leader]->kv().size(), 0u);
+}
+
+TEST_F(HaTest, LeaderStreamsEndWithAbortedWhenItStepsDown) {
+  const int leader = WaitForOneLeader();
+  ASSERT_GE(leader, 0);
+  HeartbeatClient client(channels_[leader]);
+  ASSERT_TRUE(client.Call(Request(meta::FLOWNODE, 1)).has_value());
+  metasrv::v1::LeaderChangeResponse resp;
+  ASSERT_TRUE(LeaderChange(leader, &resp).ok());
+  EXPECT_FALSE(client.Call(Request(meta::FLOWNODE, 1)).has_value());
+  EXPECT_EQ(client.Close().error_code(), grpc::StatusCode::ABORTED);
+}
+
+TEST_F(HaTest, EtcdStoppedLeaderStepsDownWithinTtlAndALeaderReturns) {
+  const int leader = WaitForOneLeader();
+  ASSERT_GE(leader, 0);
+  ASSERT_TRUE(Report(leader, 1, 10, 100));
+  const absl::Time stopped = absl::Now();
+  etcd_.Stop();
+  ASSERT_TRUE(WaitFor([&] { return Leaders().empty(); }, kTtl));
+  const absl::Duration step_down = absl::Now() - stopped;
+  EXPECT_LE(step_down, kTtl);
+  EXPECT_FALSE(Report(leader, 1, 10, 100));
+  EXPECT_EQ(replicas_[leader]->kv().size(), 0u);
+  etcd_.Start();
+  EXPECT_GE(WaitForOneLeader(absl::Seconds(20)), 0);
+}
+
+// A prober sends heartbeats to every replica all along, while leadership
+// moves around; no two replicas may ever accept at overlapping moments.
+TEST_F(HaTest, ProberNeverSeesTwoLeadersAcceptAtOnce) {
+  struct Accepted {
+    absl::Time sent, answered;  // The request's send and answer times.
+    int replica;
+  };
+  std::mutex mu;
+  std::vector<Accepted> accepted;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> probers;
+  for (int r = 0; r < 3; ++r) {
+    probers.emplace_back([&, r] {
+      const absl::Time end = absl::Now() + absl::Seconds(120);  // Bounded.
+      uint64_t n = 0;
+      while (!stop.load() && absl::Now() < end) {
+        HeartbeatClient client(channels_[r]);
+        const absl::Time sent = absl::Now();
+        auto resp = client.Call(FlowReport(100 + r, {{1, ++n, 1}}));
+        const absl::Time answered = absl::Now();
+        if (resp.has_value() && !resp->header().has_error()) {
+          std::lock_guard<std::mutex> lock(mu);
+          accepted.push_back({sent, answered, r});
+        }
+        client.Close().IgnoreError();
+      }
+    });
+  }
+  int leader = WaitForOneLeader();
+  ASSERT_GE(leader, 0);
+  for (int round = 0; round < 4; ++round) {
+    metasrv::v1::LeaderChangeResponse resp;
+    ASSERT_TRUE(LeaderChange(leader, &resp).ok());
+    leader = WaitForOneLeader(absl::Seconds(10), leader);
+    ASSERT_GE(leader, 0) << "round " << round;
+    absl::SleepFor(absl::Milliseconds(200));  // Let the probers see it lead.
+  }
+  // And one failover through etcd itself: paused, the leader steps down.
+  etcd_.Pause();
+  EXPECT_TRUE(WaitFor([&] { return Leaders().empty(); }, kTtl + absl::Seconds(1)));
+  etcd_.Resume();
+  EXPECT_GE(WaitForOneLeader(absl::Seconds(20)), 0);
+  absl::SleepFor(absl::Milliseconds(200));
+  stop = true;
+  for (auto& t : probers) t.join();
+
+  std::sort(accepted.begin(), accepted.end(),
+            [](const Accepted& a, const Accepted& b) { return a.sent < b.sent; });
+  std::map<int, absl::Time> last_answer;  // Per replica, latest answer so far.
+  std::set<int> acceptors;
+  int overlaps = 0;
+  for (const Accepted& a : accepted) {
+    for (const auto& [replica, answered] : last_answer) {
+      if (replica != a.replica && answered > a.sent) ++overlaps;
+    }
+    last_answer[a.replica] = std::max(last_answer[a.replica], a.answered);
+    acceptors.insert(a.replica);
+  }
+  EXPECT_EQ(overlaps, 0);
+  EXPECT_GE(acceptors.size(), 2u) << "leadership never moved";
+  EXPECT_GT(accepted.size(), 20u);
+}
+
+}  // namespace
+}  // namespace metasrv::server
