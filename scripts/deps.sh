@@ -11,7 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [[ "${1:-}" == "test" ]]; then
-  packages+=(grpc-proto)
+  packages+=(grpc-proto etcd-server etcd-client)
 fi
 
 missing=()
