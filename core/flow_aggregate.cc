@@ -46,6 +46,14 @@ AggregateFlow FlowAggregate::FlowSlot::ToFlow(uint32_t flow_id) const {
   return out;
 }
 
+FlowAggregate::Chunk::Flows::iterator FlowAggregate::Chunk::Find(uint32_t id) {
+  const size_t guess = id & ((1u << kChunkBits) - 1);
+  if (guess < flows.size() && flows[guess].first == id) return flows.begin() + guess;
+  return std::lower_bound(
+      flows.begin(), flows.end(), id,
+      [](const std::pair<uint32_t, FlowSlot>& e, uint32_t v) { return e.first < v; });
+}
+
 FlowAggregate::Chunk* FlowAggregate::GetOrCreateChunk(uint32_t chunk_id) {
   {
     absl::ReaderMutexLock lock(&dir_mu_);
@@ -62,10 +70,10 @@ void FlowAggregate::ApplyFlow(Chunk& chunk, uint64_t node,
                               const FlowStat* old_stat,
                               const FlowStat* new_stat) {
   const uint32_t id = old_stat != nullptr ? old_stat->flow_id : new_stat->flow_id;
-  auto it = chunk.flows.find(id);
-  if (it == chunk.flows.end()) {
+  auto it = chunk.Find(id);
+  if (it == chunk.flows.end() || it->first != id) {
     if (new_stat == nullptr) return;
-    it = chunk.flows.try_emplace(id).first;
+    it = chunk.flows.emplace(it, id, FlowSlot());
     flow_count_.fetch_add(1, std::memory_order_relaxed);
   }
   FlowSlot& slot = it->second;
@@ -77,6 +85,7 @@ void FlowAggregate::ApplyFlow(Chunk& chunk, uint64_t node,
              &FlowStat::start_time);
   if (slot.empty()) {
     chunk.flows.erase(it);
+    if (chunk.flows.empty()) Chunk::Flows().swap(chunk.flows);
     flow_count_.fetch_sub(1, std::memory_order_relaxed);
   }
 }
@@ -168,8 +177,10 @@ std::vector<AggregateFlow> FlowAggregate::Read(
     auto c = chunks_.find(id >> kChunkBits);
     if (c == chunks_.end()) continue;
     absl::MutexLock lock(&c->second->mu);
-    auto it = c->second->flows.find(id);
-    if (it != c->second->flows.end()) out.push_back(it->second.ToFlow(id));
+    auto it = c->second->Find(id);
+    if (it != c->second->flows.end() && it->first == id) {
+      out.push_back(it->second.ToFlow(id));
+    }
   }
   return out;
 }

@@ -5,9 +5,22 @@
 
 namespace metasrv::server {
 
+namespace {
+
+google::protobuf::ArenaOptions BlockOptions(char* block, size_t size) {
+  google::protobuf::ArenaOptions options;
+  options.initial_block = block;
+  options.initial_block_size = size;
+  return options;
+}
+
+}  // namespace
+
 HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
                                  StreamRegistry* registry)
-    : handler_(handler), registry_(registry) {
+    : handler_(handler),
+      registry_(registry),
+      arena_(BlockOptions(arena_block_, sizeof(arena_block_))) {
   absl::Status added = registry_->Add(this);
   if (!added.ok()) {
     spdlog::warn("heartbeat stream refused: {}", added.ToString());
@@ -15,7 +28,15 @@ HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
     return;
   }
   registered_ = true;
-  StartRead(&request_);
+  ReadNext();
+}
+
+void HeartbeatStream::ReadNext() {
+  arena_.Reset();
+  request_ =
+      google::protobuf::Arena::CreateMessage<greptime::v1::meta::HeartbeatRequest>(
+          &arena_);
+  StartRead(request_);
 }
 
 void HeartbeatStream::OnReadDone(bool ok) {
@@ -24,7 +45,7 @@ void HeartbeatStream::OnReadDone(bool ok) {
     FinishOnce(grpc::Status::OK);
     return;
   }
-  absl::Status handled = handler_->Handle(request_, handshake_, &response_);
+  absl::Status handled = handler_->Handle(*request_, handshake_, &response_);
   handshake_ = false;
   if (!handled.ok() && !absl::IsAborted(handled)) {
     spdlog::debug("heartbeat stream ended: {}", handled.ToString());
@@ -52,7 +73,7 @@ void HeartbeatStream::OnWriteDone(bool ok) {
     } else if (!ok) {
       finish = grpc::Status(grpc::StatusCode::CANCELLED, "write failed");
     } else {
-      StartRead(&request_);
+      ReadNext();
       return;
     }
   }

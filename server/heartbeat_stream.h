@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include <google/protobuf/arena.h>
 #include <grpcpp/support/server_callback.h>
 
 #include "absl/base/thread_annotations.h"
@@ -32,12 +33,18 @@ class HeartbeatStream final
  private:
   // Finishes with `status` unless already finishing. Call without mu_ held.
   void FinishOnce(const grpc::Status& status);
+  // Reads the next request into a fresh message on the reset arena.
+  void ReadNext();
 
   HeartbeatHandler* const handler_;  // Handles each request; borrowed.
   StreamRegistry* const registry_;   // Where this stream is listed; borrowed.
   bool registered_ = false;          // Whether Add() succeeded.
   bool handshake_ = true;            // The next request is the first.
-  greptime::v1::meta::HeartbeatRequest request_;    // Buffer of the read.
+  // Requests are parsed into `arena_`, reset before each read: its first
+  // block is `arena_block_`, so a typical report's map entries cost no malloc.
+  alignas(8) char arena_block_[2048];
+  google::protobuf::Arena arena_;
+  greptime::v1::meta::HeartbeatRequest* request_ = nullptr;  // On arena_.
   greptime::v1::meta::HeartbeatResponse response_;  // Buffer of the write.
 
   absl::Mutex mu_;  // Guards the fields below; never held into gRPC callbacks.

@@ -1,0 +1,358 @@
+// Load generator: simulates flownodes on heartbeat streams (gRPC callback API,
+// no thread per stream), optionally with readers, against a metasrv or the
+// echo baseline. Prints one machine-readable line at the end:
+//
+//   RESULT {"target":...,"msgs_per_s":...,"p50_us":...,"p99_us":...}
+//
+// Closed loop: every stream sends its next report as soon as the previous
+// one is answered. Open loop: every stream sends one report per --interval, at
+// fixed phases; latency counts from the scheduled time, so a slow server
+// cannot hide its queueing.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "greptime/v1/meta/cluster.grpc.pb.h"
+#include "greptime/v1/meta/heartbeat.grpc.pb.h"
+#include "metasrv/v1/metasrv.grpc.pb.h"
+
+ABSL_FLAG(std::string, target, "127.0.0.1:3002", "server address");
+ABSL_FLAG(std::string, label, "metasrv", "name of the target in the result");
+ABSL_FLAG(std::string, mode, "closed", "closed or open");
+ABSL_FLAG(int, streams, 1000, "concurrent heartbeat streams (flownodes)");
+ABSL_FLAG(int, flows, 10, "flows per report");
+ABSL_FLAG(int, channels, 8, "gRPC channels (TCP connections) to spread streams on");
+ABSL_FLAG(absl::Duration, interval, absl::Seconds(3), "open loop: period per stream");
+ABSL_FLAG(absl::Duration, warmup, absl::Seconds(2), "not measured");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(10), "measured");
+ABSL_FLAG(int, state_readers, 0, "threads calling GetFlowState");
+ABSL_FLAG(int, range_readers, 0, "threads calling Cluster.Range of __flow/state");
+ABSL_FLAG(absl::Duration, reader_interval, absl::Milliseconds(100),
+          "pause between one reader's calls");
+ABSL_FLAG(uint64_t, node_offset, 0, "first node id");
+ABSL_FLAG(int, reports, 0, "if > 0: each stream sends this many reports, then the "
+                           "run ends (for memory measurements)");
+
+namespace {
+
+namespace meta = greptime::v1::meta;
+using Clock = std::chrono::steady_clock;
+
+// Latency samples in microseconds.
+struct Samples {
+  std::vector<double> us;
+  void Add(Clock::duration d) {
+    us.push_back(std::chrono::duration<double, std::micro>(d).count());
+  }
+};
+
+double Percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * v.size()));
+  std::nth_element(v.begin(), v.begin() + i, v.end());
+  return v[i];
+}
+
+struct Shared {
+  Clock::time_point measure_from;  // Start of the measured window.
+  Clock::time_point measure_to;    // Its end.
+  std::atomic<bool> stopping{false};
+  std::atomic<int64_t> errors{0};
+  std::atomic<int64_t> late{0};        // Open loop: previous report unanswered.
+  std::atomic<int> finished{0};        // Streams done.
+  std::atomic<int> ready{0};           // Streams past the handshake.
+};
+
+class Flownode final
+    : public grpc::ClientBidiReactor<meta::HeartbeatRequest, meta::HeartbeatResponse> {
+ public:
+  Flownode(meta::Heartbeat::Stub* stub, uint64_t node, int flows, bool closed,
+           int reports, Shared* shared)
+      : node_(node), closed_(closed), reports_left_(reports), shared_(shared) {
+    handshake_.mutable_header()->set_role(meta::FLOWNODE);
+    handshake_.mutable_header()->set_member_id(node);
+    report_ = handshake_;
+    report_.mutable_peer()->set_id(node);
+    auto* stat = report_.mutable_flow_stat();
+    for (int f = 0; f < flows; ++f) {
+      const uint32_t id = static_cast<uint32_t>(node * flows + f);
+      (*stat->mutable_flow_stat_size())[id] = 1024;
+      (*stat->mutable_flow_last_exec_time_map())[id] = 0;
+    }
+    stub->async()->Heartbeat(&context_, this);
+    StartRead(&response_);
+    writing_ = true;  // The handshake; OnWriteDone clears it.
+    StartWrite(&handshake_);
+    StartCall();
+  }
+
+  // Open loop: a report is due at `when`.
+  void Due(Clock::time_point when) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!ready_ || done_) return;
+    if (outstanding_) {
+      shared_->late.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    SendLocked(when);
+  }
+
+  void Stop() { context_.TryCancel(); }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok) return;
+    if (want_write_) {
+      want_write_ = false;
+      writing_ = true;
+      StartWrite(&report_);
+    }
+  }
+
+  void OnReadDone(bool ok) override {
+    const Clock::time_point now = Clock::now();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!ok) return;
+    if (response_.header().has_error()) shared_->errors.fetch_add(1);
+    if (!ready_) {
+      ready_ = true;
+      shared_->ready.fetch_add(1);
+      StartRead(&response_);
+      return;  // Reports start with the first Due().
+    } else {
+      outstanding_ = false;
+      if (sent_for_ >= shared_->measure_from && sent_for_ < shared_->measure_to) {
+        samples_.Add(now - sent_for_);
+      }
+      if (reports_left_ > 0 && --reports_left_ == 0) {
+        done_ = true;
+        shared_->finished.fetch_add(1);
+      }
+    }
+    StartRead(&response_);
+    if (closed_ && !done_ && !shared_->stopping.load(std::memory_order_relaxed)) {
+      SendLocked(now);
+    }
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
+      shared_->errors.fetch_add(1);
+      std::fprintf(stderr, "stream %llu ended: %s\n",
+                   static_cast<unsigned long long>(node_),
+                   status.error_message().c_str());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    finished_ = true;
+  }
+
+  bool finished() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return finished_;
+  }
+  Samples TakeSamples() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::move(samples_);
+  }
+
+ private:
+  void SendLocked(Clock::time_point scheduled) {
+    ++round_;
+    auto* stat = report_.mutable_flow_stat();
+    for (auto& [id, size] : *stat->mutable_flow_stat_size()) size = 1024 + round_ % 4096;
+    for (auto& [id, t] : *stat->mutable_flow_last_exec_time_map()) t = round_;
+    outstanding_ = true;
+    sent_for_ = scheduled;
+    if (writing_) {
+      want_write_ = true;
+    } else {
+      writing_ = true;
+      StartWrite(&report_);
+    }
+  }
+
+  const uint64_t node_;
+  const bool closed_;
+  int reports_left_;
+  Shared* const shared_;
+  grpc::ClientContext context_;
+  meta::HeartbeatRequest handshake_, report_;
+  meta::HeartbeatResponse response_;
+  std::mutex mu_;
+  bool ready_ = false, outstanding_ = false, writing_ = false, want_write_ = false;
+  bool done_ = false, finished_ = false;
+  int64_t round_ = 0;
+  Clock::time_point sent_for_;
+  Samples samples_;
+};
+
+void Reader(std::shared_ptr<grpc::Channel> channel, bool range, Shared* shared,
+            Samples* out, std::atomic<int64_t>* flows_seen) {
+  auto state = metasrv::v1::FlowState::NewStub(channel);
+  auto cluster = meta::Cluster::NewStub(channel);
+  const absl::Duration pause = absl::GetFlag(FLAGS_reader_interval);
+  while (!shared->stopping.load()) {
+    grpc::ClientContext ctx;
+    const Clock::time_point start = Clock::now();
+    grpc::Status s;
+    int64_t n = 0;
+    if (range) {
+      meta::RangeRequest req;
+      req.mutable_header()->set_role(meta::FRONTEND);
+      req.set_key("__flow/state");
+      meta::RangeResponse resp;
+      s = cluster->Range(&ctx, req, &resp);
+      n = resp.kvs_size() > 0 ? static_cast<int64_t>(resp.kvs(0).value().size()) : 0;
+    } else {
+      metasrv::v1::GetFlowStateResponse resp;
+      s = state->GetFlowState(&ctx, {}, &resp);
+      n = resp.flows_size();
+    }
+    const Clock::time_point end = Clock::now();
+    if (!s.ok()) shared->errors.fetch_add(1);
+    if (start >= shared->measure_from && start < shared->measure_to) {
+      out->Add(end - start);
+      flows_seen->store(n);
+    }
+    absl::SleepFor(pause);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const std::string target = absl::GetFlag(FLAGS_target);
+  const int n = absl::GetFlag(FLAGS_streams);
+  const int flows = absl::GetFlag(FLAGS_flows);
+  const bool closed = absl::GetFlag(FLAGS_mode) == "closed";
+  const int reports = absl::GetFlag(FLAGS_reports);
+  const int nchan = std::max(1, absl::GetFlag(FLAGS_channels));
+
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<meta::Heartbeat::Stub>> stubs;
+  for (int c = 0; c < nchan; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // One TCP each.
+    args.SetMaxReceiveMessageSize(64 << 20);
+    channels.push_back(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+    stubs.push_back(meta::Heartbeat::NewStub(channels.back()));
+  }
+
+  Shared shared;
+  const Clock::time_point start = Clock::now();
+  const auto warmup = absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_warmup));
+  const auto duration = absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_duration));
+  shared.measure_from = start + warmup;
+  shared.measure_to = reports > 0 ? Clock::time_point::max() : shared.measure_from + duration;
+
+  std::vector<std::unique_ptr<Flownode>> nodes;
+  nodes.reserve(n);
+  const uint64_t offset = absl::GetFlag(FLAGS_node_offset);
+  for (int i = 0; i < n; ++i) {
+    nodes.push_back(std::make_unique<Flownode>(stubs[i % nchan].get(), offset + i,
+                                               flows, closed, reports, &shared));
+  }
+  // Wait for every handshake (bounded).
+  const Clock::time_point handshake_deadline = Clock::now() + std::chrono::seconds(60);
+  while (shared.ready.load() < n && Clock::now() < handshake_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (shared.ready.load() < n) {
+    std::fprintf(stderr, "only %d of %d streams completed the handshake\n",
+                 shared.ready.load(), n);
+    shared.errors.fetch_add(n - shared.ready.load());
+  }
+  // Restart the clock now that all streams are open.
+  const Clock::time_point t0 = Clock::now();
+  shared.measure_from = t0 + warmup;
+  if (reports == 0) shared.measure_to = shared.measure_from + duration;
+
+  std::vector<std::thread> readers;
+  std::vector<Samples> reader_samples(absl::GetFlag(FLAGS_state_readers) +
+                                      absl::GetFlag(FLAGS_range_readers));
+  std::atomic<int64_t> reader_flows{0};
+  for (size_t r = 0; r < reader_samples.size(); ++r) {
+    const bool range = static_cast<int>(r) >= absl::GetFlag(FLAGS_state_readers);
+    readers.emplace_back(Reader, channels[r % nchan], range, &shared,
+                         &reader_samples[r], &reader_flows);
+  }
+
+  if (closed) {
+    for (auto& node : nodes) node->Due(Clock::now());  // Start each loop.
+    if (reports > 0) {
+      while (shared.finished.load() < n && Clock::now() < t0 + std::chrono::minutes(10)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    } else {
+      std::this_thread::sleep_until(shared.measure_to);
+    }
+  } else {
+    // Fixed phases: stream k is due at t0 + k*P/N + m*P.
+    const auto period = absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_interval));
+    const Clock::time_point end =
+        reports > 0 ? t0 + period * reports + std::chrono::seconds(5) : shared.measure_to;
+    for (int64_t m = 0; Clock::now() < end; ++m) {
+      bool any = false;
+      for (int k = 0; k < n; ++k) {
+        const Clock::time_point due = t0 + period * m + period * k / n;
+        if (due >= end) break;
+        std::this_thread::sleep_until(due);
+        nodes[k]->Due(due);
+        any = true;
+      }
+      if (!any || (reports > 0 && shared.finished.load() == n)) break;
+    }
+  }
+  const Clock::time_point stop_at = Clock::now();
+  shared.stopping = true;
+  for (auto& t : readers) t.join();
+  // Let the last answers arrive, then end the streams.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (auto& node : nodes) node->Stop();
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
+  for (auto& node : nodes) {
+    while (!node->finished() && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+  std::vector<double> all;
+  for (auto& node : nodes) {
+    Samples s = node->TakeSamples();
+    all.insert(all.end(), s.us.begin(), s.us.end());
+  }
+  std::vector<double> reads;
+  for (auto& s : reader_samples) reads.insert(reads.end(), s.us.begin(), s.us.end());
+  const double window_s =
+      reports > 0 ? std::chrono::duration<double>(stop_at - shared.measure_from).count()
+                  : absl::ToDoubleSeconds(absl::GetFlag(FLAGS_duration));
+  const double msgs = static_cast<double>(all.size());
+  std::printf(
+      "RESULT {\"target\":\"%s\",\"mode\":\"%s\",\"streams\":%d,\"flows\":%d,"
+      "\"window_s\":%.2f,\"msgs\":%.0f,\"msgs_per_s\":%.1f,\"p50_us\":%.1f,"
+      "\"p99_us\":%.1f,\"p999_us\":%.1f,\"errors\":%lld,\"late\":%lld,"
+      "\"reads\":%zu,\"read_p50_us\":%.1f,\"read_p99_us\":%.1f,\"read_flows\":%lld}\n",
+      absl::GetFlag(FLAGS_label).c_str(), closed ? "closed" : "open", n, flows,
+      window_s, msgs, msgs / window_s, Percentile(all, 0.50), Percentile(all, 0.99),
+      Percentile(all, 0.999), static_cast<long long>(shared.errors.load()),
+      static_cast<long long>(shared.late.load()), reads.size(),
+      Percentile(reads, 0.50), Percentile(reads, 0.99),
+      static_cast<long long>(reader_flows.load()));
+  return shared.errors.load() == 0 ? 0 : 1;
+}
