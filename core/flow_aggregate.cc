@@ -156,19 +156,24 @@ std::string FlowAggregate::EncodeJson() const {
   return AssembleFlowState(ptrs);
 }
 
-std::vector<AggregateFlow> FlowAggregate::Read(
-    absl::Span<const uint32_t> flow_ids) const {
-  std::vector<AggregateFlow> out;
+void FlowAggregate::Visit(absl::Span<const uint32_t> flow_ids,
+                          const Visitor& visit) const {
+  std::vector<AggregateFlow> batch;
   absl::ReaderMutexLock dir(&dir_mu_);
   if (flow_ids.empty()) {
-    out.reserve(flow_count());
+    // One batch per chunk, copied under its lock and visited after.
     for (const auto& [id, chunk] : chunks_) {
-      absl::MutexLock lock(&chunk->mu);
-      for (const auto& [flow_id, slot] : chunk->flows) {
-        out.push_back(slot.ToFlow(flow_id));
+      batch.clear();
+      {
+        absl::MutexLock lock(&chunk->mu);
+        batch.reserve(chunk->flows.size());
+        for (const auto& [flow_id, slot] : chunk->flows) {
+          batch.push_back(slot.ToFlow(flow_id));
+        }
       }
+      if (!batch.empty()) visit(batch);
     }
-    return out;
+    return;
   }
   std::vector<uint32_t> ids(flow_ids.begin(), flow_ids.end());
   std::sort(ids.begin(), ids.end());
@@ -179,9 +184,19 @@ std::vector<AggregateFlow> FlowAggregate::Read(
     absl::MutexLock lock(&c->second->mu);
     auto it = c->second->Find(id);
     if (it != c->second->flows.end() && it->first == id) {
-      out.push_back(it->second.ToFlow(id));
+      batch.push_back(it->second.ToFlow(id));
     }
   }
+  if (!batch.empty()) visit(batch);
+}
+
+std::vector<AggregateFlow> FlowAggregate::Read(
+    absl::Span<const uint32_t> flow_ids) const {
+  std::vector<AggregateFlow> out;
+  if (flow_ids.empty()) out.reserve(flow_count());
+  Visit(flow_ids, [&](absl::Span<const AggregateFlow> flows) {
+    out.insert(out.end(), flows.begin(), flows.end());
+  });
   return out;
 }
 

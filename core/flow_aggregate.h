@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,8 +53,13 @@ class FlowAggregate {
   // The aggregate as JSON (see flow_state_codec.h).
   std::string EncodeJson() const;
 
-  // The aggregate's flows, ascending by id. With `flow_ids` non-empty, only
-  // those of them that exist.
+  // Calls `visit` with the aggregate's flows in batches, ascending by id;
+  // with `flow_ids` non-empty, only those of them that exist. `visit` must not
+  // call back into the aggregate.
+  using Visitor = std::function<void(absl::Span<const AggregateFlow>)>;
+  void Visit(absl::Span<const uint32_t> flow_ids, const Visitor& visit) const;
+
+  // Visit() into a vector.
   std::vector<AggregateFlow> Read(absl::Span<const uint32_t> flow_ids) const;
 
   // Flows in the aggregate now.

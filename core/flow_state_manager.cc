@@ -1,5 +1,6 @@
 #include "core/flow_state_manager.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -121,8 +122,9 @@ absl::Status FlowStateManager::Merge(uint64_t node_id, FlowStateValue report,
                    " gave up: the KV was reset on every attempt"));
 }
 
-absl::StatusOr<std::optional<std::vector<AggregateFlow>>>
-FlowStateManager::Read(absl::Span<const uint32_t> flow_ids) const {
+absl::StatusOr<bool> FlowStateManager::Visit(
+    absl::Span<const uint32_t> flow_ids,
+    const FlowAggregate::Visitor& visit) const {
   std::shared_ptr<const FlowAggregate> aggregate;
   {
     absl::MutexLock lock(&mu_);
@@ -131,21 +133,34 @@ FlowStateManager::Read(absl::Span<const uint32_t> flow_ids) const {
     if (global_is_aggregate_) aggregate = aggregate_;
   }
   if (aggregate != nullptr) {
-    return std::optional<std::vector<AggregateFlow>>(aggregate->Read(flow_ids));
+    aggregate->Visit(flow_ids, visit);
+    return true;
   }
   // No merge since the reset, or a Put() value: read what the key holds.
   absl::StatusOr<std::optional<FlowStateValue>> value = Get();
   if (!value.ok()) return value.status();
-  if (!value->has_value()) return std::nullopt;
-  std::vector<AggregateFlow> out;
-  auto add = [&](const FlowStat& stat) { out.push_back(AggregateFlow{stat}); };
-  if (flow_ids.empty()) {
-    for (const FlowStat& stat : (*value)->flows()) add(stat);
-  } else {
-    for (uint32_t id : flow_ids) {
-      if (const FlowStat* stat = (*value)->Find(id)) add(*stat);
+  if (!value->has_value()) return false;
+  std::vector<uint32_t> ids(flow_ids.begin(), flow_ids.end());
+  std::sort(ids.begin(), ids.end());
+  std::vector<AggregateFlow> flows;
+  for (const FlowStat& stat : (*value)->flows()) {
+    if (ids.empty() || std::binary_search(ids.begin(), ids.end(), stat.flow_id)) {
+      flows.push_back(AggregateFlow{stat});
     }
   }
+  if (!flows.empty()) visit(flows);
+  return true;
+}
+
+absl::StatusOr<std::optional<std::vector<AggregateFlow>>>
+FlowStateManager::Read(absl::Span<const uint32_t> flow_ids) const {
+  std::vector<AggregateFlow> out;
+  absl::StatusOr<bool> found =
+      Visit(flow_ids, [&](absl::Span<const AggregateFlow> flows) {
+        out.insert(out.end(), flows.begin(), flows.end());
+      });
+  if (!found.ok()) return found.status();
+  if (!*found) return std::nullopt;
   return std::optional<std::vector<AggregateFlow>>(std::move(out));
 }
 

@@ -64,6 +64,12 @@ class FlowStateManager {
   absl::StatusOr<std::optional<std::vector<AggregateFlow>>> Read(
       absl::Span<const uint32_t> flow_ids) const;
 
+  // Read() in batches: calls `visit` with runs of flows, ascending by id, and
+  // returns whether there is any flow state (false like Get()'s nullopt).
+  // `visit` must not call into the manager.
+  absl::StatusOr<bool> Visit(absl::Span<const uint32_t> flow_ids,
+                             const FlowAggregate::Visitor& visit) const;
+
   // Drops the index now if the KV was reset since it was built, freeing its
   // memory without waiting for the next call. Call after resetting the KV.
   absl::Status Sync();

@@ -31,8 +31,11 @@ void FillNodeInfo(const SelfInfo& self, const std::string& addr,
 
 ClusterService::ClusterService(const kv::KvBackend* kv,
                                const core::Leadership* leadership,
-                               SelfInfo self)
-    : kv_(kv), leadership_(leadership), self_(std::move(self)) {}
+                               ReadExecutor* reads, SelfInfo self)
+    : kv_(kv), leadership_(leadership), reads_(reads), self_(std::move(self)) {
+  SetMessageAllocatorFor_Range(&range_allocator_);
+  SetMessageAllocatorFor_BatchGet(&batch_get_allocator_);
+}
 
 bool ClusterService::Admit(grpc::CallbackServerContext* context,
                            bool has_header, meta::ResponseHeader* header,
@@ -61,15 +64,22 @@ grpc::ServerUnaryReactor* ClusterService::BatchGet(
              &reactor)) {
     return reactor;
   }
-  std::vector<std::string> keys(request->keys().begin(), request->keys().end());
-  absl::StatusOr<std::vector<kv::KeyValue>> found = kv_->BatchGet(keys);
-  if (!found.ok()) return Done(context, ToGrpcStatus(found.status()));
-  for (kv::KeyValue& kv : *found) {
-    meta::KeyValue* out = response->add_kvs();
-    out->set_key(std::move(kv.key));
-    out->set_value(std::move(kv.value));
-  }
-  return Done(context, grpc::Status::OK);
+  reactor = context->DefaultReactor();
+  reads_->Schedule([this, request, response, reactor] {
+    std::vector<std::string> keys(request->keys().begin(), request->keys().end());
+    absl::StatusOr<std::vector<kv::KeyValue>> found = kv_->BatchGet(keys);
+    if (!found.ok()) {
+      reactor->Finish(ToGrpcStatus(found.status()));
+      return;
+    }
+    for (kv::KeyValue& kv : *found) {
+      meta::KeyValue* out = response->add_kvs();
+      out->set_key(std::move(kv.key));
+      out->set_value(std::move(kv.value));
+    }
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* ClusterService::Range(
@@ -80,17 +90,24 @@ grpc::ServerUnaryReactor* ClusterService::Range(
              &reactor)) {
     return reactor;
   }
-  kv::RangeRequest range{request->key(), request->range_end(), request->limit(),
-                         request->keys_only()};
-  absl::StatusOr<kv::RangeResponse> found = kv_->Range(range);
-  if (!found.ok()) return Done(context, ToGrpcStatus(found.status()));
-  for (kv::KeyValue& kv : found->kvs) {
-    meta::KeyValue* out = response->add_kvs();
-    out->set_key(std::move(kv.key));
-    out->set_value(std::move(kv.value));
-  }
-  response->set_more(found->more);
-  return Done(context, grpc::Status::OK);
+  reactor = context->DefaultReactor();
+  reads_->Schedule([this, request, response, reactor] {
+    kv::RangeRequest range{request->key(), request->range_end(),
+                           request->limit(), request->keys_only()};
+    absl::StatusOr<kv::RangeResponse> found = kv_->Range(range);
+    if (!found.ok()) {
+      reactor->Finish(ToGrpcStatus(found.status()));
+      return;
+    }
+    for (kv::KeyValue& kv : found->kvs) {
+      meta::KeyValue* out = response->add_kvs();
+      out->set_key(std::move(kv.key));
+      out->set_value(std::move(kv.value));
+    }
+    response->set_more(found->more);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* ClusterService::MetasrvPeers(

@@ -5,6 +5,8 @@
 #include "core/leadership.h"
 #include "greptime/v1/meta/cluster.grpc.pb.h"
 #include "kv/kv_backend.h"
+#include "server/arena_allocator.h"
+#include "server/read_executor.h"
 
 namespace metasrv::server {
 
@@ -18,9 +20,10 @@ struct SelfInfo {
 
 class ClusterService final : public greptime::v1::meta::Cluster::CallbackService {
  public:
-  // Borrows `kv` and `leadership`; they must outlive the service.
+  // Borrows `kv`, `leadership` and `reads`; they must outlive the service.
+  // KV reads run on `reads`.
   ClusterService(const kv::KvBackend* kv, const core::Leadership* leadership,
-                 SelfInfo self);
+                 ReadExecutor* reads, SelfInfo self);
 
   grpc::ServerUnaryReactor* BatchGet(
       grpc::CallbackServerContext* context,
@@ -45,7 +48,14 @@ class ClusterService final : public greptime::v1::meta::Cluster::CallbackService
 
   const kv::KvBackend* const kv_;             // The in-memory KV; borrowed.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
+  ReadExecutor* const reads_;                 // Runs KV reads; borrowed.
   const SelfInfo self_;                       // This replica, for peers.
+  ArenaMessageAllocator<greptime::v1::meta::RangeRequest,
+                        greptime::v1::meta::RangeResponse>
+      range_allocator_;  // Range answers can hold many keys.
+  ArenaMessageAllocator<greptime::v1::meta::BatchGetRequest,
+                        greptime::v1::meta::BatchGetResponse>
+      batch_get_allocator_;  // Likewise.
 };
 
 }  // namespace metasrv::server

@@ -67,12 +67,13 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   s->heartbeat_service_ = std::make_unique<HeartbeatService>(
       s->handler_.get(), &s->streams_, s->leadership_.get());
   s->cluster_service_ = std::make_unique<ClusterService>(
-      &s->kv_, s->leadership_.get(),
+      &s->kv_, s->leadership_.get(), &s->reads_,
       SelfInfo{s->advertised_addr_, METASRV_VERSION,
                static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())),
                HostName()});
   s->flow_state_service_ =
-      std::make_unique<FlowStateService>(&s->flow_state_, s->leadership_.get());
+      std::make_unique<FlowStateService>(&s->flow_state_, s->leadership_.get(),
+                                         &s->reads_);
   s->admin_service_ = std::make_unique<AdminService>(
       [server = s.get()] { return server->LeaderChange(); },
       s->leadership_.get());

@@ -20,6 +20,7 @@
 #include "server/flow_state_service.h"
 #include "server/heartbeat_handler.h"
 #include "server/heartbeat_service.h"
+#include "server/read_executor.h"
 #include "server/stream_registry.h"
 
 namespace metasrv::server {
@@ -76,6 +77,9 @@ class MetasrvServer final : public LeadershipListener {
   std::unique_ptr<core::Leadership> leadership_;    // Who leads.
   EtcdElection* election_ = nullptr;  // leadership_ when on etcd, else null.
   StreamRegistry streams_;                          // Open heartbeat streams.
+  // Large reads, off gRPC's threads and at a lower priority than heartbeats.
+  // Declared before the services and the server, so it outlives their calls.
+  ReadExecutor reads_{2, 0};
   std::unique_ptr<HeartbeatHandler> handler_;       // Per-request logic.
   std::unique_ptr<HeartbeatService> heartbeat_service_;    // Heartbeat.
   std::unique_ptr<ClusterService> cluster_service_;        // Cluster.

@@ -21,9 +21,9 @@ TEST(BinaryTest, ServesReportsAndStopsCleanlyOnSigterm) {
   ASSERT_TRUE(b.Call(Request(meta::FLOWNODE, 2)).has_value());
   ASSERT_TRUE(a.Call(FlowReport(1, {{7, 700, 70}})).has_value());
   ASSERT_TRUE(b.Call(FlowReport(2, {{8, 800, 80}})).has_value());
-  metasrv::v1::GetFlowStateResponse state = GetFlowState(server.channel());
-  ASSERT_TRUE(state.found());
-  ASSERT_EQ(state.flows_size(), 2);
+  auto state = GetFlowState(server.channel());
+  ASSERT_TRUE(state.found);
+  ASSERT_EQ(state.flows.size(), 2);
   EXPECT_EQ(RangeGet(server.channel(), "__flow/state"),
             R"({"state_size":{"7":700,"8":800},"last_exec_time_map":)"
             R"({"7":70,"8":80},"start_time_map":{}})");
@@ -52,15 +52,15 @@ TEST(BinaryTest, ClientKilledMidStreamHarmsNothing) {
   // The server keeps serving the other stream and every node's state.
   ASSERT_TRUE(stays.Call(FlowReport(1, {{1, 101, 11}})).has_value());
   EXPECT_TRUE(IsServing(server.channel()));
-  metasrv::v1::GetFlowStateResponse state = GetFlowState(server.channel());
-  ASSERT_EQ(state.flows_size(), 2);
-  EXPECT_EQ(state.flows(0).state_size(), 101u);
-  EXPECT_EQ(state.flows(1).flow_id(), 50u);
-  EXPECT_EQ(state.flows(1).state_size(), 4242u);
+  auto state = GetFlowState(server.channel());
+  ASSERT_EQ(state.flows.size(), 2);
+  EXPECT_EQ(state.flows[0].state_size, 101u);
+  EXPECT_EQ(state.flows[1].flow_id, 50u);
+  EXPECT_EQ(state.flows[1].state_size, 4242u);
   // The killed node can come back.
   ChildProcess again({HEARTBEAT_PROBE, server.addr(), "5", "51"});
   ASSERT_EQ(again.ReadLine(), "ready");
-  EXPECT_EQ(GetFlowState(server.channel(), {50, 51}).flows_size(), 1);
+  EXPECT_EQ(GetFlowState(server.channel(), {50, 51}).flows.size(), 1);
   EXPECT_TRUE(stays.Close().ok());
 }
 

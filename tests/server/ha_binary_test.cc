@@ -72,10 +72,10 @@ TEST(HaBinaryTest, KilledLeaderIsReplacedWithinTtlPlusTwoSeconds) {
   ASSERT_TRUE(reported);
   EXPECT_LE(failover, absl::Seconds(2 + 2)) << "TTL + 2 s";
   // Its report is there, on the new leader.
-  metasrv::v1::GetFlowStateResponse state = GetFlowState(Connect(new_leader));
-  ASSERT_TRUE(state.found());
-  ASSERT_EQ(state.flows_size(), 1);
-  EXPECT_EQ(state.flows(0).state_size(), 901u);
+  auto state = GetFlowState(Connect(new_leader));
+  ASSERT_TRUE(state.found);
+  ASSERT_EQ(state.flows.size(), 1);
+  EXPECT_EQ(state.flows[0].state_size, 901u);
   std::printf("failover took %s\n", absl::FormatDuration(failover).c_str());
 }
 

@@ -173,11 +173,11 @@ TEST_F(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
   // Another replica took over, starting empty; reports work there.
   const int new_leader = WaitForOneLeader(absl::Seconds(10), old_leader);
   ASSERT_GE(new_leader, 0);
-  EXPECT_FALSE(GetFlowState(channels_[new_leader]).found());
+  EXPECT_FALSE(GetFlowState(channels_[new_leader]).found);
   ASSERT_TRUE(Report(new_leader, 1, 11, 111));
-  metasrv::v1::GetFlowStateResponse state = GetFlowState(channels_[new_leader]);
-  ASSERT_EQ(state.flows_size(), 1);
-  EXPECT_EQ(state.flows(0).flow_id(), 11u);
+  auto state = GetFlowState(channels_[new_leader]);
+  ASSERT_EQ(state.flows.size(), 1);
+  EXPECT_EQ(state.flows[0].flow_id, 11u);
   EXPECT_EQ(replicas_[old_leader]->kv().size(), 0u);
 }
 

@@ -49,9 +49,9 @@ TEST_F(HeartbeatStreamTest, HeaderlessLaterRequestEndsStreamAndKeepsState) {
   bad.clear_header();
   EXPECT_FALSE(client.Call(bad).has_value());
   EXPECT_EQ(client.Close().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  metasrv::v1::GetFlowStateResponse state = GetFlowState(channel_);
-  ASSERT_EQ(state.flows_size(), 1);
-  EXPECT_EQ(state.flows(0).state_size(), 11u);
+  auto state = GetFlowState(channel_);
+  ASSERT_EQ(state.flows.size(), 1);
+  EXPECT_EQ(state.flows[0].state_size, 11u);
 }
 
 TEST_F(HeartbeatStreamTest, UnknownRoleEndsStream) {
@@ -78,7 +78,7 @@ TEST_F(HeartbeatStreamTest, VanishingClientLeavesOthersHealthy) {
   ASSERT_TRUE(stays.Call(FlowReport(1, {{10, 1, 1}})).has_value());
   EXPECT_TRUE(IsServing(channel_));
   // The vanished node's last report is kept, like any node's.
-  EXPECT_EQ(GetFlowState(channel_).flows_size(), 2);
+  EXPECT_EQ(GetFlowState(channel_).flows.size(), 2);
   EXPECT_TRUE(stays.Close().ok());
 }
 
@@ -132,11 +132,11 @@ TEST_F(HeartbeatStreamTest, ThousandConcurrentStreams) {
                       absl::Seconds(60)));
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
-  metasrv::v1::GetFlowStateResponse state = GetFlowState(channel_);
-  ASSERT_EQ(state.flows_size(), kThreads * kPerThread);
-  for (const auto& flow : state.flows()) {
-    EXPECT_EQ(flow.state_size(), flow.flow_id() * 10u + kRounds);
-    EXPECT_EQ(flow.last_exec_time_ms(), kRounds);
+  auto state = GetFlowState(channel_);
+  ASSERT_EQ(state.flows.size(), kThreads * kPerThread);
+  for (const auto& flow : state.flows) {
+    EXPECT_EQ(flow.state_size, flow.flow_id * 10u + kRounds);
+    EXPECT_EQ(flow.last_exec_time_ms, kRounds);
   }
   EXPECT_TRUE(WaitFor([&] { return server_->streams().size() == 0u; }));
 }

@@ -76,7 +76,7 @@ TEST_F(MetasrvServerTest, OneResponsePerRequestInOrder) {
     ASSERT_TRUE(resp.has_value());
     EXPECT_FALSE(resp->has_heartbeat_config());
     // The response to report i comes after report i was merged.
-    EXPECT_EQ(GetFlowState(channel_).flows(0).state_size(), static_cast<uint64_t>(i));
+    EXPECT_EQ(GetFlowState(channel_).flows[0].state_size, static_cast<uint64_t>(i));
   }
   EXPECT_TRUE(client.Close().ok());
 }
@@ -84,14 +84,14 @@ TEST_F(MetasrvServerTest, OneResponsePerRequestInOrder) {
 TEST_F(MetasrvServerTest, TwoFlownodesVisibleThroughBothReadPaths) {
   Report(1, {{10, 1024, 100}});
   Report(2, {{20, 2048, 200}, {10, 10, 300}});
-  metasrv::v1::GetFlowStateResponse state = GetFlowState(channel_);
-  ASSERT_TRUE(state.found());
-  ASSERT_EQ(state.flows_size(), 2);
-  EXPECT_EQ(state.flows(0).flow_id(), 10u);
-  EXPECT_EQ(state.flows(0).state_size(), 1024u);
-  EXPECT_EQ(state.flows(0).last_exec_time_ms(), 300);
-  EXPECT_FALSE(state.flows(0).has_start_time_ms());
-  EXPECT_EQ(state.flows(1).flow_id(), 20u);
+  auto state = GetFlowState(channel_);
+  ASSERT_TRUE(state.found);
+  ASSERT_EQ(state.flows.size(), 2);
+  EXPECT_EQ(state.flows[0].flow_id, 10u);
+  EXPECT_EQ(state.flows[0].state_size, 1024u);
+  EXPECT_EQ(state.flows[0].last_exec_time_ms, 300);
+  EXPECT_FALSE(state.flows[0].has(metasrv::v1::FLOW_FIELD_START_TIME));
+  EXPECT_EQ(state.flows[1].flow_id, 20u);
   EXPECT_EQ(RangeGet(channel_, "__flow/state"),
             R"({"state_size":{"10":1024,"20":2048},"last_exec_time_map":)"
             R"({"10":300,"20":200},"start_time_map":{}})");
@@ -99,12 +99,12 @@ TEST_F(MetasrvServerTest, TwoFlownodesVisibleThroughBothReadPaths) {
             R"({"state_size":{"10":1024},"last_exec_time_map":{"10":100},"start_time_map":{}})");
   // The filter.
   state = GetFlowState(channel_, {20, 99});
-  ASSERT_EQ(state.flows_size(), 1);
-  EXPECT_EQ(state.flows(0).state_size(), 2048u);
+  ASSERT_EQ(state.flows.size(), 1);
+  EXPECT_EQ(state.flows[0].state_size, 2048u);
 }
 
 TEST_F(MetasrvServerTest, NotFoundBeforeAnyReport) {
-  EXPECT_FALSE(GetFlowState(channel_).found());
+  EXPECT_FALSE(GetFlowState(channel_).found);
   EXPECT_EQ(RangeGet(channel_, "__flow/state"), std::nullopt);
 }
 
@@ -115,14 +115,14 @@ TEST_F(MetasrvServerTest, DatanodeReportsAreIgnored) {
   ASSERT_TRUE(client.Call(req).has_value());
   ASSERT_TRUE(client.Call(req).has_value());
   EXPECT_TRUE(client.Close().ok());
-  EXPECT_FALSE(GetFlowState(channel_).found());
+  EXPECT_FALSE(GetFlowState(channel_).found);
   EXPECT_EQ(server_->kv().size(), 0u);
 }
 
 TEST_F(MetasrvServerTest, MemberIdZeroIsANode) {
   Report(0, {{3, 30, 3}});
   EXPECT_TRUE(RangeGet(channel_, "__flow/state/node/0").has_value());
-  EXPECT_EQ(GetFlowState(channel_).flows(0).state_size(), 30u);
+  EXPECT_EQ(GetFlowState(channel_).flows[0].state_size, 30u);
 }
 
 TEST_F(MetasrvServerTest, LeaderChangeClearsAllStateAndReportsWorkAfter) {
@@ -133,13 +133,13 @@ TEST_F(MetasrvServerTest, LeaderChangeClearsAllStateAndReportsWorkAfter) {
   metasrv::v1::LeaderChangeResponse resp;
   ASSERT_TRUE(admin->LeaderChange(&ctx, {}, &resp).ok());
   EXPECT_EQ(resp.dropped_keys(), 3u);
-  EXPECT_FALSE(GetFlowState(channel_).found());
+  EXPECT_FALSE(GetFlowState(channel_).found);
   EXPECT_EQ(Range(std::string(1, '\0'), std::string(1, '\0')).kvs_size(), 0);
   Report(2, {{21, 5, 5}});
-  metasrv::v1::GetFlowStateResponse state = GetFlowState(channel_);
-  ASSERT_TRUE(state.found());
-  ASSERT_EQ(state.flows_size(), 1);
-  EXPECT_EQ(state.flows(0).flow_id(), 21u);
+  auto state = GetFlowState(channel_);
+  ASSERT_TRUE(state.found);
+  ASSERT_EQ(state.flows.size(), 1);
+  EXPECT_EQ(state.flows[0].flow_id, 21u);
 }
 
 TEST_F(MetasrvServerTest, RangeByPrefixWithLimitMoreAndKeysOnly) {

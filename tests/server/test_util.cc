@@ -105,9 +105,8 @@ bool AcceptsTcp(const std::string& addr) {
   return ok;
 }
 
-metasrv::v1::GetFlowStateResponse GetFlowState(
-    const std::shared_ptr<grpc::Channel>& channel,
-    const std::vector<uint32_t>& flow_ids) {
+FlowStateRows GetFlowState(const std::shared_ptr<grpc::Channel>& channel,
+                           const std::vector<uint32_t>& flow_ids) {
   auto stub = metasrv::v1::FlowState::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -116,7 +115,18 @@ metasrv::v1::GetFlowStateResponse GetFlowState(
   metasrv::v1::GetFlowStateResponse resp;
   grpc::Status s = stub->GetFlowState(&ctx, req, &resp);
   EXPECT_TRUE(s.ok()) << s.error_message();
-  return resp;
+  const int n = resp.flow_ids_size();
+  EXPECT_EQ(resp.fields_size(), n);
+  EXPECT_EQ(resp.state_sizes_size(), n);
+  EXPECT_EQ(resp.last_exec_times_ms_size(), n);
+  EXPECT_EQ(resp.start_times_ms_size(), n);
+  FlowStateRows rows;
+  rows.found = resp.found();
+  for (int i = 0; i < n && i < resp.start_times_ms_size(); ++i) {
+    rows.flows.push_back({resp.flow_ids(i), resp.fields(i), resp.state_sizes(i),
+                          resp.last_exec_times_ms(i), resp.start_times_ms(i)});
+  }
+  return rows;
 }
 
 std::optional<std::string> RangeGet(const std::shared_ptr<grpc::Channel>& channel,

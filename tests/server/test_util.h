@@ -60,10 +60,24 @@ class HeartbeatClient {
   bool closed_ = false;  // Close() ran.
 };
 
-// Calls GetFlowState; fails the test on an RPC error.
-metasrv::v1::GetFlowStateResponse GetFlowState(
-    const std::shared_ptr<grpc::Channel>& channel,
-    const std::vector<uint32_t>& flow_ids = {});
+// One flow of a GetFlowState answer (a row of its columns).
+struct FlowRow {
+  uint32_t flow_id = 0;
+  uint32_t fields = 0;  // metasrv::v1::FlowField bits.
+  uint64_t state_size = 0;
+  int64_t last_exec_time_ms = 0;
+  int64_t start_time_ms = 0;
+  bool has(metasrv::v1::FlowField f) const { return (fields & f) != 0; }
+};
+struct FlowStateRows {
+  bool found = false;
+  std::vector<FlowRow> flows;
+};
+
+// Calls GetFlowState and turns its columns into rows; fails the test on an
+// RPC error or columns of different lengths.
+FlowStateRows GetFlowState(const std::shared_ptr<grpc::Channel>& channel,
+                           const std::vector<uint32_t>& flow_ids = {});
 
 // The value of one key through Cluster.Range, or nullopt if absent.
 std::optional<std::string> RangeGet(const std::shared_ptr<grpc::Channel>& channel,
