@@ -21,7 +21,9 @@ constexpr absl::string_view kStartTimeName = "start_time_map";
 // buffer and appends once: this runs for every flow of every encode.
 template <typename T>
 void AppendMember(std::string* out, uint32_t flow_id, T value) {
-  char buf[2 + 10 + 2 + 20];  // ,"4294967295":-9223372036854775808
+  // ,"4294967295":-9223372036854775808 is 34; the rest is slack that keeps
+  // the compiler sure no write can run past the end.
+  char buf[48];
   char* const end = buf + sizeof(buf);
   char* p = buf;
   if (!out->empty()) *p++ = ',';

@@ -28,6 +28,9 @@ ABSL_FLAG(absl::Duration, retry_interval, absl::Seconds(3),
           "retry interval told to clients at handshake");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(2),
           "how long shutdown waits for calls in flight");
+ABSL_FLAG(int, read_threads, 2,
+          "threads that serve GetFlowState and Cluster reads, off gRPC's "
+          "threads; 0 serves them on gRPC's threads");
 ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error or off");
 
@@ -46,6 +49,10 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.heartbeat_interval_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(hb));
   o.retry_interval_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(retry));
   o.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  o.read_threads = absl::GetFlag(FLAGS_read_threads);
+  if (o.read_threads < 0 || o.read_threads > 64) {
+    return absl::InvalidArgumentError("--read_threads must be in [0, 64]");
+  }
   o.store_addrs = absl::GetFlag(FLAGS_store_addrs);
   o.store_addrs.erase(std::remove(o.store_addrs.begin(), o.store_addrs.end(), ""),
                       o.store_addrs.end());

@@ -37,6 +37,9 @@ struct ServerOptions {
   uint64_t heartbeat_interval_ms = 3000;  // Told to clients at handshake.
   uint64_t retry_interval_ms = 3000;      // Told to clients at handshake.
   absl::Duration shutdown_grace = absl::Seconds(2);  // For in-flight calls.
+  // Threads for large reads (GetFlowState, Cluster reads); 0 runs them on
+  // gRPC's threads.
+  int read_threads = 2;
 };
 
 // Thread safety: Shutdown() and Wait() may be called from any thread.
@@ -79,7 +82,7 @@ class MetasrvServer final : public LeadershipListener {
   StreamRegistry streams_;                          // Open heartbeat streams.
   // Large reads, off gRPC's threads and at a lower priority than heartbeats.
   // Declared before the services and the server, so it outlives their calls.
-  ReadExecutor reads_{2, 0};
+  ReadExecutor reads_{options_.read_threads, 0};
   std::unique_ptr<HeartbeatHandler> handler_;       // Per-request logic.
   std::unique_ptr<HeartbeatService> heartbeat_service_;    // Heartbeat.
   std::unique_ptr<ClusterService> cluster_service_;        // Cluster.

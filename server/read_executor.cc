@@ -21,6 +21,10 @@ ReadExecutor::~ReadExecutor() {
 }
 
 void ReadExecutor::Schedule(std::function<void()> work) {
+  if (workers_.empty()) {
+    work();  // No workers: run on the caller's thread.
+    return;
+  }
   absl::MutexLock lock(&mu_);
   queue_.push_back(std::move(work));
 }

@@ -19,6 +19,7 @@ namespace metasrv::server {
 class ReadExecutor {
  public:
   // `threads` workers, each at `nice` (0 = same priority as the process).
+  // With 0 threads, Schedule() runs the work on the caller's thread.
   ReadExecutor(int threads, int nice);
   ~ReadExecutor();
   ReadExecutor(const ReadExecutor&) = delete;
