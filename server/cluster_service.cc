@@ -17,6 +17,17 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
   return reactor;
 }
 
+// Moves `kvs` into a response's repeated KeyValue field.
+void AppendKvs(std::vector<kv::KeyValue>& kvs,
+               google::protobuf::RepeatedPtrField<meta::KeyValue>* out) {
+  out->Reserve(static_cast<int>(kvs.size()));
+  for (kv::KeyValue& kv : kvs) {
+    meta::KeyValue* entry = out->Add();
+    entry->set_key(std::move(kv.key));
+    entry->set_value(std::move(kv.value));
+  }
+}
+
 void FillNodeInfo(const SelfInfo& self, const std::string& addr,
                   meta::MetasrvNodeInfo* out) {
   out->mutable_peer()->set_addr(addr);
@@ -72,11 +83,7 @@ grpc::ServerUnaryReactor* ClusterService::BatchGet(
       reactor->Finish(ToGrpcStatus(found.status()));
       return;
     }
-    for (kv::KeyValue& kv : *found) {
-      meta::KeyValue* out = response->add_kvs();
-      out->set_key(std::move(kv.key));
-      out->set_value(std::move(kv.value));
-    }
+    AppendKvs(*found, response->mutable_kvs());
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;
@@ -99,11 +106,7 @@ grpc::ServerUnaryReactor* ClusterService::Range(
       reactor->Finish(ToGrpcStatus(found.status()));
       return;
     }
-    for (kv::KeyValue& kv : found->kvs) {
-      meta::KeyValue* out = response->add_kvs();
-      out->set_key(std::move(kv.key));
-      out->set_value(std::move(kv.value));
-    }
+    AppendKvs(found->kvs, response->mutable_kvs());
     response->set_more(found->more);
     reactor->Finish(grpc::Status::OK);
   });

@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "server/metasrv_server.h"
+#include "tests/server/in_process_server.h"
 #include "tests/server/test_util.h"
 
 namespace metasrv::server {
@@ -18,20 +19,7 @@ using ::metasrv::testing::Request;
 using ::metasrv::testing::WaitFor;
 namespace meta = greptime::v1::meta;
 
-class HeartbeatStreamTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ServerOptions options;
-    options.bind_addr = "127.0.0.1:0";
-    auto started = MetasrvServer::Start(options);
-    ASSERT_TRUE(started.ok()) << started.status();
-    server_ = *std::move(started);
-    channel_ = Connect(server_->advertised_addr());
-  }
-
-  std::unique_ptr<MetasrvServer> server_;
-  std::shared_ptr<grpc::Channel> channel_;
-};
+using HeartbeatStreamTest = ::metasrv::testing::InProcessServerTest;
 
 TEST_F(HeartbeatStreamTest, HeaderlessFirstRequestEndsStream) {
   HeartbeatClient client(channel_);

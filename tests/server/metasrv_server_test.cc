@@ -3,6 +3,7 @@
 
 #include "core/flow_state_keys.h"
 #include "gtest/gtest.h"
+#include "tests/server/in_process_server.h"
 #include "tests/server/test_util.h"
 
 namespace metasrv::server {
@@ -16,16 +17,12 @@ using ::metasrv::testing::RangeGet;
 using ::metasrv::testing::Request;
 namespace meta = greptime::v1::meta;
 
-class MetasrvServerTest : public ::testing::Test {
+class MetasrvServerTest : public ::metasrv::testing::InProcessServerTest {
  protected:
-  void SetUp() override {
-    ServerOptions options;
-    options.bind_addr = "127.0.0.1:0";
+  ServerOptions Options() override {
+    ServerOptions options = InProcessServerTest::Options();
     options.heartbeat_interval_ms = 1234;
-    auto started = MetasrvServer::Start(options);
-    ASSERT_TRUE(started.ok()) << started.status();
-    server_ = *std::move(started);
-    channel_ = Connect(server_->advertised_addr());
+    return options;
   }
 
   meta::RangeResponse Range(const std::string& key, const std::string& end,
@@ -52,9 +49,6 @@ class MetasrvServerTest : public ::testing::Test {
     ASSERT_TRUE(client.Call(FlowReport(node, flows)).has_value());
     ASSERT_TRUE(client.Close().ok());
   }
-
-  std::unique_ptr<MetasrvServer> server_;
-  std::shared_ptr<grpc::Channel> channel_;
 };
 
 TEST_F(MetasrvServerTest, HandshakeReturnsConfiguredInterval) {

@@ -1,0 +1,35 @@
+// A test fixture with an in-process metasrv on a free loopback port.
+#ifndef METASRV_TESTS_SERVER_IN_PROCESS_SERVER_H_
+#define METASRV_TESTS_SERVER_IN_PROCESS_SERVER_H_
+
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "server/metasrv_server.h"
+#include "tests/server/test_util.h"
+
+namespace metasrv::testing {
+
+class InProcessServerTest : public ::testing::Test {
+ protected:
+  // Options to start with; tests may override.
+  virtual server::ServerOptions Options() {
+    server::ServerOptions options;
+    options.bind_addr = "127.0.0.1:0";
+    return options;
+  }
+
+  void SetUp() override {
+    auto started = server::MetasrvServer::Start(Options());
+    ASSERT_TRUE(started.ok()) << started.status();
+    server_ = *std::move(started);
+    channel_ = Connect(server_->advertised_addr());
+  }
+
+  std::unique_ptr<server::MetasrvServer> server_;  // The server.
+  std::shared_ptr<grpc::Channel> channel_;         // A channel to it.
+};
+
+}  // namespace metasrv::testing
+
+#endif  // METASRV_TESTS_SERVER_IN_PROCESS_SERVER_H_
