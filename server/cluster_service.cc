@@ -67,50 +67,51 @@ bool ClusterService::Admit(grpc::CallbackServerContext* context,
   return true;
 }
 
-grpc::ServerUnaryReactor* ClusterService::BatchGet(
-    grpc::CallbackServerContext* context, const meta::BatchGetRequest* request,
-    meta::BatchGetResponse* response) {
+template <typename Request, typename Response, typename Fill>
+grpc::ServerUnaryReactor* ClusterService::ServeRead(
+    grpc::CallbackServerContext* context, const Request* request,
+    Response* response, Fill fill) {
   grpc::ServerUnaryReactor* reactor = nullptr;
   if (!Admit(context, request->has_header(), response->mutable_header(),
              &reactor)) {
     return reactor;
   }
   reactor = context->DefaultReactor();
-  reads_->Schedule([this, request, response, reactor] {
-    std::vector<std::string> keys(request->keys().begin(), request->keys().end());
-    absl::StatusOr<std::vector<kv::KeyValue>> found = kv_->BatchGet(keys);
-    if (!found.ok()) {
-      reactor->Finish(ToGrpcStatus(found.status()));
-      return;
-    }
-    AppendKvs(*found, response->mutable_kvs());
-    reactor->Finish(grpc::Status::OK);
+  reads_->Schedule([request, response, reactor, fill] {
+    reactor->Finish(ToGrpcStatus(fill(*request, response)));
   });
   return reactor;
+}
+
+grpc::ServerUnaryReactor* ClusterService::BatchGet(
+    grpc::CallbackServerContext* context, const meta::BatchGetRequest* request,
+    meta::BatchGetResponse* response) {
+  return ServeRead(context, request, response,
+                   [this](const meta::BatchGetRequest& req,
+                          meta::BatchGetResponse* resp) -> absl::Status {
+                     std::vector<std::string> keys(req.keys().begin(),
+                                                   req.keys().end());
+                     absl::StatusOr<std::vector<kv::KeyValue>> found =
+                         kv_->BatchGet(keys);
+                     if (!found.ok()) return found.status();
+                     AppendKvs(*found, resp->mutable_kvs());
+                     return absl::OkStatus();
+                   });
 }
 
 grpc::ServerUnaryReactor* ClusterService::Range(
     grpc::CallbackServerContext* context, const meta::RangeRequest* request,
     meta::RangeResponse* response) {
-  grpc::ServerUnaryReactor* reactor = nullptr;
-  if (!Admit(context, request->has_header(), response->mutable_header(),
-             &reactor)) {
-    return reactor;
-  }
-  reactor = context->DefaultReactor();
-  reads_->Schedule([this, request, response, reactor] {
-    kv::RangeRequest range{request->key(), request->range_end(),
-                           request->limit(), request->keys_only()};
-    absl::StatusOr<kv::RangeResponse> found = kv_->Range(range);
-    if (!found.ok()) {
-      reactor->Finish(ToGrpcStatus(found.status()));
-      return;
-    }
-    AppendKvs(found->kvs, response->mutable_kvs());
-    response->set_more(found->more);
-    reactor->Finish(grpc::Status::OK);
-  });
-  return reactor;
+  return ServeRead(context, request, response,
+                   [this](const meta::RangeRequest& req,
+                          meta::RangeResponse* resp) -> absl::Status {
+                     absl::StatusOr<kv::RangeResponse> found = kv_->Range(
+                         {req.key(), req.range_end(), req.limit(), req.keys_only()});
+                     if (!found.ok()) return found.status();
+                     AppendKvs(found->kvs, resp->mutable_kvs());
+                     resp->set_more(found->more);
+                     return absl::OkStatus();
+                   });
 }
 
 grpc::ServerUnaryReactor* ClusterService::MetasrvPeers(

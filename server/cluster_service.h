@@ -46,6 +46,13 @@ class ClusterService final : public greptime::v1::meta::Cluster::CallbackService
              greptime::v1::meta::ResponseHeader* header,
              grpc::ServerUnaryReactor** reactor) const;
 
+  // Admits the call, then runs `fill(request, response)` (returning an
+  // absl::Status) on the read executor and finishes the call with it.
+  template <typename Request, typename Response, typename Fill>
+  grpc::ServerUnaryReactor* ServeRead(grpc::CallbackServerContext* context,
+                                      const Request* request, Response* response,
+                                      Fill fill);
+
   const kv::KvBackend* const kv_;             // The in-memory KV; borrowed.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
   ReadExecutor* const reads_;                 // Runs KV reads; borrowed.
