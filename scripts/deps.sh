@@ -7,11 +7,11 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libspdlog-dev rapidjson-dev
+  libabsl-dev libspdlog-dev rapidjson-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [[ "${1:-}" == "test" ]]; then
-  packages+=(grpc-proto etcd-server etcd-client)
+  packages+=(grpc-proto etcd-server etcd-client openssl)
 fi
 
 missing=()

@@ -4,7 +4,8 @@
 # everything cleanly.
 #   scripts/ha-local.sh          run until Ctrl-C
 #   scripts/ha-local.sh --once   show the leader, then stop
-# Replicas: 127.0.0.1:3002, :3012, :3022; etcd: 127.0.0.1:2379. Logs and etcd
+# Replicas: 127.0.0.1:3002, :3012, :3022 (metrics on :4002, :4012, :4022);
+# etcd: 127.0.0.1:2379. Logs and etcd
 # data go to a temporary folder that is removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,7 @@ done
 
 for port in 3002 3012 3022; do
   "$bin" --bind_addr=127.0.0.1:$port --store_addrs=127.0.0.1:2379 \
+    --metrics_addr=127.0.0.1:$((port + 1000)) \
     >"$work/metasrv-$port.log" 2>&1 &
   pids+=($!)
 done

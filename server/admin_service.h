@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "core/leadership.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
+#include "server/admin_auth.h"
 
 namespace metasrv::server {
 
@@ -17,8 +18,10 @@ class AdminService final : public metasrv::v1::Admin::CallbackService {
   // standalone, a reset; with etcd, a resignation.
   using LeaderChangeFn = std::function<absl::StatusOr<uint64_t>()>;
 
-  // Borrows `leadership`; it must outlive the service.
-  AdminService(LeaderChangeFn leader_change, const core::Leadership* leadership);
+  // Borrows `leadership`; it must outlive the service. Every call must pass
+  // `auth` first.
+  AdminService(LeaderChangeFn leader_change, const core::Leadership* leadership,
+               AdminAuth auth);
 
   grpc::ServerUnaryReactor* LeaderChange(
       grpc::CallbackServerContext* context,
@@ -26,6 +29,11 @@ class AdminService final : public metasrv::v1::Admin::CallbackService {
       metasrv::v1::LeaderChangeResponse* response) override;
 
  private:
+  // OK if the caller may use admin RPCs; logs refusals (never the token).
+  absl::Status Authorize(grpc::CallbackServerContext* context,
+                         const char* method) const;
+
+  const AdminAuth auth_;                      // Who may call.
   const LeaderChangeFn leader_change_;        // Does LeaderChange.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
 };

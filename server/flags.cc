@@ -31,6 +31,24 @@ ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(2),
 ABSL_FLAG(int, read_threads, 2,
           "threads that serve GetFlowState and Cluster reads, off gRPC's "
           "threads; 0 serves them on gRPC's threads");
+ABSL_FLAG(std::string, metrics_addr, "127.0.0.1:4000",
+          "host:port of the Prometheus endpoint (/metrics); empty: none");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key, serve TLS only");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle; clients must present a certificate it signed (mTLS)");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "file holding the bearer token admin RPCs must carry; empty: admin "
+          "RPCs from loopback peers only");
+ABSL_FLAG(uint64_t, max_streams, 50000,
+          "open heartbeat streams; more get RESOURCE_EXHAUSTED (0: no limit)");
+ABSL_FLAG(int, max_message_bytes, 4 << 20, "largest request accepted");
+ABSL_FLAG(uint64_t, max_flows_per_report, 100000,
+          "a report of more flows ends its stream with INVALID_ARGUMENT");
+ABSL_FLAG(absl::Duration, keepalive_time, absl::Seconds(30),
+          "idle time after which a connection is pinged");
+ABSL_FLAG(absl::Duration, keepalive_timeout, absl::Seconds(10),
+          "a peer that does not answer a ping within this is dropped");
 ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error or off");
 
@@ -50,6 +68,23 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.retry_interval_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(retry));
   o.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   o.read_threads = absl::GetFlag(FLAGS_read_threads);
+  o.metrics_addr = absl::GetFlag(FLAGS_metrics_addr);
+  o.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  o.tls_key = absl::GetFlag(FLAGS_tls_key);
+  o.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  o.admin_token_file = absl::GetFlag(FLAGS_admin_token_file);
+  o.max_streams = absl::GetFlag(FLAGS_max_streams);
+  o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  o.max_flows_per_report = absl::GetFlag(FLAGS_max_flows_per_report);
+  o.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
+  o.keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
+  if (o.max_message_bytes <= 0) {
+    return absl::InvalidArgumentError("--max_message_bytes must be positive");
+  }
+  if (o.keepalive_time < absl::Seconds(1) || o.keepalive_timeout < absl::Seconds(1)) {
+    return absl::InvalidArgumentError(
+        "--keepalive_time and --keepalive_timeout must be at least 1s");
+  }
   if (o.read_threads < 0 || o.read_threads > 64) {
     return absl::InvalidArgumentError("--read_threads must be in [0, 64]");
   }

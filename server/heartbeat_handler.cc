@@ -1,6 +1,9 @@
 #include "server/heartbeat_handler.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -10,8 +13,11 @@ using greptime::v1::meta::HeartbeatResponse;
 
 HeartbeatHandler::HeartbeatHandler(core::FlowStateManager* flow_state,
                                    const core::Leadership* leadership,
-                                   Options options)
-    : flow_state_(flow_state), leadership_(leadership), options_(options) {}
+                                   Options options, Metrics* metrics)
+    : flow_state_(flow_state),
+      leadership_(leadership),
+      options_(options),
+      metrics_(metrics) {}
 
 std::optional<uint64_t> HeartbeatHandler::NodeId(const HeartbeatRequest& request) {
   if (request.has_header()) return request.header().member_id();
@@ -35,18 +41,35 @@ core::FlowStateValue HeartbeatHandler::ToReport(
 absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     const HeartbeatRequest& request, greptime::v1::meta::Role role,
     std::optional<uint64_t> kv_generation) {
+  if (!request.has_flow_stat()) return MergeResult::kNoFlowStat;
   if (role != greptime::v1::meta::FLOWNODE) {
+    if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kNotFlownode);
     return MergeResult::kNotFlownode;
   }
-  if (!request.has_flow_stat()) return MergeResult::kNoFlowStat;
   std::optional<uint64_t> node = NodeId(request);
   if (!node.has_value()) {
     spdlog::debug("flow stat without header or peer ignored");
+    if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kNoNodeId);
     return MergeResult::kNoNodeId;
   }
-  absl::Status merged =
-      flow_state_->Merge(*node, ToReport(request.flow_stat()), kv_generation);
-  if (!merged.ok()) return merged;
+  const auto& stat = request.flow_stat();
+  const uint64_t flows = static_cast<uint64_t>(
+      std::max(stat.flow_stat_size_size(), stat.flow_last_exec_time_map_size()));
+  if (flows > options_.max_flows_per_report) {
+    if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kTooManyFlows);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "report of node ", *node, " has ", flows,
+        " flows, more than the limit of ", options_.max_flows_per_report));
+  }
+  const absl::Time start = absl::Now();
+  absl::Status merged = flow_state_->Merge(*node, ToReport(stat), kv_generation);
+  if (!merged.ok()) {
+    if (absl::IsAborted(merged) && metrics_ != nullptr) {
+      metrics_->ReportIgnored(IgnoredReason::kNotLeader);
+    }
+    return merged;
+  }
+  if (metrics_ != nullptr) metrics_->ReportMerged(absl::Now() - start);
   return MergeResult::kMerged;
 }
 
@@ -61,6 +84,7 @@ absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
     return absl::InvalidArgumentError(
         absl::StrCat("heartbeat request has unknown role ", role));
   }
+  if (metrics_ != nullptr) metrics_->HeartbeatReceived(role);
   response->Clear();
   response->mutable_header()->set_protocol_version(1);
   const core::Leadership::Term term = leadership_->CurrentTerm();
@@ -76,6 +100,9 @@ absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
     if (merged.ok() || !absl::IsAborted(merged.status())) {
       return merged.status();
     }
+  }
+  if (metrics_ != nullptr && request.has_flow_stat() && !term.leading) {
+    metrics_->ReportIgnored(IgnoredReason::kNotLeader);
   }
   response->clear_heartbeat_config();
   auto* error = response->mutable_header()->mutable_error();

@@ -10,6 +10,7 @@
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
+#include "server/metrics.h"
 
 namespace metasrv::server {
 
@@ -30,18 +31,23 @@ class HeartbeatHandler {
   struct Options {
     uint64_t heartbeat_interval_ms = 3000;  // Sent in the handshake response.
     uint64_t retry_interval_ms = 3000;      // Sent in the handshake response.
+    // A report of more flows is refused with kInvalidArgument.
+    uint64_t max_flows_per_report = 100000;
   };
 
-  // Borrows both; they must outlive the handler. Thread-safe.
+  // Borrows all three; they must outlive the handler. `metrics` may be null.
+  // Thread-safe.
   HeartbeatHandler(core::FlowStateManager* flow_state,
-                   const core::Leadership* leadership, Options options);
+                   const core::Leadership* leadership, Options options,
+                   Metrics* metrics = nullptr);
 
   // Handles one request of a stream; `handshake` is true for its first.
   // - OK: send `*response` and go on reading.
   // - kAborted: this replica does not lead. `*response` carries the
   //   not-leader error; send it, then end the stream with ABORTED.
-  // - any other error (kInvalidArgument for a missing header or an unknown
-  //   role, or a failed merge): end the stream with it; send nothing.
+  // - any other error (kInvalidArgument for a missing header, an unknown
+  //   role or too many flows; or a failed merge): end the stream with it;
+  //   send nothing. The node's previous report stays as it was.
   absl::Status Handle(const greptime::v1::meta::HeartbeatRequest& request,
                       bool handshake,
                       greptime::v1::meta::HeartbeatResponse* response);
@@ -66,7 +72,8 @@ class HeartbeatHandler {
  private:
   core::FlowStateManager* const flow_state_;  // Where reports go; borrowed.
   const core::Leadership* const leadership_;  // Whether we lead; borrowed.
-  const Options options_;                     // Handshake config.
+  const Options options_;                     // Handshake config, limits.
+  Metrics* const metrics_;                    // May be null; borrowed.
 };
 
 }  // namespace metasrv::server

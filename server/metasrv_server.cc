@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +23,14 @@
 
 namespace metasrv::server {
 namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError("cannot read " + path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
 
 std::string HostName() {
   char buf[256] = {};
@@ -60,10 +71,33 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
     s->election_ = election.get();
     s->leadership_ = std::move(election);
   }
+  MetasrvServer* raw = s.get();
+  s->metrics_ = std::make_unique<Metrics>(Metrics::Sources{
+      [raw] { return static_cast<double>(raw->streams_.size()); },
+      [raw] { return static_cast<double>(raw->flow_state_.node_count()); },
+      [raw] { return static_cast<double>(raw->flow_state_.flow_count()); },
+      [raw] { return raw->leadership_->IsLeader() ? 1.0 : 0.0; },
+      [raw] { return static_cast<double>(raw->kv_.size()); }});
+  if (!s->options_.metrics_addr.empty()) {
+    absl::Status served = s->metrics_->Serve(s->options_.metrics_addr);
+    if (!served.ok()) return served;
+  }
+  AdminAuth auth;
+  if (!s->options_.admin_token_file.empty()) {
+    absl::StatusOr<AdminAuth> from_file =
+        AdminAuth::FromTokenFile(s->options_.admin_token_file);
+    if (!from_file.ok()) return from_file.status();
+    auth = *std::move(from_file);
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentials(s->options_);
+  if (!credentials.ok()) return credentials.status();
   s->handler_ = std::make_unique<HeartbeatHandler>(
       &s->flow_state_, s->leadership_.get(),
       HeartbeatHandler::Options{s->options_.heartbeat_interval_ms,
-                                s->options_.retry_interval_ms});
+                                s->options_.retry_interval_ms,
+                                s->options_.max_flows_per_report},
+      s->metrics_.get());
   s->heartbeat_service_ = std::make_unique<HeartbeatService>(
       s->handler_.get(), &s->streams_, s->leadership_.get());
   s->cluster_service_ = std::make_unique<ClusterService>(
@@ -76,15 +110,27 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
                                          &s->reads_);
   s->admin_service_ = std::make_unique<AdminService>(
       [server = s.get()] { return server->LeaderChange(); },
-      s->leadership_.get());
+      s->leadership_.get(), std::move(auth));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   // Without this, a second server could silently share the port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(s->options_.bind_addr,
-                           grpc::InsecureServerCredentials(), &s->port_);
+  builder.SetMaxReceiveMessageSize(s->options_.max_message_bytes);
+  // Ping idle connections; drop peers that do not answer, which releases
+  // their streams. Accept the clients' own pings as often as GreptimeDB's.
+  builder.AddChannelArgument(
+      GRPC_ARG_KEEPALIVE_TIME_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(s->options_.keepalive_time)));
+  builder.AddChannelArgument(
+      GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(s->options_.keepalive_timeout)));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             1000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.AddListeningPort(s->options_.bind_addr, *credentials, &s->port_);
   builder.RegisterService(s->heartbeat_service_.get());
   builder.RegisterService(s->cluster_service_.get());
   builder.RegisterService(s->flow_state_service_.get());
@@ -95,19 +141,61 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
         absl::StrCat("cannot listen on ", s->options_.bind_addr));
   }
   s->server_->GetHealthCheckService()->SetServingStatus(true);
-  spdlog::info("metasrv {} serving on {} (advertised as {})", METASRV_VERSION,
-               s->options_.bind_addr, s->advertised_addr_);
+  spdlog::info("metasrv {} serving on {} (advertised as {}){}", METASRV_VERSION,
+               s->options_.bind_addr, s->advertised_addr_,
+               s->options_.tls_cert.empty()
+                   ? ""
+                   : (s->options_.tls_client_ca.empty() ? " with TLS" : " with mTLS"));
+  if (s->metrics_->port() != 0) {
+    std::string metrics_host;
+    int ignored_port = 0;
+    SplitHostPort(s->options_.metrics_addr, &metrics_host, &ignored_port).IgnoreError();
+    spdlog::info("metrics on http://{}/metrics",
+                 JoinHostPort(metrics_host, s->metrics_->port()));
+  }
   if (s->election_ != nullptr) s->election_->Start();
   return s;
 }
 
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
+MetasrvServer::ServerCredentials(const ServerOptions& options) {
+  if (options.tls_cert.empty() && options.tls_key.empty()) {
+    if (!options.tls_client_ca.empty()) {
+      return absl::InvalidArgumentError("--tls_client_ca needs --tls_cert and --tls_key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (options.tls_cert.empty() || options.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  grpc::SslServerCredentialsOptions ssl;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  absl::StatusOr<std::string> cert = ReadFile(options.tls_cert);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadFile(options.tls_key);
+  if (!key.ok()) return key.status();
+  pair.cert_chain = *std::move(cert);
+  pair.private_key = *std::move(key);
+  ssl.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!options.tls_client_ca.empty()) {
+    absl::StatusOr<std::string> ca = ReadFile(options.tls_client_ca);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *std::move(ca);
+    ssl.client_certificate_request =
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
 uint64_t MetasrvServer::OnBecomeLeader() {
+  metrics_->LeaderChanged();
   absl::StatusOr<uint64_t> dropped = core::ResetForLeaderChange(&kv_, &flow_state_);
   if (!dropped.ok()) spdlog::error("reset failed: {}", dropped.status().ToString());
   return kv_.generation();
 }
 
 uint64_t MetasrvServer::OnStepDown() {
+  metrics_->LeaderChanged();
   streams_.AbortAll(grpc::Status(grpc::StatusCode::ABORTED,
                                  "not leader: this metasrv stepped down"));
   absl::StatusOr<uint64_t> dropped = core::ResetForLeaderChange(&kv_, &flow_state_);

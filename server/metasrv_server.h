@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 
 #include "absl/status/statusor.h"
@@ -20,6 +21,7 @@
 #include "server/flow_state_service.h"
 #include "server/heartbeat_handler.h"
 #include "server/heartbeat_service.h"
+#include "server/metrics.h"
 #include "server/read_executor.h"
 #include "server/stream_registry.h"
 
@@ -40,6 +42,20 @@ struct ServerOptions {
   // Threads for large reads (GetFlowState, Cluster reads); 0 runs them on
   // gRPC's threads.
   int read_threads = 2;
+  // host:port of the Prometheus /metrics endpoint; empty: none.
+  std::string metrics_addr;
+  // PEM files. With cert and key, gRPC is served over TLS only; with a
+  // client CA too, clients must present a certificate it signed (mTLS).
+  std::string tls_cert, tls_key, tls_client_ca;
+  // File holding the admin bearer token; empty: admin calls from loopback only.
+  std::string admin_token_file;
+  uint64_t max_streams = 50000;            // Open heartbeat streams; 0: no limit.
+  int max_message_bytes = 4 << 20;         // Largest request accepted.
+  uint64_t max_flows_per_report = 100000;  // Larger reports are refused.
+  // HTTP/2 keepalive pings: sent after this idle time; a peer that does not
+  // answer within the timeout is dropped and its streams released.
+  absl::Duration keepalive_time = absl::Seconds(30);
+  absl::Duration keepalive_timeout = absl::Seconds(10);
 };
 
 // Thread safety: Shutdown() and Wait() may be called from any thread.
@@ -57,6 +73,8 @@ class MetasrvServer final : public LeadershipListener {
   void Wait();
 
   int port() const { return port_; }
+  // Port of /metrics; 0 when not served.
+  int metrics_port() const { return metrics_->port(); }
   const std::string& advertised_addr() const { return advertised_addr_; }
   kv::MemoryKv& kv() { return kv_; }
   core::FlowStateManager& flow_state() { return flow_state_; }
@@ -69,6 +87,9 @@ class MetasrvServer final : public LeadershipListener {
 
  private:
   explicit MetasrvServer(ServerOptions options);
+  // Plaintext, TLS or mTLS, as the options say.
+  static absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
+  ServerCredentials(const ServerOptions& options);
   // What LeaderChange does.
   absl::StatusOr<uint64_t> LeaderChange();
 
@@ -79,7 +100,8 @@ class MetasrvServer final : public LeadershipListener {
   core::FlowStateManager flow_state_{&kv_};         // Flow state in kv_.
   std::unique_ptr<core::Leadership> leadership_;    // Who leads.
   EtcdElection* election_ = nullptr;  // leadership_ when on etcd, else null.
-  StreamRegistry streams_;                          // Open heartbeat streams.
+  StreamRegistry streams_{options_.max_streams};    // Open heartbeat streams.
+  std::unique_ptr<Metrics> metrics_;                // Prometheus metrics.
   // Large reads, off gRPC's threads and at a lower priority than heartbeats.
   // Declared before the services and the server, so it outlives their calls.
   ReadExecutor reads_{options_.read_threads, 0};

@@ -226,7 +226,8 @@ std::optional<int> ChildProcess::Wait(absl::Duration timeout) {
 
 ServerProcess::ServerProcess(std::vector<std::string> extra_args) {
   addr_ = absl::StrCat("127.0.0.1:", FreePort());
-  std::vector<std::string> argv = {METASRV_BINARY, "--bind_addr=" + addr_};
+  std::vector<std::string> argv = {METASRV_BINARY, "--bind_addr=" + addr_,
+                                   "--metrics_addr=127.0.0.1:0"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   process_ = std::make_unique<ChildProcess>(argv);
   // Connect only once it listens: a gRPC channel that saw its first attempt

@@ -1,0 +1,118 @@
+#include "server/metrics.h"
+
+#include <exception>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
+
+namespace metasrv::server {
+
+// Gauges computed when Prometheus scrapes.
+class Metrics::Gauges final : public prometheus::Collectable {
+ public:
+  explicit Gauges(Sources sources) : sources_(std::move(sources)) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> out;
+    auto add = [&](const char* name, const char* help,
+                   const std::function<double()>& read) {
+      prometheus::MetricFamily family;
+      family.name = name;
+      family.help = help;
+      family.type = prometheus::MetricType::Gauge;
+      prometheus::ClientMetric metric;
+      metric.gauge.value = read ? read() : 0;
+      family.metric.push_back(std::move(metric));
+      out.push_back(std::move(family));
+    };
+    add("metasrv_open_streams", "Heartbeat streams open now.", sources_.open_streams);
+    add("metasrv_flow_nodes", "Flownodes with a report in the aggregate.",
+        sources_.flow_nodes);
+    add("metasrv_flows", "Flows in the aggregate.", sources_.flows);
+    add("metasrv_is_leader", "1 when this replica leads, else 0.", sources_.is_leader);
+    add("metasrv_kv_keys", "Keys in the in-memory KV.", sources_.kv_keys);
+    return out;
+  }
+
+ private:
+  const Sources sources_;  // Where the values come from.
+};
+
+Metrics::Metrics(Sources sources)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      gauges_(std::make_shared<Gauges>(std::move(sources))) {
+  auto& heartbeats = prometheus::BuildCounter()
+                         .Name("metasrv_heartbeats_received_total")
+                         .Help("Heartbeat requests received, by the sender's role.")
+                         .Register(*registry_);
+  heartbeats_ = {&heartbeats.Add({{"role", "datanode"}}),
+                 &heartbeats.Add({{"role", "frontend"}}),
+                 &heartbeats.Add({{"role", "flownode"}})};
+  merged_ = &prometheus::BuildCounter()
+                 .Name("metasrv_reports_merged_total")
+                 .Help("Flow-state reports merged.")
+                 .Register(*registry_)
+                 .Add({});
+  auto& ignored = prometheus::BuildCounter()
+                      .Name("metasrv_reports_ignored_total")
+                      .Help("Flow-state reports not merged, by reason.")
+                      .Register(*registry_);
+  ignored_ = {&ignored.Add({{"reason", "not_flownode"}}),
+              &ignored.Add({{"reason", "no_node_id"}}),
+              &ignored.Add({{"reason", "too_many_flows"}}),
+              &ignored.Add({{"reason", "not_leader"}})};
+  // 1 µs to ~16 ms, doubling.
+  prometheus::Histogram::BucketBoundaries bounds;
+  for (double b = 1e-6; b < 0.02; b *= 2) bounds.push_back(b);
+  merge_seconds_ = &prometheus::BuildHistogram()
+                        .Name("metasrv_merge_duration_seconds")
+                        .Help("Time to merge one report.")
+                        .Register(*registry_)
+                        .Add({}, bounds);
+  leader_changes_ = &prometheus::BuildCounter()
+                         .Name("metasrv_leader_changes_total")
+                         .Help("Times this replica started or stopped leading.")
+                         .Register(*registry_)
+                         .Add({});
+}
+
+Metrics::~Metrics() = default;
+
+absl::Status Metrics::Serve(const std::string& addr) {
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(addr, 1);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", addr, ": ", e.what()));
+  }
+  exposer_->RegisterCollectable(registry_);
+  exposer_->RegisterCollectable(gauges_);
+  return absl::OkStatus();
+}
+
+int Metrics::port() const {
+  if (exposer_ == nullptr) return 0;
+  std::vector<int> ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : ports.front();
+}
+
+void Metrics::HeartbeatReceived(int role) {
+  if (role >= 0 && role < static_cast<int>(heartbeats_.size())) {
+    heartbeats_[role]->Increment();
+  }
+}
+
+void Metrics::ReportMerged(absl::Duration took) {
+  merged_->Increment();
+  merge_seconds_->Observe(absl::ToDoubleSeconds(took));
+}
+
+void Metrics::ReportIgnored(IgnoredReason reason) {
+  ignored_[static_cast<size_t>(reason)]->Increment();
+}
+
+void Metrics::LeaderChanged() { leader_changes_->Increment(); }
+
+}  // namespace metasrv::server

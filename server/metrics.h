@@ -1,0 +1,65 @@
+// The service's Prometheus metrics, served over HTTP at /metrics.
+#ifndef METASRV_SERVER_METRICS_H_
+#define METASRV_SERVER_METRICS_H_
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace metasrv::server {
+
+// Why a report carried by a heartbeat was not merged.
+enum class IgnoredReason { kNotFlownode, kNoNodeId, kTooManyFlows, kNotLeader };
+
+// Counters and a histogram updated on the hot path, plus gauges read from
+// `Sources` when scraped. Thread safety: all methods are safe from any thread;
+// the hot-path ones take no lock.
+class Metrics {
+ public:
+  // What the scrape-time gauges read. Each must be thread-safe and quick.
+  struct Sources {
+    std::function<double()> open_streams;  // Heartbeat streams open now.
+    std::function<double()> flow_nodes;    // Nodes in the aggregate.
+    std::function<double()> flows;         // Flows in the aggregate.
+    std::function<double()> is_leader;     // 1 when this replica leads.
+    std::function<double()> kv_keys;       // Keys in the in-memory KV.
+  };
+
+  explicit Metrics(Sources sources);
+  ~Metrics();
+
+  // Serves /metrics on `addr` (host:port). kUnavailable if it cannot listen.
+  absl::Status Serve(const std::string& addr);
+  // The port /metrics is served on; 0 before Serve().
+  int port() const;
+
+  // `role` is the request header's role (0 datanode, 1 frontend, 2 flownode).
+  void HeartbeatReceived(int role);
+  void ReportMerged(absl::Duration took);
+  void ReportIgnored(IgnoredReason reason);
+  void LeaderChanged();
+
+ private:
+  class Gauges;
+
+  std::shared_ptr<prometheus::Registry> registry_;   // Counters, histogram.
+  std::array<prometheus::Counter*, 3> heartbeats_;   // By role; in registry_.
+  prometheus::Counter* merged_;                      // In registry_.
+  std::array<prometheus::Counter*, 4> ignored_;      // By reason; in registry_.
+  prometheus::Histogram* merge_seconds_;             // In registry_.
+  prometheus::Counter* leader_changes_;              // In registry_.
+  std::shared_ptr<Gauges> gauges_;                  // Scrape-time gauges.
+  std::unique_ptr<prometheus::Exposer> exposer_;     // The HTTP server.
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_METRICS_H_
