@@ -12,8 +12,7 @@ HeartbeatService::HeartbeatService(HeartbeatHandler* handler,
                                    const core::Leadership* leadership)
     : handler_(handler), registry_(registry), leadership_(leadership) {}
 
-grpc::ServerBidiReactor<greptime::v1::meta::HeartbeatRequest,
-                        greptime::v1::meta::HeartbeatResponse>*
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 HeartbeatService::Heartbeat(grpc::CallbackServerContext*) {
   return new HeartbeatStream(handler_, registry_);
 }

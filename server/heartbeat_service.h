@@ -9,16 +9,19 @@
 
 namespace metasrv::server {
 
+// The Heartbeat stream is a raw (bytes) method, parsed by HeartbeatStream;
+// AskLeader is an ordinary callback method.
 class HeartbeatService final
-    : public greptime::v1::meta::Heartbeat::CallbackService {
+    : public greptime::v1::meta::Heartbeat::WithRawCallbackMethod_Heartbeat<
+          greptime::v1::meta::Heartbeat::WithCallbackMethod_AskLeader<
+              greptime::v1::meta::Heartbeat::Service>> {
  public:
   // Borrows all three; they must outlive the service.
   HeartbeatService(HeartbeatHandler* handler, StreamRegistry* registry,
                    const core::Leadership* leadership);
 
-  grpc::ServerBidiReactor<greptime::v1::meta::HeartbeatRequest,
-                          greptime::v1::meta::HeartbeatResponse>*
-  Heartbeat(grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Heartbeat(
+      grpc::CallbackServerContext* context) override;
 
   grpc::ServerUnaryReactor* AskLeader(
       grpc::CallbackServerContext* context,

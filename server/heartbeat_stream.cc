@@ -1,5 +1,7 @@
 #include "server/heartbeat_stream.h"
 
+#include <grpcpp/impl/codegen/proto_utils.h>
+
 #include "server/grpc_status.h"
 #include "spdlog/spdlog.h"
 
@@ -28,15 +30,7 @@ HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
     return;
   }
   registered_ = true;
-  ReadNext();
-}
-
-void HeartbeatStream::ReadNext() {
-  arena_.Reset();
-  request_ =
-      google::protobuf::Arena::CreateMessage<greptime::v1::meta::HeartbeatRequest>(
-          &arena_);
-  StartRead(request_);
+  StartRead(&read_buffer_);
 }
 
 void HeartbeatStream::OnReadDone(bool ok) {
@@ -45,11 +39,35 @@ void HeartbeatStream::OnReadDone(bool ok) {
     FinishOnce(grpc::Status::OK);
     return;
   }
-  absl::Status handled = handler_->Handle(*request_, handshake_, &response_);
+  HandleRead();
+}
+
+void HeartbeatStream::HandleRead() {
+  arena_.Reset();
+  auto* request =
+      google::protobuf::Arena::CreateMessage<greptime::v1::meta::HeartbeatRequest>(
+          &arena_);
+  grpc::Status parsed =
+      grpc::SerializationTraits<greptime::v1::meta::HeartbeatRequest>::Deserialize(
+          &read_buffer_, request);
+  if (!parsed.ok()) {
+    FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "malformed HeartbeatRequest: " + parsed.error_message()));
+    return;
+  }
+  absl::Status handled = handler_->Handle(*request, handshake_, &response_);
   handshake_ = false;
   if (!handled.ok() && !absl::IsAborted(handled)) {
     spdlog::debug("heartbeat stream ended: {}", handled.ToString());
     FinishOnce(ToGrpcStatus(handled));
+    return;
+  }
+  bool own_buffer = false;
+  grpc::Status serialized =
+      grpc::SerializationTraits<greptime::v1::meta::HeartbeatResponse>::Serialize(
+          response_, &write_buffer_, &own_buffer);
+  if (!serialized.ok()) {
+    FinishOnce(grpc::Status(grpc::StatusCode::INTERNAL, serialized.error_message()));
     return;
   }
   absl::MutexLock lock(&mu_);
@@ -59,7 +77,7 @@ void HeartbeatStream::OnReadDone(bool ok) {
     finish_after_write_ = grpc::Status(grpc::StatusCode::ABORTED, "not leader");
   }
   write_in_flight_ = true;
-  StartWrite(&response_);
+  StartWrite(&write_buffer_);
 }
 
 void HeartbeatStream::OnWriteDone(bool ok) {
@@ -73,7 +91,7 @@ void HeartbeatStream::OnWriteDone(bool ok) {
     } else if (!ok) {
       finish = grpc::Status(grpc::StatusCode::CANCELLED, "write failed");
     } else {
-      ReadNext();
+      StartRead(&read_buffer_);
       return;
     }
   }

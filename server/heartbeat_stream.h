@@ -1,12 +1,18 @@
 // The reactor of one Heartbeat stream: read a request, handle it, write its
 // response, read the next. One operation in flight at a time, so responses
 // go out exactly once per request and in order; no thread per stream.
+//
+// The stream carries raw bytes, parsed here: a request that does not parse
+// ends the stream with INVALID_ARGUMENT (gRPC's typed callback API would
+// report it as a plain failed read, indistinguishable from the client
+// closing its side).
 #ifndef METASRV_SERVER_HEARTBEAT_STREAM_H_
 #define METASRV_SERVER_HEARTBEAT_STREAM_H_
 
 #include <optional>
 
 #include <google/protobuf/arena.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
 #include "absl/base/thread_annotations.h"
@@ -18,8 +24,7 @@
 namespace metasrv::server {
 
 class HeartbeatStream final
-    : public grpc::ServerBidiReactor<greptime::v1::meta::HeartbeatRequest,
-                                     greptime::v1::meta::HeartbeatResponse>,
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
       public AbortableStream {
  public:
   // Borrows both. Deletes itself when gRPC is done with it.
@@ -33,19 +38,21 @@ class HeartbeatStream final
  private:
   // Finishes with `status` unless already finishing. Call without mu_ held.
   void FinishOnce(const grpc::Status& status);
-  // Reads the next request into a fresh message on the reset arena.
-  void ReadNext();
+  // Parses the request read into read_buffer_, handles it, and writes the
+  // answer or finishes the stream.
+  void HandleRead();
 
   HeartbeatHandler* const handler_;  // Handles each request; borrowed.
   StreamRegistry* const registry_;   // Where this stream is listed; borrowed.
   bool registered_ = false;          // Whether Add() succeeded.
   bool handshake_ = true;            // The next request is the first.
-  // Requests are parsed into `arena_`, reset before each read: its first
+  grpc::ByteBuffer read_buffer_;   // The request, as read.
+  grpc::ByteBuffer write_buffer_;  // The response, as written.
+  // Requests are parsed into `arena_`, reset before each parse: its first
   // block is `arena_block_`, so a typical report's map entries cost no malloc.
   alignas(8) char arena_block_[2048];
   google::protobuf::Arena arena_;
-  greptime::v1::meta::HeartbeatRequest* request_ = nullptr;  // On arena_.
-  greptime::v1::meta::HeartbeatResponse response_;  // Buffer of the write.
+  greptime::v1::meta::HeartbeatResponse response_;  // Reused for each answer.
 
   absl::Mutex mu_;  // Guards the fields below; never held into gRPC callbacks.
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;  // A write is pending.

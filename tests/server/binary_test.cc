@@ -38,6 +38,36 @@ TEST(BinaryTest, ServesReportsAndStopsCleanlyOnSigterm) {
   EXPECT_EQ(a.Close().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
+TEST(BinaryTest, SigtermWithThousandOpenStreamsExitsWithinFiveSeconds) {
+  ServerProcess server;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int c = 0; c < 4; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    channels.push_back(grpc::CreateCustomChannel(
+        server.addr(), grpc::InsecureChannelCredentials(), args));
+  }
+  std::vector<std::unique_ptr<HeartbeatClient>> clients;
+  for (int i = 0; i < 1000; ++i) {
+    clients.push_back(std::make_unique<HeartbeatClient>(channels[i % 4]));
+    ASSERT_TRUE(clients.back()->Call(FlowReport(i, {{static_cast<uint32_t>(i), 1, 1}})))
+        << i;
+  }
+  const absl::Time start = absl::Now();
+  server.process().Signal(SIGTERM);
+  std::optional<int> status = server.process().Wait(absl::Seconds(5));
+  ASSERT_TRUE(status.has_value()) << "did not exit within 5 s";
+  EXPECT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+  std::printf("exited %s after SIGTERM\n",
+              absl::FormatDuration(absl::Now() - start).c_str());
+  int unavailable = 0;
+  for (auto& c : clients) {
+    if (c->Close().error_code() == grpc::StatusCode::UNAVAILABLE) ++unavailable;
+  }
+  EXPECT_EQ(unavailable, 1000);
+}
+
 TEST(BinaryTest, ClientKilledMidStreamHarmsNothing) {
   ServerProcess server;
   HeartbeatClient stays(server.channel());
