@@ -4,7 +4,7 @@
 #define METASRV_CORE_CLOCK_H_
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "kv/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -26,16 +26,16 @@ class ManualClock final : public Clock {
   explicit ManualClock(absl::Time start = absl::UnixEpoch() + absl::Hours(24))
       : now_(start) {}
   absl::Time Now() const override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return now_;
   }
   void Advance(absl::Duration d) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     now_ += d;
   }
 
  private:
-  mutable absl::Mutex mu_;                // Guards now_.
+  mutable Mutex mu_;                // Guards now_.
   absl::Time now_ ABSL_GUARDED_BY(mu_);  // The time it says.
 };
 

@@ -56,11 +56,11 @@ FlowAggregate::Chunk::Flows::iterator FlowAggregate::Chunk::Find(uint32_t id) {
 
 FlowAggregate::Chunk* FlowAggregate::GetOrCreateChunk(uint32_t chunk_id) {
   {
-    absl::ReaderMutexLock lock(&dir_mu_);
+    ReaderMutexLock lock(&dir_mu_);
     auto it = chunks_.find(chunk_id);
     if (it != chunks_.end()) return it->second.get();
   }
-  absl::MutexLock lock(&dir_mu_);
+  MutexLock lock(&dir_mu_);
   auto& slot = chunks_[chunk_id];
   if (slot == nullptr) slot = std::make_unique<Chunk>();
   return slot.get();
@@ -124,7 +124,7 @@ void FlowAggregate::Replace(uint64_t node, const FlowStateValue& old_report,
       ++end;
     }
     Chunk* chunk = GetOrCreateChunk(chunk_id);
-    absl::MutexLock lock(&chunk->mu);
+    MutexLock lock(&chunk->mu);
     chunk->json.reset();
     for (size_t k = begin; k < end; ++k) {
       ApplyFlow(*chunk, node, changes[k].old_stat, changes[k].new_stat);
@@ -136,10 +136,10 @@ void FlowAggregate::Replace(uint64_t node, const FlowStateValue& old_report,
 std::string FlowAggregate::EncodeJson() const {
   std::vector<std::shared_ptr<const FlowStateJsonParts>> parts;
   {
-    absl::ReaderMutexLock dir(&dir_mu_);
+    ReaderMutexLock dir(&dir_mu_);
     parts.reserve(chunks_.size());
     for (const auto& [id, chunk] : chunks_) {
-      absl::MutexLock lock(&chunk->mu);
+      MutexLock lock(&chunk->mu);
       if (chunk->json == nullptr) {
         auto json = std::make_shared<FlowStateJsonParts>();
         for (const auto& [flow_id, slot] : chunk->flows) {
@@ -159,13 +159,13 @@ std::string FlowAggregate::EncodeJson() const {
 void FlowAggregate::Visit(absl::Span<const uint32_t> flow_ids,
                           const Visitor& visit) const {
   std::vector<AggregateFlow> batch;
-  absl::ReaderMutexLock dir(&dir_mu_);
+  ReaderMutexLock dir(&dir_mu_);
   if (flow_ids.empty()) {
     // One batch per chunk, copied under its lock and visited after.
     for (const auto& [id, chunk] : chunks_) {
       batch.clear();
       {
-        absl::MutexLock lock(&chunk->mu);
+        MutexLock lock(&chunk->mu);
         batch.reserve(chunk->flows.size());
         for (const auto& [flow_id, slot] : chunk->flows) {
           batch.push_back(slot.ToFlow(flow_id));
@@ -181,7 +181,7 @@ void FlowAggregate::Visit(absl::Span<const uint32_t> flow_ids,
   for (uint32_t id : ids) {
     auto c = chunks_.find(id >> kChunkBits);
     if (c == chunks_.end()) continue;
-    absl::MutexLock lock(&c->second->mu);
+    MutexLock lock(&c->second->mu);
     auto it = c->second->Find(id);
     if (it != c->second->flows.end() && it->first == id) {
       batch.push_back(it->second.ToFlow(id));

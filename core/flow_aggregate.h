@@ -12,7 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
 #include <utility>
-#include "absl/synchronization/mutex.h"
+#include "kv/mutex.h"
 #include "absl/types/span.h"
 #include "core/field_max.h"
 #include "core/flow_state_codec.h"
@@ -87,7 +87,7 @@ class FlowAggregate {
     // The entry of `id`, or where it would be inserted.
     Flows::iterator Find(uint32_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
-    mutable absl::Mutex mu;  // Guards the fields below.
+    mutable Mutex mu;  // Guards the fields below.
     Flows flows ABSL_GUARDED_BY(mu);  // Sorted by id.
     // Encoded members of `flows`; null when a flow changed since encoding.
     mutable std::shared_ptr<const FlowStateJsonParts> json ABSL_GUARDED_BY(mu);
@@ -103,7 +103,7 @@ class FlowAggregate {
 
   // Guards the chunk directory. Chunks are never removed, so a Chunk* stays
   // valid for the aggregate's lifetime.
-  mutable absl::Mutex dir_mu_;
+  mutable Mutex dir_mu_;
   absl::btree_map<uint32_t, std::unique_ptr<Chunk>> chunks_
       ABSL_GUARDED_BY(dir_mu_);       // Chunks by chunk id.
   std::atomic<uint64_t> flow_count_{0};  // Flows with at least one field.

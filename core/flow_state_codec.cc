@@ -7,7 +7,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "rapidjson/error/en.h"
-#include "rapidjson/memorystream.h"
 #include "rapidjson/reader.h"
 
 namespace metasrv::core {
@@ -239,10 +238,23 @@ std::string EncodeFlowState(const FlowStateValue& value) {
 }
 
 absl::StatusOr<FlowStateValue> DecodeFlowState(absl::string_view json) {
-  rapidjson::MemoryStream stream(json.data(), json.size());
+  // Parsed in situ, in a NUL-terminated copy: strings are decoded in place.
+  // (Copying them to rapidjson's own stack instead does pointer arithmetic on
+  // a null pointer when the stack is first used, which UBSan reports.)
+  // rapidjson's UTF-8 validation takes up to three continuation bytes without
+  // looking for the end, so a multi-byte sequence cut off by the end of input
+  // reads past the terminating NUL: the padding keeps those reads inside the
+  // buffer (they see NULs and fail validation).
+  constexpr size_t kPadding = 8;
+  std::string buffer;
+  buffer.reserve(json.size() + kPadding);
+  buffer.append(json.data(), json.size());
+  buffer.append(kPadding, '\0');
+  rapidjson::InsituStringStream stream(buffer.data());
   rapidjson::Reader reader;
   Handler handler;
-  constexpr unsigned kFlags = rapidjson::kParseValidateEncodingFlag;
+  constexpr unsigned kFlags =
+      rapidjson::kParseValidateEncodingFlag | rapidjson::kParseInsituFlag;
   rapidjson::ParseResult result = reader.Parse<kFlags>(stream, handler);
   if (result.IsError() || !handler.done()) {
     std::string why = handler.error().empty()
@@ -252,7 +264,8 @@ absl::StatusOr<FlowStateValue> DecodeFlowState(absl::string_view json) {
         "invalid flow state JSON at byte ", result.Offset(), ": ", why));
   }
   // rapidjson treats a NUL byte as the end of input; anything after the value
-  // that it did not consume is trailing garbage.
+  // that it did not consume is trailing garbage. Reads stop at the copy's
+  // terminating NUL, so they never leave `buffer`.
   if (stream.Tell() != json.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "invalid flow state JSON at byte ", stream.Tell(), ": trailing bytes"));

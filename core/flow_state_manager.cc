@@ -63,7 +63,7 @@ absl::Status FlowStateManager::SyncLocked() const {
 }
 
 absl::Status FlowStateManager::Sync() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return SyncLocked();
 }
 
@@ -78,7 +78,7 @@ absl::StatusOr<std::optional<FlowStateValue>> FlowStateManager::Get() const {
 
 absl::Status FlowStateManager::Put(const FlowStateValue& value) {
   std::string json = EncodeFlowState(value);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   absl::Status synced = SyncLocked();
   if (!synced.ok()) return synced;
   absl::Status written = kv_->Write(
@@ -93,7 +93,7 @@ absl::Status FlowStateManager::Merge(uint64_t node_id, FlowStateValue report,
   // Encoding the node's value is O(report) and needs no lock.
   kv::ValuePtr node_value = kv::MakeBytes(EncodeFlowState(report));
   std::string node_key = FlowStateNodeKey(node_id);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   absl::Status written;
   for (int attempt = 0; attempt < kMaxMergeAttempts; ++attempt) {
     absl::Status synced = SyncLocked();
@@ -127,7 +127,7 @@ absl::StatusOr<bool> FlowStateManager::Visit(
     const FlowAggregate::Visitor& visit) const {
   std::shared_ptr<const FlowAggregate> aggregate;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     absl::Status synced = SyncLocked();
     if (!synced.ok()) return synced;
     if (global_is_aggregate_) aggregate = aggregate_;
@@ -165,12 +165,12 @@ FlowStateManager::Read(absl::Span<const uint32_t> flow_ids) const {
 }
 
 uint64_t FlowStateManager::node_count() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return generation_ == kv_->generation() ? nodes_.size() : 0;
 }
 
 uint64_t FlowStateManager::flow_count() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return generation_ == kv_->generation() && aggregate_ ? aggregate_->flow_count()
                                                         : 0;
 }

@@ -10,7 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "kv/mutex.h"
 #include "absl/types/span.h"
 #include "core/flow_aggregate.h"
 #include "core/flow_state_value.h"
@@ -83,7 +83,7 @@ class FlowStateManager {
   absl::Status SyncLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   kv::KvBackend* const kv_;  // The in-memory KV; borrowed.
-  mutable absl::Mutex mu_;   // Serializes merges; guards the fields below.
+  mutable Mutex mu_;   // Serializes merges; guards the fields below.
   // KV generation the index was built for; nullopt before the first build.
   mutable std::optional<uint64_t> generation_ ABSL_GUARDED_BY(mu_);
   // Each node's latest report, as stored under its key.

@@ -8,19 +8,19 @@ LeaderLease::LeaderLease(const Clock* clock, absl::Duration ttl)
     : clock_(clock), ttl_(ttl) {}
 
 void LeaderLease::Confirmed(absl::Time sent) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   valid_until_ = std::max(valid_until_, sent + ttl_ * 2 / 3);
 }
 
 void LeaderLease::Lost() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   valid_until_ = absl::InfinitePast();
 }
 
 bool LeaderLease::Valid() const { return clock_->Now() < valid_until(); }
 
 absl::Time LeaderLease::valid_until() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return valid_until_;
 }
 

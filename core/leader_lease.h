@@ -3,7 +3,7 @@
 #define METASRV_CORE_LEADER_LEASE_H_
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "kv/mutex.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
 
@@ -37,7 +37,7 @@ class LeaderLease {
  private:
   const Clock* const clock_;  // Time source; borrowed.
   const absl::Duration ttl_;  // The lease's time-to-live.
-  mutable absl::Mutex mu_;    // Guards valid_until_.
+  mutable Mutex mu_;    // Guards valid_until_.
   absl::Time valid_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // See Valid().
 };
 

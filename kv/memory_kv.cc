@@ -7,7 +7,7 @@ namespace metasrv::kv {
 absl::StatusOr<std::string> MemoryKv::Get(const std::string& key) const {
   ValuePtr value;
   {
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderMutexLock lock(&mu_);
     value = store_.Find(key);
   }
   if (value == nullptr) return absl::NotFoundError("key not found");
@@ -19,7 +19,7 @@ absl::StatusOr<std::vector<KeyValue>> MemoryKv::BatchGet(
   std::vector<StoredEntry> found;
   found.reserve(keys.size());
   {
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderMutexLock lock(&mu_);
     for (const std::string& key : keys) {
       if (ValuePtr v = store_.Find(key)) found.push_back({key, std::move(v)});
     }
@@ -35,7 +35,7 @@ absl::StatusOr<std::vector<KeyValue>> MemoryKv::BatchGet(
 absl::StatusOr<RangeResponse> MemoryKv::Range(const RangeRequest& req) const {
   absl::StatusOr<StoredRange> stored;
   {
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderMutexLock lock(&mu_);
     stored = store_.Range(req);
   }
   if (!stored.ok()) return stored.status();
@@ -55,7 +55,7 @@ absl::Status MemoryKv::Put(const std::string& key, std::string value) {
 
 absl::StatusOr<bool> MemoryKv::Delete(const std::string& key) {
   ValuePtr old;  // Released after the lock.
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   old = store_.Find(key);
   store_.Apply(key, nullptr);
   return old != nullptr;
@@ -63,7 +63,7 @@ absl::StatusOr<bool> MemoryKv::Delete(const std::string& key) {
 
 absl::Status MemoryKv::Write(const std::vector<Mutation>& batch,
                              std::optional<uint64_t> expected_generation) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (expected_generation.has_value() &&
       *expected_generation != generation_.load(std::memory_order_relaxed)) {
     return absl::AbortedError("kv was reset since the caller read it");
@@ -75,7 +75,7 @@ absl::Status MemoryKv::Write(const std::vector<Mutation>& batch,
 absl::StatusOr<uint64_t> MemoryKv::Reset() {
   KvStore::Map dropped;  // Destroyed after the lock is released.
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     dropped = store_.TakeAll();
     generation_.fetch_add(1, std::memory_order_release);
   }
@@ -87,7 +87,7 @@ uint64_t MemoryKv::generation() const {
 }
 
 uint64_t MemoryKv::size() const {
-  absl::ReaderMutexLock lock(&mu_);
+  ReaderMutexLock lock(&mu_);
   return store_.size();
 }
 

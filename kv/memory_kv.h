@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "kv/mutex.h"
 #include "kv/kv_backend.h"
 #include "kv/kv_store.h"
 
@@ -37,7 +37,7 @@ class MemoryKv final : public KvBackend {
   uint64_t size() const override;
 
  private:
-  mutable absl::Mutex mu_;                 // Guards store_ and writes of generation_.
+  mutable Mutex mu_;                 // Guards store_ and writes of generation_.
   KvStore store_ ABSL_GUARDED_BY(mu_);     // The keys and values.
   std::atomic<uint64_t> generation_{0};    // Resets so far; written under mu_.
 };
