@@ -26,7 +26,7 @@ ABSL_FLAG(absl::Duration, heartbeat_interval, absl::Seconds(3),
           "heartbeat interval told to clients at handshake");
 ABSL_FLAG(absl::Duration, retry_interval, absl::Seconds(3),
           "retry interval told to clients at handshake");
-ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(2),
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(1),
           "how long shutdown waits for calls in flight");
 ABSL_FLAG(int, read_threads, 2,
           "threads that serve GetFlowState and Cluster reads, off gRPC's "

@@ -38,7 +38,7 @@ struct ServerOptions {
   absl::Duration lease_ttl = absl::Seconds(5);        // With store_addrs.
   uint64_t heartbeat_interval_ms = 3000;  // Told to clients at handshake.
   uint64_t retry_interval_ms = 3000;      // Told to clients at handshake.
-  absl::Duration shutdown_grace = absl::Seconds(2);  // For in-flight calls.
+  absl::Duration shutdown_grace = absl::Seconds(1);  // For in-flight calls.
   // Threads for large reads (GetFlowState, Cluster reads); 0 runs them on
   // gRPC's threads.
   int read_threads = 2;
