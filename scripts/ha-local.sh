@@ -52,7 +52,7 @@ done
 leader=""
 for _ in $(seq 100); do
   leader=$(ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:2379 get --prefix \
-    --sort-by=CREATE --order=ASCEND --print-value-only __metasrv_election/ | head -n 1)
+    --sort-by=CREATE --order=ASCEND --print-value-only __metasrv_election/ | sed -n 1p)
   [[ -n "$leader" ]] && grep -q "became leader" "$work/metasrv-${leader##*:}.log" && break
   sleep 0.1
 done
