@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/flow_state_codec.h"
 #include "core/flow_state_keys.h"
+#include "core/flownode_record.h"
 
 namespace metasrv::core {
 namespace {
@@ -24,47 +25,114 @@ class AggregateJsonValue final : public kv::Value {
   const std::shared_ptr<const FlowAggregate> aggregate_;  // What it encodes.
 };
 
-// A merge retries this often when the KV is reset under it.
-constexpr int kMaxMergeAttempts = 8;
+// The value of a flownode's record key, encoded when read.
+class RecordValue final : public kv::Value {
+ public:
+  explicit RecordValue(FlownodeRecord record) : record_(std::move(record)) {}
+  std::string Read() const override { return EncodeFlownodeRecord(record_); }
+
+ private:
+  const FlownodeRecord record_;  // What it encodes.
+};
+
+// A change retries this often when the KV is reset under it.
+constexpr int kMaxCommitAttempts = 8;
+
+// `report` without the flows of `sorted_ids`; nullopt if it had none of them.
+std::optional<FlowStateValue> Without(const FlowStateValue& report,
+                                      const std::vector<uint32_t>& sorted_ids) {
+  bool found = false;
+  for (uint32_t id : sorted_ids) found = found || report.Find(id) != nullptr;
+  if (!found) return std::nullopt;
+  FlowStateValue::Builder builder;
+  builder.Reserve(report.flows().size() * 3);
+  for (const FlowStat& stat : report.flows()) {
+    if (std::binary_search(sorted_ids.begin(), sorted_ids.end(), stat.flow_id)) {
+      continue;
+    }
+    if (stat.has(kStateSize)) builder.SetStateSize(stat.flow_id, stat.state_size);
+    if (stat.has(kLastExecTime)) {
+      builder.SetLastExecTime(stat.flow_id, stat.last_exec_time);
+    }
+    if (stat.has(kStartTime)) builder.SetStartTime(stat.flow_id, stat.start_time);
+  }
+  return builder.Build();
+}
 
 }  // namespace
 
-FlowStateManager::FlowStateManager(kv::KvBackend* kv) : kv_(kv) {}
+FlowStateManager::FlowStateManager(kv::KvBackend* kv, Options options)
+    : kv_(kv), options_(options) {}
 
 absl::Status FlowStateManager::SyncLocked() const {
   const uint64_t generation = kv_->generation();
   if (generation_ == generation) return absl::OkStatus();
-  // Forget everything, then rebuild from the per-node keys the KV holds now
-  // (none right after a reset). Should the KV be reset again meanwhile, the
-  // next write is refused for the stale generation and the merge retries.
+  // Forget everything, then rebuild from the keys the KV holds now (none
+  // right after a reset). Should the KV be reset again meanwhile, the next
+  // write is refused for the stale generation and the change retries.
   nodes_.clear();
+  by_silence_.clear();
   aggregate_ = std::make_shared<FlowAggregate>();
   aggregate_value_ = std::make_shared<AggregateJsonValue>(aggregate_);
   global_is_aggregate_ = false;
   generation_.reset();
-  kv::RangeRequest range;
-  range.key = std::string(kFlowStateNodePrefix);
-  range.range_end = kv::PrefixEnd(range.key);
-  absl::StatusOr<kv::RangeResponse> stored = kv_->Range(range);
-  if (!stored.ok()) return stored.status();
-  for (kv::KeyValue& kv : stored->kvs) {
-    std::optional<uint64_t> node = ParseFlowStateNodeKey(kv.key);
-    if (!node.has_value()) continue;  // Not a node key (a longer name).
-    absl::StatusOr<FlowStateValue> report = DecodeFlowState(kv.value);
-    if (!report.ok()) {
-      return absl::DataLossError(absl::StrCat("key ", kv.key, ": ",
-                                              report.status().message()));
+  absl::flat_hash_map<uint64_t, NodeEntry> rebuilt;
+  for (absl::string_view prefix : {kFlownodePrefix, kFlowStateNodePrefix}) {
+    kv::RangeRequest range;
+    range.key = std::string(prefix);
+    range.range_end = kv::PrefixEnd(range.key);
+    absl::StatusOr<kv::RangeResponse> stored = kv_->Range(range);
+    if (!stored.ok()) return stored.status();
+    const bool records = prefix == kFlownodePrefix;
+    for (kv::KeyValue& kv : stored->kvs) {
+      std::optional<uint64_t> node =
+          records ? ParseFlownodeKey(kv.key) : ParseFlowStateNodeKey(kv.key);
+      if (!node.has_value()) continue;  // Not a node key (a longer name).
+      absl::Status decoded;
+      if (records) {
+        absl::StatusOr<FlownodeRecord> record = DecodeFlownodeRecord(kv.value);
+        decoded = record.status();
+        if (record.ok()) rebuilt[*node].record = *std::move(record);
+      } else {
+        absl::StatusOr<FlowStateValue> report = DecodeFlowState(kv.value);
+        decoded = report.status();
+        if (report.ok()) {
+          auto [it, inserted] = rebuilt.try_emplace(*node);
+          // A report without a record counts as heard from now.
+          if (inserted) it->second.record.last_heartbeat_ms = NowMs();
+          it->second.report = *std::move(report);
+        }
+      }
+      if (!decoded.ok()) {
+        return absl::DataLossError(
+            absl::StrCat("key ", kv.key, ": ", decoded.message()));
+      }
     }
-    aggregate_->Replace(*node, FlowStateValue(), *report);
-    nodes_[*node] = *std::move(report);
   }
+  for (auto& [node, entry] : rebuilt) {
+    aggregate_->Replace(node, FlowStateValue(), entry.report);
+    if (options_.node_report_ttl > absl::ZeroDuration()) {
+      by_silence_.insert({entry.record.last_heartbeat_ms, node});
+    }
+  }
+  nodes_ = std::move(rebuilt);
   generation_ = generation;
   return absl::OkStatus();
 }
 
 absl::Status FlowStateManager::Sync() {
-  MutexLock lock(&mu_);
-  return SyncLocked();
+  {
+    MutexLock lock(&mu_);
+    absl::Status synced = SyncLocked();
+    if (!synced.ok()) return synced;
+  }
+  Notify();
+  return absl::OkStatus();
+}
+
+void FlowStateManager::Notify() const {
+  FlowStateListener* listener = listener_.load();
+  if (listener != nullptr) listener->OnFlowStateChanged();
 }
 
 absl::StatusOr<std::optional<FlowStateValue>> FlowStateManager::Get() const {
@@ -88,38 +156,176 @@ absl::Status FlowStateManager::Put(const FlowStateValue& value) {
   return written;
 }
 
-absl::Status FlowStateManager::Merge(uint64_t node_id, FlowStateValue report,
-                                     std::optional<uint64_t> kv_generation) {
-  // Encoding the node's value is O(report) and needs no lock.
-  kv::ValuePtr node_value = kv::MakeBytes(EncodeFlowState(report));
-  std::string node_key = FlowStateNodeKey(node_id);
-  MutexLock lock(&mu_);
-  absl::Status written;
-  for (int attempt = 0; attempt < kMaxMergeAttempts; ++attempt) {
+absl::Status FlowStateManager::CommitLocked(
+    std::optional<uint64_t> kv_generation, absl::FunctionRef<std::string()> what,
+    absl::FunctionRef<Change()> plan, absl::FunctionRef<void()> apply) {
+  for (int attempt = 0; attempt < kMaxCommitAttempts; ++attempt) {
     absl::Status synced = SyncLocked();
     if (!synced.ok()) return synced;
     if (kv_generation.has_value() && *kv_generation != generation_) {
       return absl::AbortedError(absl::StrCat(
           "the KV was reset since generation ", *kv_generation,
-          " (leadership changed); report of node ", node_id, " not merged"));
+          " (leadership changed); ", what(), " not recorded"));
     }
-    std::vector<kv::Mutation> batch = {{node_key, node_value}};
-    if (!global_is_aggregate_) {
-      batch.push_back({std::string(kFlowStateKey), aggregate_value_});
+    Change change = plan();
+    if (change.batch.empty()) return absl::OkStatus();
+    if (change.touches_aggregate && !global_is_aggregate_) {
+      change.batch.push_back({std::string(kFlowStateKey), aggregate_value_});
     }
     // Written only if the KV was not reset since SyncLocked() looked.
-    written = kv_->Write(batch, generation_);
+    absl::Status written = kv_->Write(change.batch, generation_);
     if (absl::IsAborted(written)) continue;
     if (!written.ok()) return written;
-    global_is_aggregate_ = true;
-    FlowStateValue& slot = nodes_[node_id];
-    aggregate_->Replace(node_id, slot, report);
-    slot = std::move(report);
+    if (change.touches_aggregate) global_is_aggregate_ = true;
+    apply();
     return absl::OkStatus();
   }
-  return absl::UnavailableError(
-      absl::StrCat("merge of node ", node_id,
-                   " gave up: the KV was reset on every attempt"));
+  return absl::UnavailableError(absl::StrCat(
+      what(), " gave up: the KV was reset on every attempt"));
+}
+
+FlowStateManager::NodeEntry& FlowStateManager::EntryLocked(
+    uint64_t node, int64_t heartbeat_ms) {
+  auto [it, inserted] = nodes_.try_emplace(node);
+  FlownodeRecord& record = it->second.record;
+  if (options_.node_report_ttl > absl::ZeroDuration()) {
+    if (!inserted) by_silence_.erase({record.last_heartbeat_ms, node});
+    by_silence_.insert({heartbeat_ms, node});
+  }
+  record.last_heartbeat_ms = heartbeat_ms;
+  return it->second;
+}
+
+absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
+                                         NodeHeartbeat heartbeat,
+                                         std::optional<uint64_t> kv_generation) {
+  // Encoding the report is O(report) and needs no lock.
+  kv::ValuePtr report_value;
+  if (heartbeat.report.has_value()) {
+    report_value = kv::MakeBytes(EncodeFlowState(*heartbeat.report));
+  }
+  const int64_t now = NowMs();
+  FlownodeRecord record;  // The node's record after this heartbeat.
+  absl::Status committed;
+  {
+    MutexLock lock(&mu_);
+    committed = CommitLocked(
+        kv_generation,
+        [&] { return absl::StrCat("heartbeat of node ", node_id); },
+        [&] {
+          auto it = nodes_.find(node_id);
+          record = it == nodes_.end() ? FlownodeRecord() : it->second.record;
+          record.last_heartbeat_ms = now;
+          if (!heartbeat.peer_addr.empty()) record.peer_addr = heartbeat.peer_addr;
+          if (heartbeat.info.has_value()) record.info = heartbeat.info;
+          if (report_value != nullptr) record.last_report_ms = now;
+          Change change;
+          change.batch.push_back(
+              {FlownodeKey(node_id), std::make_shared<RecordValue>(record)});
+          if (report_value != nullptr) {
+            change.batch.push_back({FlowStateNodeKey(node_id), report_value});
+            change.touches_aggregate = true;
+          }
+          return change;
+        },
+        [&] {
+          NodeEntry& entry = EntryLocked(node_id, now);
+          entry.record = std::move(record);
+          if (heartbeat.report.has_value()) {
+            aggregate_->Replace(node_id, entry.report, *heartbeat.report);
+            entry.report = *std::move(heartbeat.report);
+          }
+        });
+  }
+  if (committed.ok() && report_value != nullptr) Notify();
+  return committed;
+}
+
+absl::Status FlowStateManager::Merge(uint64_t node_id, FlowStateValue report,
+                                     std::optional<uint64_t> kv_generation) {
+  NodeHeartbeat heartbeat;
+  heartbeat.report = std::move(report);
+  return Heartbeat(node_id, std::move(heartbeat), kv_generation);
+}
+
+absl::StatusOr<ForgetResult> FlowStateManager::ForgetFlows(
+    absl::Span<const uint32_t> flow_ids) {
+  if (flow_ids.empty()) {
+    return absl::InvalidArgumentError("ForgetFlows needs at least one flow id");
+  }
+  std::vector<uint32_t> ids(flow_ids.begin(), flow_ids.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  ForgetResult result;
+  std::vector<std::pair<uint64_t, FlowStateValue>> rewrites;
+  absl::Status committed;
+  {
+    MutexLock lock(&mu_);
+    committed = CommitLocked(
+        std::nullopt, [] { return std::string("forgetting flows"); },
+        [&] {
+          rewrites.clear();
+          Change change;
+          for (const auto& [node, entry] : nodes_) {
+            std::optional<FlowStateValue> kept = Without(entry.report, ids);
+            if (!kept.has_value()) continue;
+            change.batch.push_back(
+                {FlowStateNodeKey(node), kv::MakeBytes(EncodeFlowState(*kept))});
+            rewrites.emplace_back(node, *std::move(kept));
+          }
+          change.touches_aggregate = !rewrites.empty();
+          result.forgotten_flows = aggregate_->Read(ids).size();
+          result.updated_nodes = rewrites.size();
+          return change;
+        },
+        [&] {
+          for (auto& [node, kept] : rewrites) {
+            NodeEntry& entry = nodes_[node];
+            aggregate_->Replace(node, entry.report, kept);
+            entry.report = std::move(kept);
+          }
+        });
+  }
+  if (!committed.ok()) return committed;
+  if (result.updated_nodes > 0) Notify();
+  return result;
+}
+
+absl::StatusOr<uint64_t> FlowStateManager::ExpireSilentNodes() {
+  if (options_.node_report_ttl <= absl::ZeroDuration()) return 0;
+  const int64_t cutoff =
+      NowMs() - absl::ToInt64Milliseconds(options_.node_report_ttl);
+  std::vector<uint64_t> expired;
+  absl::Status committed;
+  {
+    MutexLock lock(&mu_);
+    committed = CommitLocked(
+        std::nullopt, [] { return std::string("node expiry"); },
+        [&] {
+          expired.clear();
+          Change change;
+          for (auto it = by_silence_.begin();
+               it != by_silence_.end() && it->first < cutoff; ++it) {
+            const uint64_t node = it->second;
+            expired.push_back(node);
+            change.batch.push_back({FlowStateNodeKey(node), nullptr});
+            change.batch.push_back({FlownodeKey(node), nullptr});
+            if (!nodes_[node].report.empty()) change.touches_aggregate = true;
+          }
+          return change;
+        },
+        [&] {
+          for (uint64_t node : expired) {
+            auto it = nodes_.find(node);
+            by_silence_.erase({it->second.record.last_heartbeat_ms, node});
+            aggregate_->Replace(node, it->second.report, FlowStateValue());
+            nodes_.erase(it);
+          }
+        });
+  }
+  if (!committed.ok()) return committed;
+  if (!expired.empty()) Notify();
+  return expired.size();
 }
 
 absl::StatusOr<bool> FlowStateManager::Visit(
@@ -162,6 +368,38 @@ FlowStateManager::Read(absl::Span<const uint32_t> flow_ids) const {
   if (!found.ok()) return found.status();
   if (!*found) return std::nullopt;
   return std::optional<std::vector<AggregateFlow>>(std::move(out));
+}
+
+absl::StatusOr<std::vector<FlownodeView>> FlowStateManager::ListFlownodes(
+    absl::Span<const uint64_t> node_ids) const {
+  std::vector<FlownodeView> out;
+  {
+    MutexLock lock(&mu_);
+    absl::Status synced = SyncLocked();
+    if (!synced.ok()) return synced;
+    auto add = [&out](uint64_t node, const NodeEntry& entry) {
+      out.push_back({node, entry.record, entry.report.flows().size()});
+    };
+    if (node_ids.empty()) {
+      out.reserve(nodes_.size());
+      for (const auto& [node, entry] : nodes_) add(node, entry);
+    } else {
+      for (uint64_t node : node_ids) {
+        auto it = nodes_.find(node);
+        if (it != nodes_.end()) add(node, it->second);
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const FlownodeView& a, const FlownodeView& b) {
+              return a.node_id < b.node_id;
+            });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const FlownodeView& a, const FlownodeView& b) {
+                          return a.node_id == b.node_id;
+                        }),
+            out.end());
+  return out;
 }
 
 uint64_t FlowStateManager::node_count() const {

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "absl/status/statusor.h"
+#include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
 #include "server/admin_auth.h"
@@ -18,23 +19,30 @@ class AdminService final : public metasrv::v1::Admin::CallbackService {
   // standalone, a reset; with etcd, a resignation.
   using LeaderChangeFn = std::function<absl::StatusOr<uint64_t>()>;
 
-  // Borrows `leadership`; it must outlive the service. Every call must pass
-  // `auth` first.
-  AdminService(LeaderChangeFn leader_change, const core::Leadership* leadership,
-               AdminAuth auth);
+  // Borrows `flow_state` and `leadership`; they must outlive the service.
+  // Every call must pass `auth` first.
+  AdminService(LeaderChangeFn leader_change, core::FlowStateManager* flow_state,
+               const core::Leadership* leadership, AdminAuth auth);
 
   grpc::ServerUnaryReactor* LeaderChange(
       grpc::CallbackServerContext* context,
       const metasrv::v1::LeaderChangeRequest* request,
       metasrv::v1::LeaderChangeResponse* response) override;
 
+  grpc::ServerUnaryReactor* ForgetFlows(
+      grpc::CallbackServerContext* context,
+      const metasrv::v1::ForgetFlowsRequest* request,
+      metasrv::v1::ForgetFlowsResponse* response) override;
+
  private:
-  // OK if the caller may use admin RPCs; logs refusals (never the token).
-  absl::Status Authorize(grpc::CallbackServerContext* context,
-                         const char* method) const;
+  // OK if the caller may use admin RPCs (logs refusals, never the token) and
+  // this replica leads.
+  absl::Status Admit(grpc::CallbackServerContext* context,
+                     const char* method) const;
 
   const AdminAuth auth_;                      // Who may call.
   const LeaderChangeFn leader_change_;        // Does LeaderChange.
+  core::FlowStateManager* const flow_state_;  // The state; borrowed.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
 };
 

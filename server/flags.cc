@@ -49,6 +49,11 @@ ABSL_FLAG(absl::Duration, keepalive_time, absl::Seconds(30),
           "idle time after which a connection is pinged");
 ABSL_FLAG(absl::Duration, keepalive_timeout, absl::Seconds(10),
           "a peer that does not answer a ping within this is dropped");
+ABSL_FLAG(absl::Duration, node_report_ttl, absl::ZeroDuration(),
+          "a flownode silent for longer loses its report and its flows leave "
+          "the aggregate; 0 (default): never, as GreptimeDB's metasrv");
+ABSL_FLAG(absl::Duration, watch_min_interval, absl::Milliseconds(500),
+          "WatchFlowState pushes at most one state per this interval");
 ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error or off");
 
@@ -78,6 +83,14 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.max_flows_per_report = absl::GetFlag(FLAGS_max_flows_per_report);
   o.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
   o.keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
+  o.node_report_ttl = absl::GetFlag(FLAGS_node_report_ttl);
+  if (o.node_report_ttl < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--node_report_ttl must not be negative");
+  }
+  o.watch_min_interval = absl::GetFlag(FLAGS_watch_min_interval);
+  if (o.watch_min_interval < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--watch_min_interval must not be negative");
+  }
   if (o.max_message_bytes <= 0) {
     return absl::InvalidArgumentError("--max_message_bytes must be positive");
   }

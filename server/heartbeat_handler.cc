@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "metasrv/v1/metasrv.pb.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -26,49 +27,97 @@ std::optional<uint64_t> HeartbeatHandler::NodeId(const HeartbeatRequest& request
 }
 
 core::FlowStateValue HeartbeatHandler::ToReport(
-    const greptime::v1::meta::FlowStat& stat) {
+    const greptime::v1::meta::FlowStat& stat,
+    const google::protobuf::Map<uint32_t, int64_t>* start_times) {
   core::FlowStateValue::Builder builder;
-  builder.Reserve(stat.flow_stat_size_size() + stat.flow_last_exec_time_map_size());
+  builder.Reserve(stat.flow_stat_size_size() + stat.flow_last_exec_time_map_size() +
+                  (start_times == nullptr ? 0 : start_times->size()));
   for (const auto& [flow_id, size] : stat.flow_stat_size()) {
     builder.SetStateSize(flow_id, size);
   }
   for (const auto& [flow_id, unix_ms] : stat.flow_last_exec_time_map()) {
     builder.SetLastExecTime(flow_id, unix_ms);
   }
+  if (start_times != nullptr) {
+    for (const auto& [flow_id, unix_ms] : *start_times) {
+      builder.SetStartTime(flow_id, unix_ms);
+    }
+  }
   return builder.Build();
 }
+
+namespace {
+
+core::NodeInfo ToNodeInfo(const greptime::v1::meta::NodeInfo& info) {
+  core::NodeInfo out;
+  out.version = info.version();
+  out.git_commit = info.git_commit();
+  out.start_time_ms = info.start_time_ms();
+  out.hostname = info.hostname();
+  out.total_cpu_millicores = info.total_cpu_millicores();
+  out.total_memory_bytes = info.total_memory_bytes();
+  out.cpu_usage_millicores = info.cpu_usage_millicores();
+  out.memory_usage_bytes = info.memory_usage_bytes();
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     const HeartbeatRequest& request, greptime::v1::meta::Role role,
     std::optional<uint64_t> kv_generation) {
-  if (!request.has_flow_stat()) return MergeResult::kNoFlowStat;
+  const bool has_report = request.has_flow_stat();
   if (role != greptime::v1::meta::FLOWNODE) {
+    if (!has_report) return MergeResult::kNoFlowStat;
     if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kNotFlownode);
     return MergeResult::kNotFlownode;
   }
   std::optional<uint64_t> node = NodeId(request);
   if (!node.has_value()) {
+    if (!has_report) return MergeResult::kNoFlowStat;
     spdlog::debug("flow stat without header or peer ignored");
     if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kNoNodeId);
     return MergeResult::kNoNodeId;
   }
-  const auto& stat = request.flow_stat();
-  const uint64_t flows = static_cast<uint64_t>(
-      std::max(stat.flow_stat_size_size(), stat.flow_last_exec_time_map_size()));
-  if (flows > options_.max_flows_per_report) {
-    if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kTooManyFlows);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "report of node ", *node, " has ", flows,
-        " flows, more than the limit of ", options_.max_flows_per_report));
+  core::NodeHeartbeat heartbeat;
+  heartbeat.peer_addr = request.peer().addr();
+  if (request.has_info()) heartbeat.info = ToNodeInfo(request.info());
+  if (has_report) {
+    // The start times, from the extension a flownode may send.
+    const google::protobuf::Map<uint32_t, int64_t>* start_times = nullptr;
+    metasrv::v1::FlowStartTimes extension;
+    auto ext = request.extensions().find(kFlowStartTimeExtension);
+    if (ext != request.extensions().end()) {
+      if (!extension.ParseFromString(ext->second)) {
+        if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kMalformed);
+        return absl::InvalidArgumentError(absl::StrCat(
+            "report of node ", *node, ": extension \"", kFlowStartTimeExtension,
+            "\" is not an encoded metasrv.v1.FlowStartTimes"));
+      }
+      start_times = &extension.start_time_ms();
+    }
+    const auto& stat = request.flow_stat();
+    const uint64_t flows = static_cast<uint64_t>(
+        std::max({stat.flow_stat_size_size(), stat.flow_last_exec_time_map_size(),
+                  start_times == nullptr ? 0 : static_cast<int>(start_times->size())}));
+    if (flows > options_.max_flows_per_report) {
+      if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kTooManyFlows);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "report of node ", *node, " has ", flows,
+          " flows, more than the limit of ", options_.max_flows_per_report));
+    }
+    heartbeat.report = ToReport(stat, start_times);
   }
   const absl::Time start = absl::Now();
-  absl::Status merged = flow_state_->Merge(*node, ToReport(stat), kv_generation);
-  if (!merged.ok()) {
-    if (absl::IsAborted(merged) && metrics_ != nullptr) {
+  absl::Status recorded =
+      flow_state_->Heartbeat(*node, std::move(heartbeat), kv_generation);
+  if (!recorded.ok()) {
+    if (has_report && absl::IsAborted(recorded) && metrics_ != nullptr) {
       metrics_->ReportIgnored(IgnoredReason::kNotLeader);
     }
-    return merged;
+    return recorded;
   }
+  if (!has_report) return MergeResult::kNoFlowStat;
   if (metrics_ != nullptr) metrics_->ReportMerged(absl::Now() - start);
   return MergeResult::kMerged;
 }

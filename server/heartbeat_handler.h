@@ -22,9 +22,12 @@ inline constexpr int32_t kNotLeaderErrorCode = 2;
 enum class MergeResult {
   kMerged,        // Recorded as the node's latest report.
   kNotFlownode,   // The role is not FLOWNODE: flow_stat is ignored.
-  kNoFlowStat,    // No flow_stat in the request.
+  kNoFlowStat,    // No flow_stat: only the flownode's record was updated.
   kNoNodeId,      // Neither a header nor a peer names the node.
 };
+
+// The HeartbeatRequest.extensions key of a metasrv.v1.FlowStartTimes.
+inline constexpr char kFlowStartTimeExtension[] = "flow_start_time_map";
 
 class HeartbeatHandler {
  public:
@@ -52,9 +55,13 @@ class HeartbeatHandler {
                       bool handshake,
                       greptime::v1::meta::HeartbeatResponse* response);
 
-  // Merges the request's flow state if `role` (the sender's, normally from
-  // the header) and its identity (see NodeId) allow. `kv_generation` is the
-  // leadership term's (see FlowStateManager::Merge): kAborted if it ended.
+  // Records a flownode's heartbeat (its peer address and NodeInfo) and
+  // merges its flow state (with the start times of the
+  // kFlowStartTimeExtension extension, if any) if `role` (the sender's,
+  // normally from the header) and its identity (see NodeId) allow.
+  // `kv_generation` is the leadership term's (see
+  // FlowStateManager::Heartbeat): kAborted if it ended. kInvalidArgument for
+  // too many flows or a malformed extension; nothing is recorded then.
   absl::StatusOr<MergeResult> MergeFlowStat(
       const greptime::v1::meta::HeartbeatRequest& request,
       greptime::v1::meta::Role role,
@@ -65,9 +72,10 @@ class HeartbeatHandler {
   static std::optional<uint64_t> NodeId(
       const greptime::v1::meta::HeartbeatRequest& request);
 
-  // The report carried by `stat`.
+  // The report carried by `stat`, with `start_times` (flow id -> unix ms).
   static core::FlowStateValue ToReport(
-      const greptime::v1::meta::FlowStat& stat);
+      const greptime::v1::meta::FlowStat& stat,
+      const google::protobuf::Map<uint32_t, int64_t>* start_times = nullptr);
 
  private:
   core::FlowStateManager* const flow_state_;  // Where reports go; borrowed.

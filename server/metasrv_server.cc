@@ -77,7 +77,19 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
       [raw] { return static_cast<double>(raw->flow_state_.node_count()); },
       [raw] { return static_cast<double>(raw->flow_state_.flow_count()); },
       [raw] { return raw->leadership_->IsLeader() ? 1.0 : 0.0; },
-      [raw] { return static_cast<double>(raw->kv_.size()); }});
+      [raw] { return static_cast<double>(raw->kv_.size()); },
+      [raw] { return static_cast<double>(raw->watch_->watchers()); }});
+  s->watch_ = std::make_unique<WatchHub>(
+      &s->flow_state_, &s->kv_,
+      WatchHub::Options{s->options_.watch_min_interval, s->options_.max_streams},
+      s->metrics_.get());
+  s->flow_state_.SetListener(s->watch_.get());
+  s->watch_->Start();
+  if (s->options_.node_report_ttl > absl::ZeroDuration()) {
+    s->expirer_ = std::make_unique<NodeExpirer>(
+        &s->flow_state_, NodeExpirer::PeriodFor(s->options_.node_report_ttl),
+        s->metrics_.get());
+  }
   if (!s->options_.metrics_addr.empty()) {
     absl::Status served = s->metrics_->Serve(s->options_.metrics_addr);
     if (!served.ok()) return served;
@@ -105,11 +117,11 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
       SelfInfo{s->advertised_addr_, METASRV_VERSION,
                static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())),
                HostName()});
-  s->flow_state_service_ =
-      std::make_unique<FlowStateService>(&s->flow_state_, s->leadership_.get(),
-                                         &s->reads_);
+  s->flow_state_service_ = std::make_unique<FlowStateService>(
+      &s->flow_state_, s->leadership_.get(), &s->reads_, s->watch_.get(),
+      s->metrics_.get());
   s->admin_service_ = std::make_unique<AdminService>(
-      [server = s.get()] { return server->LeaderChange(); },
+      [server = s.get()] { return server->LeaderChange(); }, &s->flow_state_,
       s->leadership_.get(), std::move(auth));
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -196,8 +208,10 @@ uint64_t MetasrvServer::OnBecomeLeader() {
 
 uint64_t MetasrvServer::OnStepDown() {
   metrics_->LeaderChanged();
-  streams_.AbortAll(grpc::Status(grpc::StatusCode::ABORTED,
-                                 "not leader: this metasrv stepped down"));
+  const grpc::Status stepped_down(grpc::StatusCode::ABORTED,
+                                  "not leader: this metasrv stepped down");
+  streams_.AbortAll(stepped_down);
+  watch_->AbortAll(stepped_down);
   absl::StatusOr<uint64_t> dropped = core::ResetForLeaderChange(&kv_, &flow_state_);
   if (!dropped.ok()) {
     spdlog::error("reset failed: {}", dropped.status().ToString());
@@ -214,6 +228,10 @@ absl::StatusOr<uint64_t> MetasrvServer::LeaderChange() {
 MetasrvServer::~MetasrvServer() {
   Shutdown();
   Wait();
+  if (watch_ != nullptr) {
+    flow_state_.SetListener(nullptr);
+    watch_->Stop(grpc::Status(grpc::StatusCode::UNAVAILABLE, "metasrv stopped"));
+  }
 }
 
 void MetasrvServer::Shutdown() {
@@ -226,8 +244,11 @@ void MetasrvServer::Shutdown() {
   if (election_ != nullptr) election_->Stop();
   spdlog::info("shutting down: ending {} heartbeat streams", streams_.size());
   server_->GetHealthCheckService()->SetServingStatus(false);
-  streams_.Close(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                              "metasrv is shutting down"));
+  if (expirer_ != nullptr) expirer_->Stop();
+  const grpc::Status shutting_down(grpc::StatusCode::UNAVAILABLE,
+                                   "metasrv is shutting down");
+  streams_.Close(shutting_down);
+  watch_->Stop(shutting_down);
   server_->Shutdown(std::chrono::system_clock::now() +
                     absl::ToChronoMilliseconds(options_.shutdown_grace));
 }

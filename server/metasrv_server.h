@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/clock.h"
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "kv/memory_kv.h"
@@ -19,9 +20,11 @@
 #include "server/cluster_service.h"
 #include "server/etcd_election.h"
 #include "server/flow_state_service.h"
+#include "server/flow_state_watch.h"
 #include "server/heartbeat_handler.h"
 #include "server/heartbeat_service.h"
 #include "server/metrics.h"
+#include "server/node_expirer.h"
 #include "server/read_executor.h"
 #include "server/stream_registry.h"
 
@@ -56,6 +59,12 @@ struct ServerOptions {
   // answer within the timeout is dropped and its streams released.
   absl::Duration keepalive_time = absl::Seconds(30);
   absl::Duration keepalive_timeout = absl::Seconds(10);
+  // A flownode silent for longer loses its report and record; zero: never.
+  absl::Duration node_report_ttl = absl::ZeroDuration();
+  // WatchFlowState pushes at most once per this.
+  absl::Duration watch_min_interval = absl::Milliseconds(500);
+  // Time of heartbeats and node expiry; borrowed. Tests pass a ManualClock.
+  const core::Clock* clock = core::SystemClock();
 };
 
 // Thread safety: Shutdown() and Wait() may be called from any thread.
@@ -79,6 +88,7 @@ class MetasrvServer final : public LeadershipListener {
   kv::MemoryKv& kv() { return kv_; }
   core::FlowStateManager& flow_state() { return flow_state_; }
   StreamRegistry& streams() { return streams_; }
+  WatchHub& watch() { return *watch_; }
   const core::Leadership& leadership() const { return *leadership_; }
 
   // LeadershipListener: every leadership change resets the in-memory KV.
@@ -97,7 +107,8 @@ class MetasrvServer final : public LeadershipListener {
   int port_ = 0;                          // The port bound.
   std::string advertised_addr_;           // What AskLeader answers.
   kv::MemoryKv kv_;                       // The in-memory KV.
-  core::FlowStateManager flow_state_{&kv_};         // Flow state in kv_.
+  core::FlowStateManager flow_state_{
+      &kv_, {options_.clock, options_.node_report_ttl}};  // Flow state in kv_.
   std::unique_ptr<core::Leadership> leadership_;    // Who leads.
   EtcdElection* election_ = nullptr;  // leadership_ when on etcd, else null.
   StreamRegistry streams_{options_.max_streams};    // Open heartbeat streams.
@@ -105,6 +116,8 @@ class MetasrvServer final : public LeadershipListener {
   // Large reads, off gRPC's threads and at a lower priority than heartbeats.
   // Declared before the services and the server, so it outlives their calls.
   ReadExecutor reads_{options_.read_threads, 0};
+  std::unique_ptr<WatchHub> watch_;                 // WatchFlowState pushes.
+  std::unique_ptr<NodeExpirer> expirer_;  // With a node TTL, else null.
   std::unique_ptr<HeartbeatHandler> handler_;       // Per-request logic.
   std::unique_ptr<HeartbeatService> heartbeat_service_;    // Heartbeat.
   std::unique_ptr<ClusterService> cluster_service_;        // Cluster.

@@ -28,11 +28,12 @@ class Metrics::Gauges final : public prometheus::Collectable {
       out.push_back(std::move(family));
     };
     add("metasrv_open_streams", "Heartbeat streams open now.", sources_.open_streams);
-    add("metasrv_flow_nodes", "Flownodes with a report in the aggregate.",
+    add("metasrv_flow_nodes", "Flownodes heard from since this term began.",
         sources_.flow_nodes);
     add("metasrv_flows", "Flows in the aggregate.", sources_.flows);
     add("metasrv_is_leader", "1 when this replica leads, else 0.", sources_.is_leader);
     add("metasrv_kv_keys", "Keys in the in-memory KV.", sources_.kv_keys);
+    add("metasrv_watchers", "WatchFlowState streams open now.", sources_.watchers);
     return out;
   }
 
@@ -62,7 +63,8 @@ Metrics::Metrics(Sources sources)
   ignored_ = {&ignored.Add({{"reason", "not_flownode"}}),
               &ignored.Add({{"reason", "no_node_id"}}),
               &ignored.Add({{"reason", "too_many_flows"}}),
-              &ignored.Add({{"reason", "not_leader"}})};
+              &ignored.Add({{"reason", "not_leader"}}),
+              &ignored.Add({{"reason", "malformed_extension"}})};
   // 1 µs to ~16 ms, doubling.
   prometheus::Histogram::BucketBoundaries bounds;
   for (double b = 1e-6; b < 0.02; b *= 2) bounds.push_back(b);
@@ -71,11 +73,18 @@ Metrics::Metrics(Sources sources)
                         .Help("Time to merge one report.")
                         .Register(*registry_)
                         .Add({}, bounds);
-  leader_changes_ = &prometheus::BuildCounter()
-                         .Name("metasrv_leader_changes_total")
-                         .Help("Times this replica started or stopped leading.")
-                         .Register(*registry_)
-                         .Add({});
+  auto counter = [this](const char* name, const char* help) {
+    return &prometheus::BuildCounter().Name(name).Help(help).Register(*registry_).Add({});
+  };
+  leader_changes_ = counter("metasrv_leader_changes_total",
+                            "Times this replica started or stopped leading.");
+  watch_published_ = counter("metasrv_watch_published_total",
+                             "Flow states built and offered to watchers.");
+  watch_skipped_ = counter(
+      "metasrv_watch_skipped_total",
+      "Flow states a slow watcher skipped: a newer one replaced them unsent.");
+  nodes_expired_ = counter("metasrv_nodes_expired_total",
+                           "Silent flownodes removed by --node_report_ttl.");
 }
 
 Metrics::~Metrics() = default;
@@ -114,5 +123,13 @@ void Metrics::ReportIgnored(IgnoredReason reason) {
 }
 
 void Metrics::LeaderChanged() { leader_changes_->Increment(); }
+
+void Metrics::WatchPublished() { watch_published_->Increment(); }
+
+void Metrics::WatchSkipped() { watch_skipped_->Increment(); }
+
+void Metrics::NodesExpired(uint64_t n) {
+  nodes_expired_->Increment(static_cast<double>(n));
+}
 
 }  // namespace metasrv::server

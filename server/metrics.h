@@ -17,7 +17,13 @@
 namespace metasrv::server {
 
 // Why a report carried by a heartbeat was not merged.
-enum class IgnoredReason { kNotFlownode, kNoNodeId, kTooManyFlows, kNotLeader };
+enum class IgnoredReason {
+  kNotFlownode,
+  kNoNodeId,
+  kTooManyFlows,
+  kNotLeader,
+  kMalformed,  // A malformed flow_start_time_map extension.
+};
 
 // Counters and a histogram updated on the hot path, plus gauges read from
 // `Sources` when scraped. Thread safety: all methods are safe from any thread;
@@ -31,6 +37,7 @@ class Metrics {
     std::function<double()> flows;         // Flows in the aggregate.
     std::function<double()> is_leader;     // 1 when this replica leads.
     std::function<double()> kv_keys;       // Keys in the in-memory KV.
+    std::function<double()> watchers;      // WatchFlowState streams open.
   };
 
   explicit Metrics(Sources sources);
@@ -46,6 +53,12 @@ class Metrics {
   void ReportMerged(absl::Duration took);
   void ReportIgnored(IgnoredReason reason);
   void LeaderChanged();
+  // A WatchFlowState state was built and offered to every watcher.
+  void WatchPublished();
+  // A watcher skipped a state: a newer one replaced it before it was sent.
+  void WatchSkipped();
+  // Silent nodes removed by --node_report_ttl.
+  void NodesExpired(uint64_t n);
 
  private:
   class Gauges;
@@ -53,9 +66,12 @@ class Metrics {
   std::shared_ptr<prometheus::Registry> registry_;   // Counters, histogram.
   std::array<prometheus::Counter*, 3> heartbeats_;   // By role; in registry_.
   prometheus::Counter* merged_;                      // In registry_.
-  std::array<prometheus::Counter*, 4> ignored_;      // By reason; in registry_.
+  std::array<prometheus::Counter*, 5> ignored_;      // By reason; in registry_.
   prometheus::Histogram* merge_seconds_;             // In registry_.
   prometheus::Counter* leader_changes_;              // In registry_.
+  prometheus::Counter* watch_published_;             // In registry_.
+  prometheus::Counter* watch_skipped_;               // In registry_.
+  prometheus::Counter* nodes_expired_;               // In registry_.
   std::shared_ptr<Gauges> gauges_;                  // Scrape-time gauges.
   std::unique_ptr<prometheus::Exposer> exposer_;     // The HTTP server.
 };

@@ -9,7 +9,7 @@ absl::Status StreamRegistry::Add(AbortableStream* stream) {
   if (closed_) return absl::UnavailableError("server is shutting down");
   if (max_streams_ != 0 && streams_.size() >= max_streams_) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "too many heartbeat streams (limit ", max_streams_, ")"));
+        "too many ", kind_, " streams (limit ", max_streams_, ")"));
   }
   streams_.insert(stream);
   return absl::OkStatus();
@@ -20,9 +20,13 @@ void StreamRegistry::Remove(AbortableStream* stream) {
   streams_.erase(stream);
 }
 
-void StreamRegistry::AbortAll(const grpc::Status& status) {
+void StreamRegistry::ForEach(absl::FunctionRef<void(AbortableStream*)> fn) {
   absl::MutexLock lock(&mu_);
-  for (AbortableStream* stream : streams_) stream->Abort(status);
+  for (AbortableStream* stream : streams_) fn(stream);
+}
+
+void StreamRegistry::AbortAll(const grpc::Status& status) {
+  ForEach([&status](AbortableStream* stream) { stream->Abort(status); });
 }
 
 void StreamRegistry::Close(const grpc::Status& status) {

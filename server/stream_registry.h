@@ -8,6 +8,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 
@@ -27,14 +28,19 @@ class AbortableStream {
 // Remove(), under the registry's lock, which keeps the stream alive.
 class StreamRegistry {
  public:
-  // `max_streams` 0 means no limit.
-  explicit StreamRegistry(uint64_t max_streams = 0) : max_streams_(max_streams) {}
+  // `max_streams` 0 means no limit. `kind` names the streams in errors.
+  explicit StreamRegistry(uint64_t max_streams = 0,
+                          const char* kind = "heartbeat")
+      : max_streams_(max_streams), kind_(kind) {}
 
   // Registers a new stream. kUnavailable after Close(); kResourceExhausted at
   // the limit. On error the stream is not registered.
   absl::Status Add(AbortableStream* stream);
   void Remove(AbortableStream* stream);
 
+  // Calls `fn` with every open stream, under the registry's lock (which
+  // keeps them alive); `fn` must not block or call back into the registry.
+  void ForEach(absl::FunctionRef<void(AbortableStream*)> fn);
   // Aborts every open stream with `status`.
   void AbortAll(const grpc::Status& status);
   // Refuses new streams from now on, then aborts every open one.
@@ -44,6 +50,7 @@ class StreamRegistry {
 
  private:
   const uint64_t max_streams_;  // Limit of open streams; 0 is none.
+  const char* const kind_;      // What the streams are, for errors.
   mutable absl::Mutex mu_;      // Guards the fields below.
   absl::flat_hash_set<AbortableStream*> streams_ ABSL_GUARDED_BY(mu_);  // Open.
   bool closed_ ABSL_GUARDED_BY(mu_) = false;  // Set by Close().

@@ -110,7 +110,8 @@ TEST_F(FlowStateManagerTest, FlowsPresentInOnlySomeMapsStaySo) {
 TEST_F(FlowStateManagerTest, ResetClearsEverythingAndMergeWorksAfter) {
   ASSERT_TRUE(manager_.Merge(1, Report({{10, 100, 1000}})).ok());
   ASSERT_TRUE(manager_.Merge(2, Report({{20, 200, 2000}})).ok());
-  EXPECT_EQ(*kv_.Reset(), 3u);  // Two node keys and the global key.
+  // Two report keys, two flownode records and the global key.
+  EXPECT_EQ(*kv_.Reset(), 5u);
   EXPECT_FALSE(manager_.Get()->has_value());
   EXPECT_FALSE(manager_.Read({})->has_value());
   EXPECT_EQ(kv_.Get(std::string(kFlowStateKey)).status().code(),
@@ -121,7 +122,8 @@ TEST_F(FlowStateManagerTest, ResetClearsEverythingAndMergeWorksAfter) {
   // Node 2 reports again; node 1's pre-reset flows must not come back.
   ASSERT_TRUE(manager_.Merge(2, Report({{21, 1, 1}})).ok());
   EXPECT_EQ(GetValue(), Report({{21, 1, 1}}));
-  EXPECT_EQ(kv_.size(), 2u);
+  EXPECT_EQ(kv_.size(), 3u);  // Node 2's report and record, the aggregate.
+  EXPECT_EQ(manager_.ListFlownodes({})->size(), 1u);
 }
 
 TEST_F(FlowStateManagerTest, ReaderHoldingOldValueAcrossResetSeesOldState) {

@@ -91,10 +91,14 @@ TEST_F(HeartbeatHandlerTest, DatanodeAndFrontendReportsAreIgnored) {
   EXPECT_EQ(kv_.size(), 0u);
 }
 
-TEST_F(HeartbeatHandlerTest, NoFlowStatMergesNothing) {
+TEST_F(HeartbeatHandlerTest, NoFlowStatRecordsTheNodeOnly) {
   EXPECT_EQ(*handler_.MergeFlowStat(Request(meta::FLOWNODE, 3), meta::FLOWNODE),
             MergeResult::kNoFlowStat);
-  EXPECT_EQ(kv_.size(), 0u);
+  // Only the flownode's record: no report, no aggregate.
+  EXPECT_EQ(kv_.size(), 1u);
+  EXPECT_TRUE(kv_.Get(core::FlownodeKey(3)).ok());
+  EXPECT_FALSE(kv_.Get(core::FlowStateNodeKey(3)).ok());
+  EXPECT_FALSE(kv_.Get(std::string(core::kFlowStateKey)).ok());
 }
 
 TEST_F(HeartbeatHandlerTest, EmptyFlowStatIsAnEmptyReport) {
@@ -141,7 +145,7 @@ TEST_F(HeartbeatHandlerTest, ReportDecidedUnderAnEndedTermIsNotMerged) {
   // A term at the current generation merges.
   leadership_.generation = kv_.generation();
   EXPECT_TRUE(handler_.Handle(FlowReport(1, {{1, 1, 1}}), false, &resp).ok());
-  EXPECT_EQ(kv_.size(), 2u);
+  EXPECT_EQ(kv_.size(), 3u);  // Report, record, aggregate.
 }
 
 TEST_F(HeartbeatHandlerTest, ToReportTakesBothMapsAndExtremeIds) {

@@ -1,0 +1,53 @@
+// What the leader knows about one flownode besides its report: where it is,
+// when it was last heard from, and what it says about itself. Stored as JSON
+// under `__metasrv/flownode/{node_id}` in the in-memory KV, next to the
+// node's report, so a reset clears both.
+#ifndef METASRV_CORE_FLOWNODE_RECORD_H_
+#define METASRV_CORE_FLOWNODE_RECORD_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace metasrv::core {
+
+// A node's description of itself (GreptimeDB's NodeInfo, minus deprecated
+// fields).
+struct NodeInfo {
+  std::string version;               // Its version string.
+  std::string git_commit;            // The commit it was built from.
+  uint64_t start_time_ms = 0;        // When it started, unix ms.
+  std::string hostname;              // Its host name.
+  int64_t total_cpu_millicores = 0;  // CPU it may use.
+  int64_t total_memory_bytes = 0;    // Memory it may use.
+  int64_t cpu_usage_millicores = 0;  // CPU it uses now.
+  int64_t memory_usage_bytes = 0;    // Memory it uses now.
+  bool operator==(const NodeInfo& o) const;
+};
+
+// One flownode's record.
+struct FlownodeRecord {
+  std::string peer_addr;          // Its address; empty until it sent a peer.
+  int64_t last_heartbeat_ms = 0;  // Its latest heartbeat, unix ms.
+  int64_t last_report_ms = 0;     // Its latest report, unix ms; 0: none.
+  std::optional<NodeInfo> info;   // Its latest NodeInfo, if it sent one.
+  bool operator==(const FlownodeRecord& o) const;
+};
+
+// Compact JSON:
+//   {"peer_addr":"..","last_heartbeat_ms":1,"last_report_ms":1,
+//    "info":{"version":"..",...}}
+// with "info" left out when there is none. Never fails.
+std::string EncodeFlownodeRecord(const FlownodeRecord& record);
+
+// Decodes EncodeFlownodeRecord()'s output. Unknown members are skipped, so a
+// newer writer's records still decode. kInvalidArgument when `json` is not a
+// JSON object, or a known member is missing or has the wrong type.
+absl::StatusOr<FlownodeRecord> DecodeFlownodeRecord(absl::string_view json);
+
+}  // namespace metasrv::core
+
+#endif  // METASRV_CORE_FLOWNODE_RECORD_H_
