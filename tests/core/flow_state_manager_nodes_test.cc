@@ -1,6 +1,7 @@
 // FlowStateManager's per-node side: flownode records, ListFlownodes,
 // ForgetFlows and stale-node expiry (on a ManualClock: no sleeping).
 #include <atomic>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -232,10 +233,11 @@ TEST_F(FlowStateManagerNodesTest, ConcurrentChangesKeepTheAggregateExact) {
   ASSERT_TRUE(nodes.ok());
   const std::string prefix(kFlownodePrefix);
   auto records = kv_.Range({prefix, kv::PrefixEnd(prefix), 0, true});
-  ASSERT_EQ(nodes->size(), records->kvs.size());
-  for (size_t i = 0; i < nodes->size(); ++i) {
-    EXPECT_EQ(FlownodeKey((*nodes)[i].node_id), records->kvs[i].key);
-  }
+  std::set<std::string> listed, stored;
+  for (const FlownodeView& node : *nodes) listed.insert(FlownodeKey(node.node_id));
+  for (const kv::KeyValue& kv : records->kvs) stored.insert(kv.key);
+  EXPECT_EQ(listed, stored);
+  EXPECT_EQ(listed.size(), nodes->size());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "server/metasrv_server.h"
 #include "tests/server/etcd_process.h"
 #include "tests/server/test_util.h"
+#include "tests/server/watch_client.h"
 
 namespace metasrv::server {
 namespace {
@@ -22,6 +23,7 @@ using ::metasrv::testing::GetFlowState;
 using ::metasrv::testing::HeartbeatClient;
 using ::metasrv::testing::Request;
 using ::metasrv::testing::WaitFor;
+using ::metasrv::testing::WatchClient;
 namespace meta = greptime::v1::meta;
 
 constexpr absl::Duration kTtl = absl::Seconds(2);
@@ -191,6 +193,28 @@ TEST_F(HaTest, LeaderStreamsEndWithAbortedWhenItStepsDown) {
   ASSERT_TRUE(LeaderChange(leader, &resp).ok());
   EXPECT_FALSE(client.Call(Request(meta::FLOWNODE, 1)).has_value());
   EXPECT_EQ(client.Close().error_code(), grpc::StatusCode::ABORTED);
+}
+
+TEST_F(HaTest, WatchersOfTheLeaderEndWithAbortedFollowersRefuseThem) {
+  const int leader = WaitForOneLeader();
+  ASSERT_GE(leader, 0);
+  const int follower = (leader + 1) % 3;
+  auto follower_stub = metasrv::v1::FlowState::NewStub(channels_[follower]);
+  WatchClient refused(follower_stub.get());
+  ASSERT_TRUE(refused.WaitDone());
+  EXPECT_EQ(refused.status()->error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(refused.messages().empty());
+  auto leader_stub = metasrv::v1::FlowState::NewStub(channels_[leader]);
+  WatchClient watcher(leader_stub.get());
+  ASSERT_TRUE(watcher.WaitFor(
+      [](const std::vector<metasrv::v1::WatchFlowStateResponse>& m) {
+        return !m.empty();
+      }));
+  metasrv::v1::LeaderChangeResponse resp;
+  ASSERT_TRUE(LeaderChange(leader, &resp).ok());
+  ASSERT_TRUE(watcher.WaitDone());
+  EXPECT_EQ(watcher.status()->error_code(), grpc::StatusCode::ABORTED);
+  EXPECT_TRUE(WaitFor([&] { return replicas_[leader]->watch().watchers() == 0u; }));
 }
 
 TEST_F(HaTest, EtcdStoppedLeaderStepsDownWithinTtlAndALeaderReturns) {

@@ -273,6 +273,33 @@ TEST_F(AdminAuthTest, MissingOrWrongTokenChangesNothing) {
   EXPECT_EQ(log.find("s3cret"), std::string::npos) << log;
 }
 
+TEST_F(AdminAuthTest, ForgetFlowsNeedsTheTokenToo) {
+  HeartbeatClient client(channel_);
+  ASSERT_TRUE(client.Call(FlowReport(1, {{1, 1, 1}, {2, 2, 2}})).has_value());
+  auto forget = [&](const std::string& authorization,
+                    metasrv::v1::ForgetFlowsResponse* resp) {
+    auto stub = metasrv::v1::Admin::NewStub(channel_);
+    grpc::ClientContext ctx;
+    if (!authorization.empty()) ctx.AddMetadata("authorization", authorization);
+    metasrv::v1::ForgetFlowsRequest req;
+    req.add_flow_ids(1);
+    return stub->ForgetFlows(&ctx, req, resp);
+  };
+  metasrv::v1::ForgetFlowsResponse resp;
+  EXPECT_EQ(forget("", &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(forget("Bearer wrong-token", &resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(GetFlowState(channel_).flows.size(), 2u);  // Nothing forgotten.
+  ASSERT_TRUE(forget(std::string("Bearer ") + kToken, &resp).ok());
+  EXPECT_EQ(resp.forgotten_flows(), 1u);
+  const auto rows = GetFlowState(channel_);
+  ASSERT_EQ(rows.flows.size(), 1u);
+  EXPECT_EQ(rows.flows[0].flow_id, 2u);
+  sink_->flush();
+  EXPECT_NE(log_.str().find("admin call ForgetFlows"), std::string::npos);
+  EXPECT_EQ(log_.str().find("s3cret"), std::string::npos);
+}
+
 TEST(AdminAuthUnitTest, WithoutTokenOnlyLoopbackPeers) {
   AdminAuth auth;
   EXPECT_TRUE(auth.Check("", "ipv4:127.0.0.1:5000").ok());
