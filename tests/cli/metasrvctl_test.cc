@@ -63,9 +63,8 @@ TEST(MetasrvctlTest, GetLeaderPeersAndWatch) {
   EXPECT_EQ(peers.exit_code, 0);
   EXPECT_EQ(peers.out, "leader    " + server.addr() + "\n");
 
-  // watch: the first poll shows every flow as new; a change shows up next.
-  std::vector<std::string> argv = {METASRVCTL_BINARY, addr, "watch",
-                                   "--interval=200ms", "--count=50"};
+  // watch: the first state shows every flow as new; a change shows up next.
+  std::vector<std::string> argv = {METASRVCTL_BINARY, addr, "watch", "--count=50"};
   ChildProcess watch(argv);
   auto first = watch.ReadLine();
   ASSERT_TRUE(first.has_value());
@@ -75,6 +74,30 @@ TEST(MetasrvctlTest, GetLeaderPeersAndWatch) {
   auto change = watch.ReadLine();
   ASSERT_TRUE(change.has_value());
   EXPECT_NE(change->find("flow 7 state_size=701"), std::string::npos) << *change;
+}
+
+TEST(MetasrvctlTest, NodesAndForget) {
+  ServerProcess server;
+  const std::string addr = "--addr=" + server.addr();
+  Report(server.channel(), 1, 7, 700);
+  Report(server.channel(), 2, 7, 710);
+  Report(server.channel(), 2, 8, 800);  // Node 2's report is now flow 8 only.
+  CtlRun nodes = Ctl({addr, "nodes"});
+  EXPECT_EQ(nodes.exit_code, 0);
+  EXPECT_NE(nodes.out.find("NODE_ID"), std::string::npos) << nodes.out;
+  CtlRun json = Ctl({addr, "nodes", "--json"});
+  EXPECT_EQ(json.exit_code, 0);
+  EXPECT_NE(json.out.find("{\"node_id\":1,"), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"flow_count\":1"), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("{\"node_id\":2,"), std::string::npos) << json.out;
+
+  EXPECT_EQ(Ctl({addr, "forget"}).exit_code, 2);  // --flow is required.
+  CtlRun forget = Ctl({addr, "forget", "--flow=7,99"});
+  EXPECT_EQ(forget.exit_code, 0);
+  EXPECT_EQ(forget.out, "1 flows forgotten; 1 node reports rewritten\n");
+  EXPECT_EQ(Ctl({addr, "get", "--json"}).out,
+            "{\"found\":true,\"flows\":[{\"flow_id\":8,\"state_size\":800,"
+            "\"last_exec_time_ms\":77}]}\n");
 }
 
 TEST(MetasrvctlTest, ResetSendsTheTokenFromAFile) {
@@ -104,7 +127,7 @@ TEST(MetasrvctlTest, ExitCodesAndHelp) {
   EXPECT_EQ(Ctl({"get", "--flow=x"}).exit_code, 2);
   EXPECT_EQ(Ctl({"watch", "--count=0"}).exit_code, 2);
   EXPECT_EQ(Ctl({"--help"}).exit_code, 0);
-  for (const char* cmd : {"get", "leader", "peers", "reset", "watch"}) {
+  for (const char* cmd : {"get", "nodes", "leader", "peers", "reset", "forget", "watch"}) {
     CtlRun help = Ctl({cmd, "--help"});
     EXPECT_EQ(help.exit_code, 0) << cmd;
     EXPECT_NE(help.out.find(std::string("metasrvctl ") + cmd), std::string::npos);

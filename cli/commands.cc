@@ -1,0 +1,304 @@
+#include "cli/commands.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "greptime/v1/meta/cluster.grpc.pb.h"
+#include "greptime/v1/meta/heartbeat.grpc.pb.h"
+#include "metasrv/v1/metasrv.grpc.pb.h"
+
+namespace metasrvctl {
+namespace {
+
+namespace meta = greptime::v1::meta;
+
+int Fail(const grpc::Status& s) {
+  static const char* const kNames[] = {
+      "ok",        "cancelled",           "unknown",           "invalid argument",
+      "deadline exceeded", "not found",   "already exists",    "permission denied",
+      "resource exhausted", "failed precondition", "aborted",  "out of range",
+      "unimplemented", "internal",        "unavailable",       "data loss",
+      "unauthenticated"};
+  const int code = static_cast<int>(s.error_code());
+  std::fprintf(stderr, "metasrvctl: %s: %s\n",
+               code >= 0 && code <= 16 ? kNames[code] : "error",
+               s.error_message().c_str());
+  return kError;
+}
+
+struct Row {
+  uint32_t fields;
+  uint64_t state_size;
+  int64_t last_exec;
+  int64_t start;
+  bool operator!=(const Row& o) const {
+    return fields != o.fields || state_size != o.state_size ||
+           last_exec != o.last_exec || start != o.start;
+  }
+};
+
+std::map<uint32_t, Row> RowsOf(const metasrv::v1::GetFlowStateResponse& resp) {
+  std::map<uint32_t, Row> rows;
+  for (int i = 0; i < resp.flow_ids_size(); ++i) {
+    rows[resp.flow_ids(i)] = {resp.fields(i), resp.state_sizes(i),
+                              resp.last_exec_times_ms(i), resp.start_times_ms(i)};
+  }
+  return rows;
+}
+
+// Parses --flow=ID,... into `ids`; false (after saying why) if malformed.
+bool ParseFlowIds(const Flags& f, const char* command, std::vector<uint32_t>* ids) {
+  auto it = f.values.find("flow");
+  if (it == f.values.end()) return true;
+  for (absl::string_view s : absl::StrSplit(it->second, ',', absl::SkipEmpty())) {
+    uint32_t id;
+    if (!absl::SimpleAtoi(s, &id)) {
+      std::fprintf(stderr, "metasrvctl %s: bad flow id '%s'\n", command,
+                   std::string(s).c_str());
+      return false;
+    }
+    ids->push_back(id);
+  }
+  return true;
+}
+
+// Adds the admin token of --token_file, if given; false (after saying why)
+// if it cannot be read.
+bool AddToken(const Flags& f, const char* command, grpc::ClientContext* ctx) {
+  auto it = f.values.find("token_file");
+  if (it == f.values.end()) return true;
+  bool ok = false;
+  const std::string token(absl::StripAsciiWhitespace(ReadFile(it->second, &ok)));
+  if (!ok || token.empty()) {
+    std::fprintf(stderr, "metasrvctl %s: cannot read a token from %s\n", command,
+                 it->second.c_str());
+    return false;
+  }
+  ctx->AddMetadata("authorization", "Bearer " + token);
+  return true;
+}
+
+std::string Cell(const Row& r, uint32_t bit, int64_t v) {
+  return (r.fields & bit) ? absl::StrCat(v) : "-";
+}
+
+}  // namespace
+
+std::string ReadFile(const std::string& path, bool* ok) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  *ok = static_cast<bool>(in);
+  return s.str();
+}
+
+void Client::Prepare(grpc::ClientContext* ctx) const {
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    absl::ToChronoMilliseconds(timeout_));
+}
+
+int Get(const Client& c, const Flags& f) {
+  std::vector<uint32_t> ids;
+  if (!ParseFlowIds(f, "get", &ids)) return kUsage;
+  auto stub = metasrv::v1::FlowState::NewStub(c.channel());
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  metasrv::v1::GetFlowStateRequest req;
+  for (uint32_t id : ids) req.add_flow_ids(id);
+  metasrv::v1::GetFlowStateResponse resp;
+  grpc::Status s = stub->GetFlowState(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s);
+  const bool found = resp.found();
+  const std::map<uint32_t, Row> rows = RowsOf(resp);
+  if (f.values.count("json")) {
+    std::string out = absl::StrCat("{\"found\":", found ? "true" : "false", ",\"flows\":[");
+    bool first = true;
+    for (const auto& [id, r] : rows) {
+      absl::StrAppend(&out, first ? "" : ",", "{\"flow_id\":", id);
+      if (r.fields & 1) absl::StrAppend(&out, ",\"state_size\":", r.state_size);
+      if (r.fields & 2) absl::StrAppend(&out, ",\"last_exec_time_ms\":", r.last_exec);
+      if (r.fields & 4) absl::StrAppend(&out, ",\"start_time_ms\":", r.start);
+      out += "}";
+      first = false;
+    }
+    std::printf("%s]}\n", out.c_str());
+    return kOk;
+  }
+  if (!found) {
+    std::printf("no flow state (no report since the last leader change)\n");
+    return kOk;
+  }
+  std::printf("%-12s %-14s %-20s %-20s\n", "FLOW_ID", "STATE_SIZE", "LAST_EXEC_TIME_MS",
+              "START_TIME_MS");
+  for (const auto& [id, r] : rows) {
+    std::printf("%-12u %-14s %-20s %-20s\n", id,
+                Cell(r, 1, static_cast<int64_t>(r.state_size)).c_str(),
+                Cell(r, 2, r.last_exec).c_str(), Cell(r, 4, r.start).c_str());
+  }
+  return kOk;
+}
+
+int Leader(const Client& c) {
+  auto stub = meta::Heartbeat::NewStub(c.channel());
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  meta::AskLeaderRequest req;
+  req.mutable_header()->set_role(meta::FRONTEND);
+  meta::AskLeaderResponse resp;
+  grpc::Status s = stub->AskLeader(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s);
+  if (resp.leader().addr().empty()) {
+    std::fprintf(stderr, "metasrvctl: no leader is known\n");
+    return kError;
+  }
+  std::printf("%s\n", resp.leader().addr().c_str());
+  return kOk;
+}
+
+int Peers(const Client& c) {
+  auto stub = meta::Cluster::NewStub(c.channel());
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  meta::MetasrvPeersRequest req;
+  req.mutable_header()->set_role(meta::FRONTEND);
+  meta::MetasrvPeersResponse resp;
+  grpc::Status s = stub->MetasrvPeers(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s);
+  if (resp.has_leader()) std::printf("leader    %s\n", resp.leader().peer().addr().c_str());
+  for (const auto& f : resp.followers()) std::printf("follower  %s\n", f.peer().addr().c_str());
+  return kOk;
+}
+
+int Reset(const Client& c, const Flags& f) {
+  auto stub = metasrv::v1::Admin::NewStub(c.channel());
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  if (!AddToken(f, "reset", &ctx)) return kUsage;
+  metasrv::v1::LeaderChangeResponse resp;
+  grpc::Status s = stub->LeaderChange(&ctx, {}, &resp);
+  if (!s.ok()) return Fail(s);
+  std::printf("leader change done; %llu keys dropped\n",
+              static_cast<unsigned long long>(resp.dropped_keys()));
+  return kOk;
+}
+
+int Forget(const Client& c, const Flags& f) {
+  metasrv::v1::ForgetFlowsRequest req;
+  std::vector<uint32_t> ids;
+  if (!ParseFlowIds(f, "forget", &ids)) return kUsage;
+  if (ids.empty()) {
+    std::fprintf(stderr, "metasrvctl forget: --flow=ID,... is required\n");
+    return kUsage;
+  }
+  for (uint32_t id : ids) req.add_flow_ids(id);
+  auto stub = metasrv::v1::Admin::NewStub(c.channel());
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  if (!AddToken(f, "forget", &ctx)) return kUsage;
+  metasrv::v1::ForgetFlowsResponse resp;
+  grpc::Status s = stub->ForgetFlows(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s);
+  std::printf("%llu flows forgotten; %llu node reports rewritten\n",
+              static_cast<unsigned long long>(resp.forgotten_flows()),
+              static_cast<unsigned long long>(resp.updated_nodes()));
+  return kOk;
+}
+
+int Nodes(const Client& c, const Flags& f) {
+  auto stub = metasrv::v1::FlowState::NewStub(c.channel());
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  metasrv::v1::ListFlownodesResponse resp;
+  grpc::Status s = stub->ListFlownodes(&ctx, {}, &resp);
+  if (!s.ok()) return Fail(s);
+  if (f.values.count("json")) {
+    std::string out = "[";
+    for (const metasrv::v1::Flownode& n : resp.nodes()) {
+      absl::StrAppend(&out, out.size() > 1 ? "," : "", "{\"node_id\":", n.node_id(),
+                      ",\"peer_addr\":\"", absl::CEscape(n.peer_addr()),
+                      "\",\"last_heartbeat_ms\":", n.last_heartbeat_ms(),
+                      ",\"last_report_ms\":", n.last_report_ms(),
+                      ",\"flow_count\":", n.flow_count(), ",\"hostname\":\"",
+                      absl::CEscape(n.info().hostname()), "\",\"version\":\"",
+                      absl::CEscape(n.info().version()), "\"}");
+    }
+    std::printf("%s]\n", out.c_str());
+    return kOk;
+  }
+  std::printf("%-10s %-22s %-24s %-24s %-7s %-16s %s\n", "NODE_ID", "PEER_ADDR",
+              "LAST_HEARTBEAT", "LAST_REPORT", "FLOWS", "HOSTNAME", "VERSION");
+  auto when = [](int64_t ms) {
+    return ms == 0 ? std::string("-")
+                   : absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(ms),
+                                      absl::UTCTimeZone());
+  };
+  for (const metasrv::v1::Flownode& n : resp.nodes()) {
+    std::printf("%-10llu %-22s %-24s %-24s %-7llu %-16s %s\n",
+                static_cast<unsigned long long>(n.node_id()),
+                n.peer_addr().empty() ? "-" : n.peer_addr().c_str(),
+                when(n.last_heartbeat_ms()).c_str(), when(n.last_report_ms()).c_str(),
+                static_cast<unsigned long long>(n.flow_count()),
+                n.info().hostname().empty() ? "-" : n.info().hostname().c_str(),
+                n.info().version().empty() ? "-" : n.info().version().c_str());
+  }
+  return kOk;
+}
+
+int Watch(const Client& c, const Flags& f) {
+  int64_t count = -1;
+  if (auto it = f.values.find("count"); it != f.values.end()) {
+    if (!absl::SimpleAtoi(it->second, &count) || count < 1) {
+      std::fprintf(stderr, "metasrvctl watch: bad --count\n");
+      return kUsage;
+    }
+  }
+  auto stub = metasrv::v1::FlowState::NewStub(c.channel());
+  grpc::ClientContext ctx;  // No deadline: it runs until stopped.
+  std::unique_ptr<grpc::ClientReader<metasrv::v1::WatchFlowStateResponse>> reader =
+      stub->WatchFlowState(&ctx, {});
+  metasrv::v1::WatchFlowStateResponse msg;
+  std::map<uint32_t, Row> before;
+  int64_t seen = 0;
+  while (reader->Read(&msg)) {
+    const std::string t = absl::FormatTime(
+        "%H:%M:%E3S", absl::FromUnixMillis(msg.sent_at_ms()), absl::UTCTimeZone());
+    if (msg.reset()) {
+      std::printf("%s reset: all flow state dropped (leader change)\n", t.c_str());
+      before.clear();
+    }
+    std::map<uint32_t, Row> now = RowsOf(msg.state());
+    for (const auto& [id, r] : now) {
+      auto old = before.find(id);
+      const std::string values = absl::StrCat(
+          "state_size=", Cell(r, 1, static_cast<int64_t>(r.state_size)),
+          " last_exec_time_ms=", Cell(r, 2, r.last_exec),
+          " start_time_ms=", Cell(r, 4, r.start));
+      if (old == before.end()) {
+        std::printf("%s new flow %u %s\n", t.c_str(), id, values.c_str());
+      } else if (old->second != r) {
+        std::printf("%s flow %u %s\n", t.c_str(), id, values.c_str());
+      }
+    }
+    for (const auto& [id, r] : before) {
+      if (!now.count(id)) std::printf("%s flow %u removed\n", t.c_str(), id);
+    }
+    std::fflush(stdout);
+    before = std::move(now);
+    if (++seen == count) {
+      ctx.TryCancel();
+      reader->Finish().IgnoreError();
+      return kOk;
+    }
+  }
+  return Fail(reader->Finish());
+}
+
+}  // namespace metasrvctl

@@ -1,0 +1,55 @@
+// metasrvctl's commands, each one RPC (or one stream) against a metasrv.
+#ifndef METASRV_CLI_COMMANDS_H_
+#define METASRV_CLI_COMMANDS_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/time/time.h"
+
+namespace metasrvctl {
+
+// Exit codes.
+inline constexpr int kOk = 0, kError = 1, kUsage = 2;
+
+// A command line, split.
+struct Flags {
+  std::map<std::string, std::string> values;  // --name=value (or "true").
+  std::vector<std::string> positional;        // Everything else.
+};
+
+// Where to send calls, and their deadline.
+class Client {
+ public:
+  Client(std::shared_ptr<grpc::Channel> channel, absl::Duration timeout)
+      : channel_(std::move(channel)), timeout_(timeout) {}
+
+  // Sets the deadline of a unary call.
+  void Prepare(grpc::ClientContext* ctx) const;
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;  // To the metasrv.
+  absl::Duration timeout_;                  // Per unary call.
+};
+
+// The contents of `path`; *ok says whether it could be read.
+std::string ReadFile(const std::string& path, bool* ok);
+
+// Each prints its result on stdout (errors on stderr) and returns an exit
+// code. See kCommandHelp in metasrvctl.cc for what each does.
+int Get(const Client& c, const Flags& f);
+int Nodes(const Client& c, const Flags& f);
+int Leader(const Client& c);
+int Peers(const Client& c);
+int Reset(const Client& c, const Flags& f);
+int Forget(const Client& c, const Flags& f);
+int Watch(const Client& c, const Flags& f);
+
+}  // namespace metasrvctl
+
+#endif  // METASRV_CLI_COMMANDS_H_
