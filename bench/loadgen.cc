@@ -47,6 +47,7 @@ ABSL_FLAG(int, state_readers, 0, "threads calling GetFlowState");
 ABSL_FLAG(int, range_readers, 0, "threads calling Cluster.Range of __flow/state");
 ABSL_FLAG(absl::Duration, reader_interval, absl::Milliseconds(100),
           "pause between one reader's calls");
+ABSL_FLAG(int, watchers, 0, "WatchFlowState subscribers (callback reactors)");
 ABSL_FLAG(uint64_t, node_offset, 0, "first node id");
 ABSL_FLAG(int, reports, 0, "if > 0: each stream sends this many reports, then the "
                            "run ends (for memory measurements)");
@@ -244,6 +245,55 @@ void Reader(std::shared_ptr<grpc::Channel> channel, bool range, Shared* shared,
   }
 }
 
+// One WatchFlowState subscriber: counts the states it gets and how old each
+// is on arrival (now minus the server's sent_at_ms, same machine clock).
+class Watcher final
+    : public grpc::ClientReadReactor<metasrv::v1::WatchFlowStateResponse> {
+ public:
+  Watcher(metasrv::v1::FlowState::Stub* stub, Shared* shared) : shared_(shared) {
+    stub->async()->WatchFlowState(&ctx_, &request_, this);
+    StartRead(&msg_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    const Clock::time_point now = Clock::now();
+    if (now >= shared_->measure_from && now < shared_->measure_to) {
+      const int64_t age_ms = absl::ToUnixMillis(absl::Now()) - msg_.sent_at_ms();
+      std::lock_guard<std::mutex> lock(mu_);
+      samples_.us.push_back(static_cast<double>(age_ms) * 1000.0);
+      flows_ = msg_.state().flow_ids_size();
+    }
+    StartRead(&msg_);
+  }
+  void OnDone(const grpc::Status& status) override {
+    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
+      shared_->errors.fetch_add(1);
+    }
+    done_.store(true);
+  }
+  void Stop() { ctx_.TryCancel(); }
+  bool finished() const { return done_.load(); }
+  Samples TakeSamples() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::move(samples_);
+  }
+  int64_t flows() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return flows_;
+  }
+
+ private:
+  Shared* const shared_;
+  grpc::ClientContext ctx_;
+  metasrv::v1::WatchFlowStateRequest request_;
+  metasrv::v1::WatchFlowStateResponse msg_;  // Read into; only in callbacks.
+  std::mutex mu_;                            // Guards the two below.
+  Samples samples_;                          // Arrival ages, in µs.
+  int64_t flows_ = 0;                        // Flows in the latest state.
+  std::atomic<bool> done_{false};
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -305,6 +355,13 @@ int main(int argc, char** argv) {
                          &reader_samples[r], &reader_flows);
   }
 
+  std::vector<std::unique_ptr<metasrv::v1::FlowState::Stub>> watch_stubs;
+  for (auto& channel : channels) watch_stubs.push_back(metasrv::v1::FlowState::NewStub(channel));
+  std::vector<std::unique_ptr<Watcher>> watchers;
+  for (int w = 0; w < absl::GetFlag(FLAGS_watchers); ++w) {
+    watchers.push_back(std::make_unique<Watcher>(watch_stubs[w % nchan].get(), &shared));
+  }
+
   if (closed) {
     for (auto& node : nodes) node->Due(Clock::now());  // Start each loop.
     if (reports > 0) {
@@ -336,7 +393,13 @@ int main(int argc, char** argv) {
   // Let the last answers arrive, then end the streams.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   for (auto& node : nodes) node->Stop();
+  for (auto& w : watchers) w->Stop();
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
+  for (auto& w : watchers) {
+    while (!w->finished() && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   for (auto& node : nodes) {
     while (!node->finished() && Clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -347,6 +410,13 @@ int main(int argc, char** argv) {
   for (auto& node : nodes) {
     Samples s = node->TakeSamples();
     all.insert(all.end(), s.us.begin(), s.us.end());
+  }
+  std::vector<double> watch_ages;
+  int64_t watch_flows = 0;
+  for (auto& w : watchers) {
+    Samples s = w->TakeSamples();
+    watch_ages.insert(watch_ages.end(), s.us.begin(), s.us.end());
+    watch_flows = std::max(watch_flows, w->flows());
   }
   const int state_readers = absl::GetFlag(FLAGS_state_readers);
   std::vector<double> state_reads, range_reads;
@@ -364,13 +434,16 @@ int main(int argc, char** argv) {
       "\"p99_us\":%.1f,\"p999_us\":%.1f,\"errors\":%lld,\"late\":%lld,"
       "\"state_reads\":%zu,\"state_p50_us\":%.1f,\"state_p99_us\":%.1f,"
       "\"range_reads\":%zu,\"range_p50_us\":%.1f,\"range_p99_us\":%.1f,"
-      "\"read_flows\":%lld}\n",
+      "\"read_flows\":%lld,\"watchers\":%zu,\"watch_msgs\":%zu,"
+      "\"watch_age_p50_ms\":%.1f,\"watch_age_p99_ms\":%.1f,\"watch_flows\":%lld}\n",
       absl::GetFlag(FLAGS_label).c_str(), closed ? "closed" : "open", n, flows,
       window_s, msgs, msgs / window_s, Percentile(all, 0.50), Percentile(all, 0.99),
       Percentile(all, 0.999), static_cast<long long>(shared.errors.load()),
       static_cast<long long>(shared.late.load()), state_reads.size(),
       Percentile(state_reads, 0.50), Percentile(state_reads, 0.99),
       range_reads.size(), Percentile(range_reads, 0.50),
-      Percentile(range_reads, 0.99), static_cast<long long>(reader_flows.load()));
+      Percentile(range_reads, 0.99), static_cast<long long>(reader_flows.load()),
+      watchers.size(), watch_ages.size(), Percentile(watch_ages, 0.50) / 1000.0,
+      Percentile(watch_ages, 0.99) / 1000.0, static_cast<long long>(watch_flows));
   return shared.errors.load() == 0 ? 0 : 1;
 }

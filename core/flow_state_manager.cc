@@ -25,16 +25,6 @@ class AggregateJsonValue final : public kv::Value {
   const std::shared_ptr<const FlowAggregate> aggregate_;  // What it encodes.
 };
 
-// The value of a flownode's record key, encoded when read.
-class RecordValue final : public kv::Value {
- public:
-  explicit RecordValue(FlownodeRecord record) : record_(std::move(record)) {}
-  std::string Read() const override { return EncodeFlownodeRecord(record_); }
-
- private:
-  const FlownodeRecord record_;  // What it encodes.
-};
-
 // A change retries this often when the KV is reset under it.
 constexpr int kMaxCommitAttempts = 8;
 
@@ -92,15 +82,16 @@ absl::Status FlowStateManager::SyncLocked() const {
       if (records) {
         absl::StatusOr<FlownodeRecord> record = DecodeFlownodeRecord(kv.value);
         decoded = record.status();
-        if (record.ok()) rebuilt[*node].record = *std::move(record);
+        if (record.ok()) {
+          NodeEntry& entry = rebuilt[*node];
+          entry.heartbeat_ms = record->last_heartbeat_ms;
+          entry.record = std::make_shared<LiveRecord>(*std::move(record));
+        }
       } else {
         absl::StatusOr<FlowStateValue> report = DecodeFlowState(kv.value);
         decoded = report.status();
         if (report.ok()) {
-          auto [it, inserted] = rebuilt.try_emplace(*node);
-          // A report without a record counts as heard from now.
-          if (inserted) it->second.record.last_heartbeat_ms = NowMs();
-          it->second.report = *std::move(report);
+          rebuilt[*node].report = *std::move(report);
         }
       }
       if (!decoded.ok()) {
@@ -110,9 +101,19 @@ absl::Status FlowStateManager::SyncLocked() const {
     }
   }
   for (auto& [node, entry] : rebuilt) {
+    if (entry.record == nullptr) {
+      // A report without a record counts as heard from now.
+      FlownodeRecord record;
+      record.last_heartbeat_ms = NowMs();
+      entry.heartbeat_ms = record.last_heartbeat_ms;
+      entry.record = std::make_shared<LiveRecord>(std::move(record));
+    }
+    // The KV holds the record's bytes, not this live value: the node's next
+    // heartbeat writes it.
+    entry.record_in_kv = false;
     aggregate_->Replace(node, FlowStateValue(), entry.report);
     if (options_.node_report_ttl > absl::ZeroDuration()) {
-      by_silence_.insert({entry.record.last_heartbeat_ms, node});
+      by_silence_.insert({entry.heartbeat_ms, node});
     }
   }
   nodes_ = std::move(rebuilt);
@@ -168,15 +169,16 @@ absl::Status FlowStateManager::CommitLocked(
           " (leadership changed); ", what(), " not recorded"));
     }
     Change change = plan();
-    if (change.batch.empty()) return absl::OkStatus();
     if (change.touches_aggregate && !global_is_aggregate_) {
       change.batch.push_back({std::string(kFlowStateKey), aggregate_value_});
     }
-    // Written only if the KV was not reset since SyncLocked() looked.
-    absl::Status written = kv_->Write(change.batch, generation_);
-    if (absl::IsAborted(written)) continue;
-    if (!written.ok()) return written;
-    if (change.touches_aggregate) global_is_aggregate_ = true;
+    if (!change.batch.empty()) {
+      // Written only if the KV was not reset since SyncLocked() looked.
+      absl::Status written = kv_->Write(change.batch, generation_);
+      if (absl::IsAborted(written)) continue;
+      if (!written.ok()) return written;
+      if (change.touches_aggregate) global_is_aggregate_ = true;
+    }
     apply();
     return absl::OkStatus();
   }
@@ -187,13 +189,13 @@ absl::Status FlowStateManager::CommitLocked(
 FlowStateManager::NodeEntry& FlowStateManager::EntryLocked(
     uint64_t node, int64_t heartbeat_ms) {
   auto [it, inserted] = nodes_.try_emplace(node);
-  FlownodeRecord& record = it->second.record;
+  NodeEntry& entry = it->second;
   if (options_.node_report_ttl > absl::ZeroDuration()) {
-    if (!inserted) by_silence_.erase({record.last_heartbeat_ms, node});
+    if (!inserted) by_silence_.erase({entry.heartbeat_ms, node});
     by_silence_.insert({heartbeat_ms, node});
   }
-  record.last_heartbeat_ms = heartbeat_ms;
-  return it->second;
+  entry.heartbeat_ms = heartbeat_ms;
+  return entry;
 }
 
 absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
@@ -205,7 +207,15 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
     report_value = kv::MakeBytes(EncodeFlowState(*heartbeat.report));
   }
   const int64_t now = NowMs();
-  FlownodeRecord record;  // The node's record after this heartbeat.
+  const bool has_report = report_value != nullptr;
+  // What this heartbeat changes in the node's record.
+  auto update = [&](FlownodeRecord& record) {
+    record.last_heartbeat_ms = now;
+    if (has_report) record.last_report_ms = now;
+    if (!heartbeat.peer_addr.empty()) record.peer_addr = heartbeat.peer_addr;
+    if (heartbeat.info.has_value()) record.info = heartbeat.info;
+  };
+  std::shared_ptr<LiveRecord> fresh;  // The record of a node new to the index.
   absl::Status committed;
   {
     MutexLock lock(&mu_);
@@ -213,16 +223,19 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
         kv_generation,
         [&] { return absl::StrCat("heartbeat of node ", node_id); },
         [&] {
-          auto it = nodes_.find(node_id);
-          record = it == nodes_.end() ? FlownodeRecord() : it->second.record;
-          record.last_heartbeat_ms = now;
-          if (!heartbeat.peer_addr.empty()) record.peer_addr = heartbeat.peer_addr;
-          if (heartbeat.info.has_value()) record.info = heartbeat.info;
-          if (report_value != nullptr) record.last_report_ms = now;
           Change change;
-          change.batch.push_back(
-              {FlownodeKey(node_id), std::make_shared<RecordValue>(record)});
-          if (report_value != nullptr) {
+          auto it = nodes_.find(node_id);
+          fresh.reset();
+          if (it == nodes_.end()) {
+            // Complete before the KV shows it.
+            FlownodeRecord record;
+            update(record);
+            fresh = std::make_shared<LiveRecord>(std::move(record));
+            change.batch.push_back({FlownodeKey(node_id), fresh});
+          } else if (!it->second.record_in_kv) {
+            change.batch.push_back({FlownodeKey(node_id), it->second.record});
+          }
+          if (has_report) {
             change.batch.push_back({FlowStateNodeKey(node_id), report_value});
             change.touches_aggregate = true;
           }
@@ -230,14 +243,19 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
         },
         [&] {
           NodeEntry& entry = EntryLocked(node_id, now);
-          entry.record = std::move(record);
-          if (heartbeat.report.has_value()) {
+          if (fresh != nullptr) {
+            entry.record = std::move(fresh);
+          } else {
+            entry.record->Update(update);
+          }
+          entry.record_in_kv = true;
+          if (has_report) {
             aggregate_->Replace(node_id, entry.report, *heartbeat.report);
             entry.report = *std::move(heartbeat.report);
           }
         });
   }
-  if (committed.ok() && report_value != nullptr) Notify();
+  if (committed.ok() && has_report) Notify();
   return committed;
 }
 
@@ -317,7 +335,7 @@ absl::StatusOr<uint64_t> FlowStateManager::ExpireSilentNodes() {
         [&] {
           for (uint64_t node : expired) {
             auto it = nodes_.find(node);
-            by_silence_.erase({it->second.record.last_heartbeat_ms, node});
+            by_silence_.erase({it->second.heartbeat_ms, node});
             aggregate_->Replace(node, it->second.report, FlowStateValue());
             nodes_.erase(it);
           }
@@ -378,7 +396,7 @@ absl::StatusOr<std::vector<FlownodeView>> FlowStateManager::ListFlownodes(
     absl::Status synced = SyncLocked();
     if (!synced.ok()) return synced;
     auto add = [&out](uint64_t node, const NodeEntry& entry) {
-      out.push_back({node, entry.record, entry.report.flows().size()});
+      out.push_back({node, entry.record->Snapshot(), entry.report.flows().size()});
     };
     if (node_ids.empty()) {
       out.reserve(nodes_.size());

@@ -149,10 +149,36 @@ class FlowStateManager {
   uint64_t flow_count() const;
 
  private:
+  // A node's record as the KV holds it: a lazy value that heartbeats update
+  // in place, so a heartbeat writes its record key only when the node is new
+  // to the index. Its lock is a leaf: taken under the manager's, or alone by
+  // a KV reader.
+  class LiveRecord final : public kv::Value {
+   public:
+    explicit LiveRecord(FlownodeRecord record) : record_(std::move(record)) {}
+    std::string Read() const override {
+      return EncodeFlownodeRecord(Snapshot());
+    }
+    FlownodeRecord Snapshot() const {
+      MutexLock lock(&mu_);
+      return record_;
+    }
+    void Update(absl::FunctionRef<void(FlownodeRecord&)> change) {
+      MutexLock lock(&mu_);
+      change(record_);
+    }
+
+   private:
+    mutable Mutex mu_;                              // Guards record_.
+    FlownodeRecord record_ ABSL_GUARDED_BY(mu_);    // The record now.
+  };
+
   // One node's index entry: what its two keys hold.
   struct NodeEntry {
-    FlownodeRecord record;   // Under its record key.
-    FlowStateValue report;   // Under its report key (empty if none).
+    std::shared_ptr<LiveRecord> record;  // Under its record key (once written).
+    bool record_in_kv = false;  // Whether the KV holds `record` itself.
+    int64_t heartbeat_ms = 0;   // The record's last_heartbeat_ms, for by_silence_.
+    FlowStateValue report;      // Under its report key (empty if none).
   };
   // A change to write: its mutations, and what to do to the index once they
   // are written. Built and applied under mu_.
@@ -163,8 +189,8 @@ class FlowStateManager {
 
   // Rebuilds the index if the KV generation moved since it was built.
   absl::Status SyncLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes the change `plan` builds from a synced index, then runs `apply`;
-  // retries both when a reset intervenes. With `kv_generation`, kAborted
+  // Writes the change `plan` builds from a synced index (if any), then runs
+  // `apply`; retries both when a reset intervenes. With `kv_generation`, kAborted
   // (naming `what()`) once the KV moved past it.
   absl::Status CommitLocked(std::optional<uint64_t> kv_generation,
                             absl::FunctionRef<std::string()> what,
