@@ -36,6 +36,17 @@ def flow_stat(sizes, times):
     return field(9, 2, body)
 
 
+def start_times(pairs):
+    """extensions["flow_start_time_map"] = an encoded metasrv.v1.FlowStartTimes."""
+    ext = b"".join(field(1, 2, field(1, 0, k) + field(2, 0, v)) for k, v in pairs)
+    return field(99, 2, field(1, 2, b"flow_start_time_map") + field(2, 2, ext))
+
+
+def peer_and_info(addr, hostname):
+    return (field(2, 2, field(1, 0, 1) + field(2, 2, addr)) +
+            field(8, 2, field(1, 2, b"0.12") + field(6, 2, hostname) + field(9, 0, 500)))
+
+
 def step(req, op=1):
     return bytes([op]) + len(req).to_bytes(2, "little") + req
 
@@ -64,6 +75,13 @@ write("corpus/heartbeat/duplicate_map_keys",
       step(header(2, 5) + flow_stat([(1, 10), (1, 20)], [(1, 1), (1, 2)])))
 write("corpus/heartbeat/empty_report",
       step(header(2, 6) + flow_stat([(1, 1)], [])) + step(header(2, 6) + field(9, 2, b"")))
+
+write("corpus/heartbeat/start_times_and_node_info",
+      step(header(2, 1) + peer_and_info(b"10.0.0.1:6800", b"fn-1")) +
+      step(header(2, 1) + flow_stat([(1, 10)], [(1, 5)]) + start_times([(1, 1700000000000), (2, 7)])) +
+      step(header(2, 2) + flow_stat([(1, 20)], []) + start_times([(1, 3)])) +
+      step(header(2, 2) + flow_stat([(1, 20)], []) +
+           field(99, 2, field(1, 2, b"flow_start_time_map") + field(2, 2, b"\xff\xff"))))
 
 write("corpus/json/sample",
       b'{"state_size":{"1":1024,"2":2048},"last_exec_time_map":{"1":100,"2":200},"start_time_map":{}}')
