@@ -48,6 +48,8 @@ ABSL_FLAG(int, range_readers, 0, "threads calling Cluster.Range of __flow/state"
 ABSL_FLAG(absl::Duration, reader_interval, absl::Milliseconds(100),
           "pause between one reader's calls");
 ABSL_FLAG(int, watchers, 0, "WatchFlowState subscribers (callback reactors)");
+ABSL_FLAG(bool, watch_stall, false,
+          "watchers read their first state, then never read again (slow readers)");
 ABSL_FLAG(uint64_t, node_offset, 0, "first node id");
 ABSL_FLAG(int, reports, 0, "if > 0: each stream sends this many reports, then the "
                            "run ends (for memory measurements)");
@@ -250,7 +252,8 @@ void Reader(std::shared_ptr<grpc::Channel> channel, bool range, Shared* shared,
 class Watcher final
     : public grpc::ClientReadReactor<metasrv::v1::WatchFlowStateResponse> {
  public:
-  Watcher(metasrv::v1::FlowState::Stub* stub, Shared* shared) : shared_(shared) {
+  Watcher(metasrv::v1::FlowState::Stub* stub, Shared* shared, bool stall)
+      : shared_(shared), stall_(stall) {
     stub->async()->WatchFlowState(&ctx_, &request_, this);
     StartRead(&msg_);
     StartCall();
@@ -264,7 +267,7 @@ class Watcher final
       samples_.us.push_back(static_cast<double>(age_ms) * 1000.0);
       flows_ = msg_.state().flow_ids_size();
     }
-    StartRead(&msg_);
+    if (!stall_) StartRead(&msg_);
   }
   void OnDone(const grpc::Status& status) override {
     if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
@@ -285,6 +288,7 @@ class Watcher final
 
  private:
   Shared* const shared_;
+  const bool stall_;  // Read one state, then stop reading.
   grpc::ClientContext ctx_;
   metasrv::v1::WatchFlowStateRequest request_;
   metasrv::v1::WatchFlowStateResponse msg_;  // Read into; only in callbacks.
@@ -359,7 +363,8 @@ int main(int argc, char** argv) {
   for (auto& channel : channels) watch_stubs.push_back(metasrv::v1::FlowState::NewStub(channel));
   std::vector<std::unique_ptr<Watcher>> watchers;
   for (int w = 0; w < absl::GetFlag(FLAGS_watchers); ++w) {
-    watchers.push_back(std::make_unique<Watcher>(watch_stubs[w % nchan].get(), &shared));
+    watchers.push_back(std::make_unique<Watcher>(watch_stubs[w % nchan].get(), &shared,
+                                                 absl::GetFlag(FLAGS_watch_stall)));
   }
 
   if (closed) {

@@ -18,24 +18,7 @@ mkdir -p "$OUT"
 
 if [[ $QUICK == 1 ]]; then dur=3s; odur=6s; owarm=2s; else dur=8s; odur=20s; owarm=5s; fi
 
-server_pid=""
-start_server() {  # start_server metasrv|echo PORT
-  if [[ $1 == echo ]]; then
-    "$B/bench/echo_server" --bind_addr=127.0.0.1:$2 &
-  else
-    "$B/server/metasrv" --bind_addr=127.0.0.1:$2 --log_level=warn &
-  fi
-  server_pid=$!
-  for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$2) 2>/dev/null && return; sleep 0.05; done
-  echo "server $1 did not start" >&2; exit 1
-}
-stop_server() { kill -TERM "$server_pid"; wait "$server_pid" 2>/dev/null || true; }
-rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$server_pid/status"; }
-port=39100
-loadgen() {  # loadgen LABEL ARGS... -> prints the RESULT json
-  "$B/bench/loadgen" --target=127.0.0.1:$port --label="$1" "${@:2}" | sed -n 's/^RESULT //p'
-}
-json() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d[sys.argv[2]])" "$1" "$2"; }
+. bench/lib.sh
 
 echo "== closed loop, 1,000 streams x 10 flows, metasrv and echo interleaved"
 echo "rep,target,msgs_per_s,p50_us,p99_us,p999_us,errors" >"$OUT/closed.csv"
@@ -76,6 +59,8 @@ for rep in $(seq "$REPS"); do
   done
 done
 cat "$OUT/open.csv"
+
+OUT=$OUT B=$B REPS=$REPS QUICK=$QUICK bash bench/watch_bench.sh
 
 echo "== memory: server RSS with 10,000 nodes x 1 flow and x 100 flows"
 echo "rep,flows,rss_kib" >"$OUT/memory.csv"

@@ -1,0 +1,20 @@
+# Helpers of the benchmark scripts; sourced with B (build dir) set.
+server_pid=""
+start_server() {  # start_server metasrv|echo PORT
+  if [[ $1 == echo ]]; then
+    "$B/bench/echo_server" --bind_addr=127.0.0.1:$2 &
+  else
+    "$B/server/metasrv" --bind_addr=127.0.0.1:$2 --log_level=warn &
+  fi
+  server_pid=$!
+  for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$2) 2>/dev/null && return; sleep 0.05; done
+  echo "server $1 did not start" >&2; exit 1
+}
+stop_server() { kill -TERM "$server_pid"; wait "$server_pid" 2>/dev/null || true; }
+rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$server_pid/status"; }
+port=39100
+loadgen() {  # loadgen LABEL ARGS... -> prints the RESULT json
+  "$B/bench/loadgen" --target=127.0.0.1:$port --label="$1" "${@:2}" | sed -n 's/^RESULT //p'
+}
+json() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d[sys.argv[2]])" "$1" "$2"; }
+cpu_ticks() { awk '{print $14+$15}' "/proc/$server_pid/stat"; }  # CPU time, 1/100 s.

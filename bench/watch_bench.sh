@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# WatchFlowState under load: heartbeat latency and server cost with watchers.
+# Part of bench/run_all.sh; alone (after a build with -DMETASRV_BUILD_BENCH=ON):
+#   REPS=3 bash bench/watch_bench.sh      # writes ${OUT:-bench/results}/watch.csv
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${REPS:-3}
+QUICK=${QUICK:-0}
+OUT=${OUT:-bench/results}
+B=${BUILD_DIR:-${B:-build}}
+mkdir -p "$OUT"
+. bench/lib.sh
+port=39500
+
+echo "== watchers: heartbeat latency and server cost with WatchFlowState subscribers"
+# Watchers run in their own loadgen process at nice 19, so that their parsing
+# competes as little as possible with the flownodes' process for the 2 cores.
+# Scenarios: 1,000 streams x 10 flows (10,000 flows, one report per second per
+# stream) with 0 or 1,000 watchers; 10,000 x 10 (100,000 flows, every 3 s) with
+# 0 or 10 watchers, and with 100 watchers that stop reading (stall).
+if [[ $QUICK == 1 ]]; then wdur=5s; wwarm=2s; wsleep=8; else wdur=15s; wwarm=5s; wsleep=21; fi
+echo "rep,scenario,streams,watchers,stall,hb_p50_us,hb_p99_us,errors,server_cpu_s,rss_kib,watch_msgs,watch_age_p50_ms,watch_age_p99_ms,watch_flows" >"$OUT/watch.csv"
+for rep in $(seq "$REPS"); do
+  for sc in "1000 1s 0 0" "1000 1s 1000 0" "10000 3s 0 0" "10000 3s 10 0" "10000 3s 100 1"; do
+    read -r streams interval watchers stall <<<"$sc"
+    port=$((port + 1)); start_server metasrv $port
+    wfile=$(mktemp)
+    if [[ $watchers -gt 0 ]]; then
+      stall_flag=(); [[ $stall == 1 ]] && stall_flag=(--watch_stall)
+      nice -n 19 "$B/bench/loadgen" --target=127.0.0.1:$port --label=watch --mode=open \
+        --interval=1000s --streams=1 --flows=1 --channels=4 --warmup=1s \
+        --duration=$((wsleep + 1))s --watchers=$watchers "${stall_flag[@]}" >"$wfile" &
+      wpid=$!
+    fi
+    c0=$(cpu_ticks)
+    r=$(loadgen metasrv --mode=open --interval=$interval --streams=$streams --flows=10 \
+          --channels=16 --duration=$wdur --warmup=$wwarm)
+    c1=$(cpu_ticks); rss=$(rss_kib)
+    if [[ $watchers -gt 0 ]]; then
+      wait "$wpid" || true
+      w=$(sed -n 's/^RESULT //p' "$wfile")
+    else
+      w='{"watch_msgs":0,"watch_age_p50_ms":0,"watch_age_p99_ms":0,"watch_flows":0}'
+    fi
+    rm -f "$wfile"
+    stop_server
+    echo "$rep,$streams@$interval,$streams,$watchers,$stall,$(json "$r" p50_us),$(json "$r" p99_us),$(json "$r" errors),$(python3 -c "print(($c1-$c0)/100)"),$rss,$(json "$w" watch_msgs),$(json "$w" watch_age_p50_ms),$(json "$w" watch_age_p99_ms),$(json "$w" watch_flows)" >>"$OUT/watch.csv"
+  done
+done
+cat "$OUT/watch.csv"
+
