@@ -19,39 +19,39 @@ FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
   SetMessageAllocatorFor_GetFlowState(&allocator_);
 }
 
-grpc::ServerUnaryReactor* FlowStateService::GetFlowState(
-    grpc::CallbackServerContext* context,
-    const metasrv::v1::GetFlowStateRequest* request,
-    metasrv::v1::GetFlowStateResponse* response) {
+grpc::ServerUnaryReactor* FlowStateService::LeaderRead(
+    grpc::CallbackServerContext* context, std::function<absl::Status()> read) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::Status leader = core::CheckLeader(*leadership_);
   if (!leader.ok()) {
     reactor->Finish(ToGrpcStatus(leader));
     return reactor;
   }
-  reads_->Schedule([this, request, response, reactor] {
-    reactor->Finish(ToGrpcStatus(FillFlowState(
-        *flow_state_,
-        absl::MakeConstSpan(request->flow_ids().data(), request->flow_ids_size()),
-        request->with_nodes(), response)));
+  reads_->Schedule([reactor, read = std::move(read)] {
+    reactor->Finish(ToGrpcStatus(read()));
   });
   return reactor;
+}
+
+grpc::ServerUnaryReactor* FlowStateService::GetFlowState(
+    grpc::CallbackServerContext* context,
+    const metasrv::v1::GetFlowStateRequest* request,
+    metasrv::v1::GetFlowStateResponse* response) {
+  return LeaderRead(context, [this, request, response] {
+    return FillFlowState(
+        *flow_state_,
+        absl::MakeConstSpan(request->flow_ids().data(), request->flow_ids_size()),
+        request->with_nodes(), response);
+  });
 }
 
 grpc::ServerUnaryReactor* FlowStateService::ListFlownodes(
     grpc::CallbackServerContext* context,
     const metasrv::v1::ListFlownodesRequest* request,
     metasrv::v1::ListFlownodesResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status leader = core::CheckLeader(*leadership_);
-  if (!leader.ok()) {
-    reactor->Finish(ToGrpcStatus(leader));
-    return reactor;
-  }
-  reads_->Schedule([this, request, response, reactor] {
-    reactor->Finish(ToGrpcStatus(ListNodes(*request, response)));
+  return LeaderRead(context, [this, request, response] {
+    return ListNodes(*request, response);
   });
-  return reactor;
 }
 
 absl::Status FlowStateService::ListNodes(

@@ -2,6 +2,8 @@
 #ifndef METASRV_SERVER_FLOW_STATE_SERVICE_H_
 #define METASRV_SERVER_FLOW_STATE_SERVICE_H_
 
+#include <functional>
+
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
@@ -42,6 +44,10 @@ class FlowStateService final
       const grpc::ByteBuffer* request) override;
 
  private:
+  // If this replica leads, runs `read` on the read executor and finishes
+  // with its status; else finishes with FAILED_PRECONDITION naming the leader.
+  grpc::ServerUnaryReactor* LeaderRead(grpc::CallbackServerContext* context,
+                                       std::function<absl::Status()> read);
   // Fills a ListFlownodes answer.
   absl::Status ListNodes(const metasrv::v1::ListFlownodesRequest& request,
                          metasrv::v1::ListFlownodesResponse* response) const;

@@ -150,44 +150,41 @@ WatchStream::WatchStream(WatchHub* hub, Metrics* metrics)
 void WatchStream::Offer(std::shared_ptr<const WatchSnapshot> snapshot) {
   {
     absl::MutexLock lock(&mu_);
-    if (finished_ || finish_after_write_.has_value()) return;
+    if (end_.finished || end_.finish_after_write.has_value()) return;
     if (offered_any_ && snapshot->sequence <= offered_) return;
     offered_ = snapshot->sequence;
     offered_any_ = true;
-    if (write_in_flight_) {
+    if (end_.write_in_flight) {
       if (next_ != nullptr && metrics_ != nullptr) metrics_->WatchSkipped();
       next_ = std::move(snapshot);
       return;
     }
-    write_in_flight_ = true;
+    end_.write_in_flight = true;
     write_buffer_ = snapshot->message;
   }
   StartWrite(&write_buffer_);
 }
 
 void WatchStream::OnWriteDone(bool ok) {
-  std::optional<grpc::Status> finish;
+  StreamEnd::AfterWrite after;
   {
     absl::MutexLock lock(&mu_);
-    write_in_flight_ = false;
-    if (finished_) return;
-    if (finish_after_write_.has_value()) {
-      finish = std::move(finish_after_write_);
-    } else if (!ok) {
-      finish = grpc::Status(grpc::StatusCode::CANCELLED, "write failed");
+    after = end_.WriteDone(ok);
+    if (!after.go_on) {
+      next_.reset();
     } else if (next_ != nullptr) {
-      write_in_flight_ = true;
+      end_.write_in_flight = true;
       write_buffer_ = next_->message;
       next_.reset();
     } else {
-      return;
+      return;  // Idle until the next Offer().
     }
   }
-  if (finish.has_value()) {
-    FinishOnce(*finish);
-    return;
+  if (after.finish.has_value()) {
+    FinishOnce(*after.finish);
+  } else if (after.go_on) {
+    StartWrite(&write_buffer_);
   }
-  StartWrite(&write_buffer_);
 }
 
 void WatchStream::OnCancel() {
@@ -198,13 +195,8 @@ void WatchStream::OnCancel() {
 void WatchStream::Abort(const grpc::Status& status) {
   {
     absl::MutexLock lock(&mu_);
-    if (finished_) return;
     next_.reset();
-    if (write_in_flight_) {
-      finish_after_write_ = status;
-      return;
-    }
-    finished_ = true;
+    if (!end_.Abort(status)) return;
   }
   Finish(status);
 }
@@ -212,8 +204,7 @@ void WatchStream::Abort(const grpc::Status& status) {
 void WatchStream::FinishOnce(const grpc::Status& status) {
   {
     absl::MutexLock lock(&mu_);
-    if (finished_) return;
-    finished_ = true;
+    if (!end_.TryFinish()) return;
   }
   Finish(status);
 }

@@ -24,6 +24,7 @@
 #include "core/flow_state_manager.h"
 #include "kv/kv_backend.h"
 #include "server/metrics.h"
+#include "server/stream_end.h"
 #include "server/stream_registry.h"
 
 namespace metasrv::server {
@@ -127,14 +128,11 @@ class WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   absl::Mutex mu_;  // Guards the fields below; never held into gRPC calls.
   // The state being written; assigned only while no write is in flight.
   grpc::ByteBuffer write_buffer_;
-  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;   // A write is pending.
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;          // Finish() was called.
+  StreamEnd end_ ABSL_GUARDED_BY(mu_);  // Write in flight, finishing.
   uint64_t offered_ ABSL_GUARDED_BY(mu_) = 0;  // Newest sequence accepted.
   bool offered_any_ ABSL_GUARDED_BY(mu_) = false;  // offered_ is meaningful.
   // The next state to send once the write in flight completes.
   std::shared_ptr<const WatchSnapshot> next_ ABSL_GUARDED_BY(mu_);
-  // Set when the stream must end once the pending write completes.
-  std::optional<grpc::Status> finish_after_write_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace metasrv::server

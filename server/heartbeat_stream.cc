@@ -71,43 +71,31 @@ void HeartbeatStream::HandleRead() {
     return;
   }
   absl::MutexLock lock(&mu_);
-  if (finished_) return;  // Aborted while handling.
+  if (end_.finished) return;  // Aborted while handling.
   if (absl::IsAborted(handled)) {
     // Not leader: the response says so, then the stream ends.
-    finish_after_write_ = grpc::Status(grpc::StatusCode::ABORTED, "not leader");
+    end_.finish_after_write = grpc::Status(grpc::StatusCode::ABORTED, "not leader");
   }
-  write_in_flight_ = true;
+  end_.write_in_flight = true;
   StartWrite(&write_buffer_);
 }
 
 void HeartbeatStream::OnWriteDone(bool ok) {
-  std::optional<grpc::Status> finish;
+  StreamEnd::AfterWrite next;
   {
     absl::MutexLock lock(&mu_);
-    write_in_flight_ = false;
-    if (finished_) return;
-    if (finish_after_write_.has_value()) {
-      finish = std::move(finish_after_write_);
-    } else if (!ok) {
-      finish = grpc::Status(grpc::StatusCode::CANCELLED, "write failed");
-    } else {
-      StartRead(&read_buffer_);
-      return;
-    }
+    next = end_.WriteDone(ok);
+    // Read under the lock, so Abort() cannot finish the stream meanwhile.
+    if (next.go_on) StartRead(&read_buffer_);
   }
-  FinishOnce(*finish);
+  if (next.finish.has_value()) FinishOnce(*next.finish);
 }
 
 void HeartbeatStream::Abort(const grpc::Status& status) {
   {
     absl::MutexLock lock(&mu_);
-    if (finished_) return;
-    if (write_in_flight_) {
-      finish_after_write_ = status;
-      return;
-    }
     // Decided under the lock, so OnReadDone() cannot start a write now.
-    finished_ = true;
+    if (!end_.Abort(status)) return;
   }
   Finish(status);
 }
@@ -115,8 +103,7 @@ void HeartbeatStream::Abort(const grpc::Status& status) {
 void HeartbeatStream::FinishOnce(const grpc::Status& status) {
   {
     absl::MutexLock lock(&mu_);
-    if (finished_) return;
-    finished_ = true;
+    if (!end_.TryFinish()) return;
   }
   Finish(status);
 }

@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
 #include "server/heartbeat_handler.h"
+#include "server/stream_end.h"
 #include "server/stream_registry.h"
 
 namespace metasrv::server {
@@ -54,11 +55,8 @@ class HeartbeatStream final
   google::protobuf::Arena arena_;
   greptime::v1::meta::HeartbeatResponse response_;  // Reused for each answer.
 
-  absl::Mutex mu_;  // Guards the fields below; never held into gRPC callbacks.
-  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;  // A write is pending.
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;         // Finish() was called.
-  // Set when the stream must end once the pending write completes.
-  std::optional<grpc::Status> finish_after_write_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex mu_;  // Guards end_; never held into gRPC callbacks.
+  StreamEnd end_ ABSL_GUARDED_BY(mu_);  // Write in flight, finishing.
 };
 
 }  // namespace metasrv::server

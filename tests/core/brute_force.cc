@@ -8,6 +8,15 @@
 
 namespace metasrv::testing {
 
+core::FlowStateValue Report(
+    std::initializer_list<std::tuple<uint32_t, uint64_t, int64_t>> flows) {
+  core::FlowStateValue::Builder b;
+  for (const auto& [id, size, time] : flows) {
+    b.SetStateSize(id, size).SetLastExecTime(id, time);
+  }
+  return b.Build();
+}
+
 absl::StatusOr<core::FlowStateValue> BruteForceAggregate(const kv::KvBackend& kv) {
   using core::FlowStat;
   const std::string prefix(core::kFlowStateNodePrefix);

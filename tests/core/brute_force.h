@@ -1,10 +1,14 @@
-// The flow-state aggregate recomputed from scratch, the way the reference
-// metasrv does it: read every per-node key, take the max of each field. Tests
-// and fuzzers compare the incremental aggregate against it.
+// Test support of the core: the flow-state aggregate recomputed from scratch,
+// the way the reference metasrv does it (read every per-node key, take the max
+// of each field), which tests and fuzzers compare the incremental aggregate
+// against; and a report builder.
 #ifndef METASRV_TESTS_CORE_BRUTE_FORCE_H_
 #define METASRV_TESTS_CORE_BRUTE_FORCE_H_
 
+#include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <tuple>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -12,6 +16,10 @@
 #include "kv/kv_backend.h"
 
 namespace metasrv::testing {
+
+// A report of flows {id: (state size, last execution time)}.
+core::FlowStateValue Report(
+    std::initializer_list<std::tuple<uint32_t, uint64_t, int64_t>> flows);
 
 // The max over every `__flow/state/node/*` value in `kv`. An error if one
 // does not decode.

@@ -19,14 +19,7 @@ namespace {
 
 using Builder = FlowStateValue::Builder;
 
-FlowStateValue Report(
-    std::initializer_list<std::tuple<uint32_t, uint64_t, int64_t>> flows) {
-  Builder b;
-  for (const auto& [id, size, time] : flows) {
-    b.SetStateSize(id, size).SetLastExecTime(id, time);
-  }
-  return b.Build();
-}
+using testing::Report;
 
 // Counts notifications.
 class CountingListener final : public FlowStateListener {

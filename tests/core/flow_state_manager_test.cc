@@ -10,21 +10,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kv/memory_kv.h"
+#include "tests/core/brute_force.h"
 
 namespace metasrv::core {
 namespace {
 
 using Builder = FlowStateValue::Builder;
 
-// A report of flows {id: (size, time)}.
-FlowStateValue Report(
-    std::initializer_list<std::tuple<uint32_t, uint64_t, int64_t>> flows) {
-  Builder b;
-  for (const auto& [id, size, time] : flows) {
-    b.SetStateSize(id, size).SetLastExecTime(id, time);
-  }
-  return std::move(b).Build();
-}
+using testing::Report;
 
 class FlowStateManagerTest : public ::testing::Test {
  protected:
