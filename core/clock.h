@@ -14,7 +14,12 @@ namespace metasrv::core {
 class Clock {
  public:
   virtual ~Clock() = default;
+  // Wall-clock time: what to show and store.
   virtual absl::Time Now() const = 0;
+  // A time that never jumps (NTP steps, an operator setting the date), for
+  // timeouts: only differences between two calls mean anything. Default:
+  // Now(), which is what a manual clock wants.
+  virtual absl::Time Monotonic() const { return Now(); }
 };
 
 // The real clock. Process-wide; never deleted.

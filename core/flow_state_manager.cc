@@ -84,7 +84,6 @@ absl::Status FlowStateManager::SyncLocked() const {
         decoded = record.status();
         if (record.ok()) {
           NodeEntry& entry = rebuilt[*node];
-          entry.heartbeat_ms = record->last_heartbeat_ms;
           entry.record = std::make_shared<LiveRecord>(*std::move(record));
         }
       } else {
@@ -105,15 +104,15 @@ absl::Status FlowStateManager::SyncLocked() const {
       // A report without a record counts as heard from now.
       FlownodeRecord record;
       record.last_heartbeat_ms = NowMs();
-      entry.heartbeat_ms = record.last_heartbeat_ms;
       entry.record = std::make_shared<LiveRecord>(std::move(record));
     }
     // The KV holds the record's bytes, not this live value: the node's next
-    // heartbeat writes it.
+    // heartbeat writes it. Its TTL starts now.
     entry.record_in_kv = false;
+    entry.heartbeat_mono_ms = MonoMs();
     aggregate_->Replace(node, FlowStateValue(), entry.report);
     if (options_.node_report_ttl > absl::ZeroDuration()) {
-      by_silence_.insert({entry.heartbeat_ms, node});
+      by_silence_.insert({entry.heartbeat_mono_ms, node});
     }
   }
   nodes_ = std::move(rebuilt);
@@ -187,14 +186,14 @@ absl::Status FlowStateManager::CommitLocked(
 }
 
 FlowStateManager::NodeEntry& FlowStateManager::EntryLocked(
-    uint64_t node, int64_t heartbeat_ms) {
+    uint64_t node, int64_t mono_ms) {
   auto [it, inserted] = nodes_.try_emplace(node);
   NodeEntry& entry = it->second;
   if (options_.node_report_ttl > absl::ZeroDuration()) {
-    if (!inserted) by_silence_.erase({entry.heartbeat_ms, node});
-    by_silence_.insert({heartbeat_ms, node});
+    if (!inserted) by_silence_.erase({entry.heartbeat_mono_ms, node});
+    by_silence_.insert({mono_ms, node});
   }
-  entry.heartbeat_ms = heartbeat_ms;
+  entry.heartbeat_mono_ms = mono_ms;
   return entry;
 }
 
@@ -207,6 +206,7 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
     report_value = kv::MakeBytes(EncodeFlowState(*heartbeat.report));
   }
   const int64_t now = NowMs();
+  const int64_t mono = MonoMs();
   const bool has_report = report_value != nullptr;
   // What this heartbeat changes in the node's record.
   auto update = [&](FlownodeRecord& record) {
@@ -242,7 +242,7 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
           return change;
         },
         [&] {
-          NodeEntry& entry = EntryLocked(node_id, now);
+          NodeEntry& entry = EntryLocked(node_id, mono);
           if (fresh != nullptr) {
             entry.record = std::move(fresh);
           } else {
@@ -312,7 +312,7 @@ absl::StatusOr<ForgetResult> FlowStateManager::ForgetFlows(
 absl::StatusOr<uint64_t> FlowStateManager::ExpireSilentNodes() {
   if (options_.node_report_ttl <= absl::ZeroDuration()) return 0;
   const int64_t cutoff =
-      NowMs() - absl::ToInt64Milliseconds(options_.node_report_ttl);
+      MonoMs() - absl::ToInt64Milliseconds(options_.node_report_ttl);
   std::vector<uint64_t> expired;
   absl::Status committed;
   {
@@ -335,7 +335,7 @@ absl::StatusOr<uint64_t> FlowStateManager::ExpireSilentNodes() {
         [&] {
           for (uint64_t node : expired) {
             auto it = nodes_.find(node);
-            by_silence_.erase({it->second.heartbeat_ms, node});
+            by_silence_.erase({it->second.heartbeat_mono_ms, node});
             aggregate_->Replace(node, it->second.report, FlowStateValue());
             nodes_.erase(it);
           }

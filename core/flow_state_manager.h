@@ -177,7 +177,8 @@ class FlowStateManager {
   struct NodeEntry {
     std::shared_ptr<LiveRecord> record;  // Under its record key (once written).
     bool record_in_kv = false;  // Whether the KV holds `record` itself.
-    int64_t heartbeat_ms = 0;   // The record's last_heartbeat_ms, for by_silence_.
+    // Its last heartbeat on the monotonic clock, for by_silence_.
+    int64_t heartbeat_mono_ms = 0;
     FlowStateValue report;      // Under its report key (empty if none).
   };
   // A change to write: its mutations, and what to do to the index once they
@@ -198,12 +199,15 @@ class FlowStateManager {
                             absl::FunctionRef<void()> apply)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Node `node`'s entry, created if new, with its last heartbeat set to
-  // `heartbeat_ms` and the silence order kept.
-  NodeEntry& EntryLocked(uint64_t node, int64_t heartbeat_ms)
+  // `mono_ms` (monotonic clock) and the silence order kept.
+  NodeEntry& EntryLocked(uint64_t node, int64_t mono_ms)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells the listener, if any.
   void Notify() const;
   int64_t NowMs() const { return absl::ToUnixMillis(options_.clock->Now()); }
+  int64_t MonoMs() const {
+    return absl::ToUnixMillis(options_.clock->Monotonic());
+  }
 
   kv::KvBackend* const kv_;   // The in-memory KV; borrowed.
   const Options options_;     // Clock and TTL.
@@ -213,8 +217,9 @@ class FlowStateManager {
   mutable std::optional<uint64_t> generation_ ABSL_GUARDED_BY(mu_);
   // Each known node's keys, as stored.
   mutable absl::flat_hash_map<uint64_t, NodeEntry> nodes_ ABSL_GUARDED_BY(mu_);
-  // (last heartbeat ms, node) of every node, oldest first; kept only with a
-  // TTL, so expiry looks at the expired nodes only.
+  // (last heartbeat on the monotonic clock in ms, node) of every node, oldest
+  // first; kept only with a TTL, so expiry looks at the expired nodes only
+  // and a wall-clock step cannot expire everyone.
   mutable absl::btree_set<std::pair<int64_t, uint64_t>> by_silence_
       ABSL_GUARDED_BY(mu_);
   // The aggregate of the reports. Shared with the lazy KV value that reads it.

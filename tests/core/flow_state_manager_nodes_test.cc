@@ -177,6 +177,27 @@ TEST_F(FlowStateManagerNodesTest, SilentNodesExpireAfterTheTtl) {
   EXPECT_EQ(Check(), "");
 }
 
+// A clock whose wall time and monotonic time move separately.
+class SteppedClock final : public Clock {
+ public:
+  absl::Time Now() const override { return wall.Now(); }
+  absl::Time Monotonic() const override { return mono.Now(); }
+  ManualClock wall;  // What Now() says.
+  ManualClock mono;  // What Monotonic() says.
+};
+
+TEST(FlowStateManagerClockTest, AWallClockStepExpiresNobody) {
+  SteppedClock clock;
+  kv::MemoryKv kv;
+  FlowStateManager manager(&kv, {&clock, absl::Seconds(30)});
+  ASSERT_TRUE(manager.Merge(1, Report({{1, 1, 1}})).ok());
+  clock.wall.Advance(absl::Hours(1));  // NTP step, or someone set the date.
+  EXPECT_EQ(*manager.ExpireSilentNodes(), 0u);
+  EXPECT_EQ(manager.node_count(), 1u);
+  clock.mono.Advance(absl::Seconds(31));  // Real silence.
+  EXPECT_EQ(*manager.ExpireSilentNodes(), 1u);
+}
+
 TEST(FlowStateManagerNoTtlTest, NothingExpiresWithoutATtl) {
   ManualClock clock;
   kv::MemoryKv kv;
