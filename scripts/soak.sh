@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Soak test against the real binary on loopback: 1,000 heartbeat streams (one
-# report per second each), a GetFlowState and a Cluster.Range reader, and a
-# LeaderChange every 3 s, for DURATION seconds (default 600). Samples the
+# report per second each), a GetFlowState and a Cluster.Range reader, 20
+# WatchFlowState watchers, and a LeaderChange every 3 s, for DURATION seconds (default 600). Samples the
 # server's RSS every 5 s into ${OUT:-/tmp}/soak_rss.csv.
 # Fails if any call errs, the server logs an error, or RSS grows by more than
 # 20% (plus 16 MiB of slack) between the end of warm-up and the end.
@@ -25,7 +25,7 @@ for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; s
 result=$(mktemp /tmp/soak-result-XXXXXX)
 "$B/bench/loadgen" --target=127.0.0.1:$PORT --mode=open --interval=1s --streams=1000 \
   --flows=10 --channels=8 --duration="${DURATION}s" --warmup=5s \
-  --state_readers=1 --range_readers=1 --reader_interval=500ms >"$result" &
+  --state_readers=1 --range_readers=1 --reader_interval=500ms --watchers=20 >"$result" &
 lg=$!
 
 echo "seconds,rss_kib" >"$OUT/soak_rss.csv"
