@@ -151,9 +151,8 @@ void WatchStream::Offer(std::shared_ptr<const WatchSnapshot> snapshot) {
   {
     absl::MutexLock lock(&mu_);
     if (end_.finished || end_.finish_after_write.has_value()) return;
-    if (offered_any_ && snapshot->sequence <= offered_) return;
+    if (offered_.has_value() && snapshot->sequence <= *offered_) return;
     offered_ = snapshot->sequence;
-    offered_any_ = true;
     if (end_.write_in_flight) {
       if (next_ != nullptr && metrics_ != nullptr) metrics_->WatchSkipped();
       next_ = std::move(snapshot);

@@ -129,8 +129,8 @@ class WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   // The state being written; assigned only while no write is in flight.
   grpc::ByteBuffer write_buffer_;
   StreamEnd end_ ABSL_GUARDED_BY(mu_);  // Write in flight, finishing.
-  uint64_t offered_ ABSL_GUARDED_BY(mu_) = 0;  // Newest sequence accepted.
-  bool offered_any_ ABSL_GUARDED_BY(mu_) = false;  // offered_ is meaningful.
+  // The newest sequence accepted; nullopt before the first.
+  std::optional<uint64_t> offered_ ABSL_GUARDED_BY(mu_);
   // The next state to send once the write in flight completes.
   std::shared_ptr<const WatchSnapshot> next_ ABSL_GUARDED_BY(mu_);
 };

@@ -84,17 +84,19 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
   if (request.has_info()) heartbeat.info = ToNodeInfo(request.info());
   if (has_report) {
     // The start times, from the extension a flownode may send.
+    // Only a report that carries the extension pays for parsing it.
     const google::protobuf::Map<uint32_t, int64_t>* start_times = nullptr;
-    metasrv::v1::FlowStartTimes extension;
+    std::optional<metasrv::v1::FlowStartTimes> extension;
     auto ext = request.extensions().find(kFlowStartTimeExtension);
     if (ext != request.extensions().end()) {
-      if (!extension.ParseFromString(ext->second)) {
+      extension.emplace();
+      if (!extension->ParseFromString(ext->second)) {
         if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kMalformed);
         return absl::InvalidArgumentError(absl::StrCat(
             "report of node ", *node, ": extension \"", kFlowStartTimeExtension,
             "\" is not an encoded metasrv.v1.FlowStartTimes"));
       }
-      start_times = &extension.start_time_ms();
+      start_times = &extension->start_time_ms();
     }
     const auto& stat = request.flow_stat();
     const uint64_t flows = static_cast<uint64_t>(

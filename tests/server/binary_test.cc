@@ -14,6 +14,21 @@
 namespace metasrv::testing {
 namespace {
 
+// Sends SIGTERM and expects exit code 0 within 5 s; returns how long it took.
+absl::Duration StopWithSigterm(ServerProcess& server) {
+  const absl::Time start = absl::Now();
+  server.process().Signal(SIGTERM);
+  std::optional<int> status = server.process().Wait(absl::Seconds(5));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(status.has_value()) << "did not exit within 5 s";
+  if (status.has_value()) {
+    EXPECT_TRUE(WIFEXITED(*status));
+    EXPECT_EQ(WEXITSTATUS(*status), 0);
+  }
+  EXPECT_LT(took, absl::Seconds(5));
+  return took;
+}
+
 TEST(BinaryTest, ServesReportsAndStopsCleanlyOnSigterm) {
   ServerProcess server;
   HeartbeatClient a(server.channel()), b(server.channel());
@@ -28,39 +43,22 @@ TEST(BinaryTest, ServesReportsAndStopsCleanlyOnSigterm) {
             R"({"state_size":{"7":700,"8":800},"last_exec_time_map":)"
             R"({"7":70,"8":80},"start_time_map":{}})");
 
-  const absl::Time start = absl::Now();
-  server.process().Signal(SIGTERM);
-  std::optional<int> status = server.process().Wait(absl::Seconds(5));
-  ASSERT_TRUE(status.has_value()) << "did not exit within 5 s";
-  EXPECT_TRUE(WIFEXITED(*status));
-  EXPECT_EQ(WEXITSTATUS(*status), 0);
-  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  StopWithSigterm(server);
   EXPECT_EQ(a.Close().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 TEST(BinaryTest, SigtermWithThousandOpenStreamsExitsWithinFiveSeconds) {
   ServerProcess server;
   std::vector<std::shared_ptr<grpc::Channel>> channels;
-  for (int c = 0; c < 4; ++c) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    channels.push_back(grpc::CreateCustomChannel(
-        server.addr(), grpc::InsecureChannelCredentials(), args));
-  }
+  for (int c = 0; c < 4; ++c) channels.push_back(ConnectOwn(server.addr()));
   std::vector<std::unique_ptr<HeartbeatClient>> clients;
   for (int i = 0; i < 1000; ++i) {
     clients.push_back(std::make_unique<HeartbeatClient>(channels[i % 4]));
     ASSERT_TRUE(clients.back()->Call(FlowReport(i, {{static_cast<uint32_t>(i), 1, 1}})))
         << i;
   }
-  const absl::Time start = absl::Now();
-  server.process().Signal(SIGTERM);
-  std::optional<int> status = server.process().Wait(absl::Seconds(5));
-  ASSERT_TRUE(status.has_value()) << "did not exit within 5 s";
-  EXPECT_TRUE(WIFEXITED(*status));
-  EXPECT_EQ(WEXITSTATUS(*status), 0);
   std::printf("exited %s after SIGTERM\n",
-              absl::FormatDuration(absl::Now() - start).c_str());
+              absl::FormatDuration(StopWithSigterm(server)).c_str());
   int unavailable = 0;
   for (auto& c : clients) {
     if (c->Close().error_code() == grpc::StatusCode::UNAVAILABLE) ++unavailable;

@@ -11,6 +11,7 @@ namespace metasrv::server {
 namespace {
 
 using ::metasrv::testing::Connect;
+using ::metasrv::testing::ConnectOwn;
 using ::metasrv::testing::FlowReport;
 using ::metasrv::testing::GetFlowState;
 using ::metasrv::testing::HeartbeatClient;
@@ -89,10 +90,7 @@ TEST_F(HeartbeatStreamTest, ThousandConcurrentStreams) {
   std::atomic<int> opened{0}, failures{0};
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      grpc::ChannelArguments args;
-      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-      auto channel = grpc::CreateCustomChannel(
-          server_->advertised_addr(), grpc::InsecureChannelCredentials(), args);
+      auto channel = ConnectOwn(server_->advertised_addr());
       std::vector<std::unique_ptr<HeartbeatClient>> clients;
       for (int i = 0; i < kPerThread; ++i) {
         const uint64_t node = t * kPerThread + i;

@@ -90,6 +90,12 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& addr) {
   return grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
 }
 
+std::shared_ptr<grpc::Channel> ConnectOwn(const std::string& addr,
+                                          grpc::ChannelArguments args) {
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args);
+}
+
 bool AcceptsTcp(const std::string& addr) {
   std::string host;
   int port = 0;

@@ -87,6 +87,10 @@ std::optional<std::string> RangeGet(const std::shared_ptr<grpc::Channel>& channe
 bool IsServing(const std::shared_ptr<grpc::Channel>& channel);
 
 std::shared_ptr<grpc::Channel> Connect(const std::string& addr);
+// A channel with its own TCP connection (gRPC shares one between channels to
+// the same address otherwise), with `args` on top.
+std::shared_ptr<grpc::Channel> ConnectOwn(
+    const std::string& addr, grpc::ChannelArguments args = grpc::ChannelArguments());
 
 // Whether a TCP connection to the IPv4 "host:port" `addr` succeeds now.
 bool AcceptsTcp(const std::string& addr);

@@ -162,11 +162,10 @@ TEST_F(FastWatchTest, SlowWatcherSkipsToTheLatestState) {
   // gRPC grows the window and the client library buffers megabytes of
   // states the application never asked for, which hides what the server does.
   grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024);
-  auto slow_stub = metasrv::v1::FlowState::NewStub(grpc::CreateCustomChannel(
-      server_->advertised_addr(), grpc::InsecureChannelCredentials(), args));
+  auto slow_stub =
+      metasrv::v1::FlowState::NewStub(ConnectOwn(server_->advertised_addr(), args));
   Watcher slow(slow_stub.get(), /*hold=*/true);
   Watcher fast(stub_.get());
   ASSERT_TRUE(slow.WaitFor(LastHas(0, 1000000)));
@@ -198,10 +197,8 @@ TEST_F(WatchTest, ThousandWatchersEachGetEveryState) {
   ASSERT_TRUE(node.Call(FlowReport(1, {{1, 1, 1}})));
   std::vector<std::unique_ptr<metasrv::v1::FlowState::Stub>> stubs;
   for (int c = 0; c < kChannels; ++c) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    stubs.push_back(metasrv::v1::FlowState::NewStub(grpc::CreateCustomChannel(
-        server_->advertised_addr(), grpc::InsecureChannelCredentials(), args)));
+    stubs.push_back(
+        metasrv::v1::FlowState::NewStub(ConnectOwn(server_->advertised_addr())));
   }
   std::vector<std::unique_ptr<Watcher>> watchers;
   for (int i = 0; i < kWatchers; ++i) {
