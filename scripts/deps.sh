@@ -7,11 +7,14 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libspdlog-dev rapidjson-dev prometheus-cpp-dev
+  libabsl-dev libspdlog-dev rapidjson-dev prometheus-cpp-dev libzstd-dev grpc-proto
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [[ "${1:-}" == "test" ]]; then
-  packages+=(grpc-proto etcd-server etcd-client openssl)
+  # python3-h2, -zstandard and -protobuf: the test client that speaks exactly
+  # as GreptimeDB's (tonic) meta client does.
+  packages+=(etcd-server etcd-client openssl python3 python3-h2 python3-zstandard
+             python3-protobuf)
 fi
 
 missing=()

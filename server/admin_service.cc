@@ -1,17 +1,20 @@
 #include "server/admin_service.h"
 
 #include "server/grpc_status.h"
+#include "server/unary_call.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
 
 AdminService::AdminService(LeaderChangeFn leader_change,
                            core::FlowStateManager* flow_state,
-                           const core::Leadership* leadership, AdminAuth auth)
+                           const core::Leadership* leadership, AdminAuth auth,
+                           size_t max_request_bytes)
     : auth_(std::move(auth)),
       leader_change_(std::move(leader_change)),
       flow_state_(flow_state),
-      leadership_(leadership) {}
+      leadership_(leadership),
+      max_request_bytes_(max_request_bytes) {}
 
 absl::Status AdminService::Admit(grpc::CallbackServerContext* context,
                                  const char* method) const {
@@ -31,48 +34,51 @@ absl::Status AdminService::Admit(grpc::CallbackServerContext* context,
 }
 
 grpc::ServerUnaryReactor* AdminService::LeaderChange(
-    grpc::CallbackServerContext* context,
-    const metasrv::v1::LeaderChangeRequest*,
-    metasrv::v1::LeaderChangeResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = UnaryCall<metasrv::v1::LeaderChangeRequest,
+                         metasrv::v1::LeaderChangeResponse>::Start(
+      context, request, response, max_request_bytes_, &reactor);
+  if (call == nullptr) return reactor;
   if (absl::Status allowed = Admit(context, "LeaderChange"); !allowed.ok()) {
-    reactor->Finish(ToGrpcStatus(allowed));
+    call->Finish(allowed);
     return reactor;
   }
   absl::StatusOr<uint64_t> dropped = leader_change_();
-  if (!dropped.ok()) {
-    reactor->Finish(ToGrpcStatus(dropped.status()));
-    return reactor;
+  if (dropped.ok()) {
+    spdlog::info("leader change requested by {}: {} keys dropped",
+                 context->peer(), *dropped);
+    call->response()->set_dropped_keys(*dropped);
   }
-  spdlog::info("leader change requested by {}: {} keys dropped",
-               context->peer(), *dropped);
-  response->set_dropped_keys(*dropped);
-  reactor->Finish(grpc::Status::OK);
+  call->Finish(dropped.status());
   return reactor;
 }
 
 grpc::ServerUnaryReactor* AdminService::ForgetFlows(
-    grpc::CallbackServerContext* context,
-    const metasrv::v1::ForgetFlowsRequest* request,
-    metasrv::v1::ForgetFlowsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = UnaryCall<metasrv::v1::ForgetFlowsRequest,
+                         metasrv::v1::ForgetFlowsResponse>::Start(
+      context, request, response, max_request_bytes_, &reactor);
+  if (call == nullptr) return reactor;
   if (absl::Status allowed = Admit(context, "ForgetFlows"); !allowed.ok()) {
-    reactor->Finish(ToGrpcStatus(allowed));
+    call->Finish(allowed);
     return reactor;
   }
-  absl::StatusOr<core::ForgetResult> forgotten = flow_state_->ForgetFlows(
-      absl::MakeConstSpan(request->flow_ids().data(), request->flow_ids_size()));
-  if (!forgotten.ok()) {
-    reactor->Finish(ToGrpcStatus(forgotten.status()));
-    return reactor;
+  const auto& ids = call->request().flow_ids();
+  absl::StatusOr<core::ForgetResult> forgotten =
+      flow_state_->ForgetFlows(absl::MakeConstSpan(ids.data(), ids.size()));
+  if (forgotten.ok()) {
+    spdlog::info("forget flows requested by {}: {} of {} flows forgotten, {} "
+                 "node reports rewritten",
+                 context->peer(), forgotten->forgotten_flows, ids.size(),
+                 forgotten->updated_nodes);
+    call->response()->set_forgotten_flows(forgotten->forgotten_flows);
+    call->response()->set_updated_nodes(forgotten->updated_nodes);
   }
-  spdlog::info("forget flows requested by {}: {} of {} flows forgotten, {} node "
-               "reports rewritten",
-               context->peer(), forgotten->forgotten_flows,
-               request->flow_ids_size(), forgotten->updated_nodes);
-  response->set_forgotten_flows(forgotten->forgotten_flows);
-  response->set_updated_nodes(forgotten->updated_nodes);
-  reactor->Finish(grpc::Status::OK);
+  call->Finish(forgotten.status());
   return reactor;
 }
 

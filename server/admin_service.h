@@ -2,6 +2,7 @@
 #ifndef METASRV_SERVER_ADMIN_SERVICE_H_
 #define METASRV_SERVER_ADMIN_SERVICE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
@@ -13,26 +14,31 @@
 
 namespace metasrv::server {
 
-class AdminService final : public metasrv::v1::Admin::CallbackService {
+// Methods take raw bytes, so that zstd-compressed requests decode
+// (request_decoder.h).
+class AdminService final
+    : public metasrv::v1::Admin::WithRawCallbackMethod_LeaderChange<
+          metasrv::v1::Admin::WithRawCallbackMethod_ForgetFlows<
+              metasrv::v1::Admin::Service>> {
  public:
   // Performs a leader change and returns how many KV keys it dropped:
   // standalone, a reset; with etcd, a resignation.
   using LeaderChangeFn = std::function<absl::StatusOr<uint64_t>()>;
 
   // Borrows `flow_state` and `leadership`; they must outlive the service.
-  // Every call must pass `auth` first.
+  // Every call must pass `auth` first. Requests inflate to at most
+  // `max_request_bytes`.
   AdminService(LeaderChangeFn leader_change, core::FlowStateManager* flow_state,
-               const core::Leadership* leadership, AdminAuth auth);
+               const core::Leadership* leadership, AdminAuth auth,
+               size_t max_request_bytes);
 
-  grpc::ServerUnaryReactor* LeaderChange(
-      grpc::CallbackServerContext* context,
-      const metasrv::v1::LeaderChangeRequest* request,
-      metasrv::v1::LeaderChangeResponse* response) override;
+  grpc::ServerUnaryReactor* LeaderChange(grpc::CallbackServerContext* context,
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
 
-  grpc::ServerUnaryReactor* ForgetFlows(
-      grpc::CallbackServerContext* context,
-      const metasrv::v1::ForgetFlowsRequest* request,
-      metasrv::v1::ForgetFlowsResponse* response) override;
+  grpc::ServerUnaryReactor* ForgetFlows(grpc::CallbackServerContext* context,
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
 
  private:
   // OK if the caller may use admin RPCs (logs refusals, never the token) and
@@ -44,6 +50,7 @@ class AdminService final : public metasrv::v1::Admin::CallbackService {
   const LeaderChangeFn leader_change_;        // Does LeaderChange.
   core::FlowStateManager* const flow_state_;  // The state; borrowed.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
+  const size_t max_request_bytes_;            // Inflated request limit.
 };
 
 }  // namespace metasrv::server

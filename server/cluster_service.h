@@ -2,10 +2,12 @@
 #ifndef METASRV_SERVER_CLUSTER_SERVICE_H_
 #define METASRV_SERVER_CLUSTER_SERVICE_H_
 
+#include <cstddef>
+#include <string>
+
 #include "core/leadership.h"
 #include "greptime/v1/meta/cluster.grpc.pb.h"
 #include "kv/kv_backend.h"
-#include "server/arena_allocator.h"
 #include "server/read_executor.h"
 
 namespace metasrv::server {
@@ -18,51 +20,46 @@ struct SelfInfo {
   std::string hostname;        // Host name.
 };
 
-class ClusterService final : public greptime::v1::meta::Cluster::CallbackService {
+// As GreptimeDB's metasrv (src/meta-srv/src/service/cluster.rs), the request
+// header is not looked at (GreptimeDB's clients send none), and a follower
+// answers every method OK with the not-leader error in the response header
+// and no data. Methods take raw bytes (see request_decoder.h).
+class ClusterService final
+    : public greptime::v1::meta::Cluster::WithRawCallbackMethod_BatchGet<
+          greptime::v1::meta::Cluster::WithRawCallbackMethod_Range<
+              greptime::v1::meta::Cluster::WithRawCallbackMethod_MetasrvPeers<
+                  greptime::v1::meta::Cluster::Service>>> {
  public:
   // Borrows `kv`, `leadership` and `reads`; they must outlive the service.
-  // KV reads run on `reads`.
+  // KV reads run on `reads`. Requests inflate to at most `max_request_bytes`.
   ClusterService(const kv::KvBackend* kv, const core::Leadership* leadership,
-                 ReadExecutor* reads, SelfInfo self);
+                 ReadExecutor* reads, SelfInfo self, size_t max_request_bytes);
 
-  grpc::ServerUnaryReactor* BatchGet(
-      grpc::CallbackServerContext* context,
-      const greptime::v1::meta::BatchGetRequest* request,
-      greptime::v1::meta::BatchGetResponse* response) override;
-  grpc::ServerUnaryReactor* Range(
-      grpc::CallbackServerContext* context,
-      const greptime::v1::meta::RangeRequest* request,
-      greptime::v1::meta::RangeResponse* response) override;
-  grpc::ServerUnaryReactor* MetasrvPeers(
-      grpc::CallbackServerContext* context,
-      const greptime::v1::meta::MetasrvPeersRequest* request,
-      greptime::v1::meta::MetasrvPeersResponse* response) override;
+  grpc::ServerUnaryReactor* BatchGet(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Range(grpc::CallbackServerContext* context,
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* MetasrvPeers(grpc::CallbackServerContext* context,
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
 
  private:
-  // Checks the header and leadership, and fills the response header. Returns
-  // false when the call is already answered: an error status (bad header), or
-  // OK with the not-leader error in `header`.
-  bool Admit(grpc::CallbackServerContext* context, bool has_header,
-             greptime::v1::meta::ResponseHeader* header,
-             grpc::ServerUnaryReactor** reactor) const;
-
-  // Admits the call, then runs `fill(request, response)` (returning an
-  // absl::Status) on the read executor and finishes the call with it.
+  // Decodes the request; on a follower answers "not leader"; else runs
+  // `fill(request, response)` (returning an absl::Status) on the read
+  // executor (a KV read may be large; asking etcd for the peers may wait)
+  // and finishes the call with it.
   template <typename Request, typename Response, typename Fill>
-  grpc::ServerUnaryReactor* ServeRead(grpc::CallbackServerContext* context,
-                                      const Request* request, Response* response,
-                                      Fill fill);
+  grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response, Fill fill);
 
   const kv::KvBackend* const kv_;             // The in-memory KV; borrowed.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
   ReadExecutor* const reads_;                 // Runs KV reads; borrowed.
   const SelfInfo self_;                       // This replica, for peers.
-  ArenaMessageAllocator<greptime::v1::meta::RangeRequest,
-                        greptime::v1::meta::RangeResponse>
-      range_allocator_;  // Range answers can hold many keys.
-  ArenaMessageAllocator<greptime::v1::meta::BatchGetRequest,
-                        greptime::v1::meta::BatchGetResponse>
-      batch_get_allocator_;  // Likewise.
+  const size_t max_request_bytes_;            // Inflated request limit.
 };
 
 }  // namespace metasrv::server

@@ -1,57 +1,66 @@
 #include "server/flow_state_service.h"
 
-#include <grpcpp/impl/codegen/proto_utils.h>
-
 #include "server/flow_state_response.h"
 #include "server/grpc_status.h"
+#include "server/request_decoder.h"
+#include "server/unary_call.h"
 
 namespace metasrv::server {
 
 FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
                                    const core::Leadership* leadership,
                                    ReadExecutor* reads, WatchHub* watch,
-                                   Metrics* metrics)
+                                   Metrics* metrics, size_t max_request_bytes)
     : flow_state_(flow_state),
       leadership_(leadership),
       reads_(reads),
       watch_(watch),
-      metrics_(metrics) {
-  SetMessageAllocatorFor_GetFlowState(&allocator_);
-}
+      metrics_(metrics),
+      max_request_bytes_(max_request_bytes) {}
 
+template <typename Request, typename Response, typename Read>
 grpc::ServerUnaryReactor* FlowStateService::LeaderRead(
-    grpc::CallbackServerContext* context, std::function<absl::Status()> read) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response, Read read) {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = UnaryCall<Request, Response>::Start(context, request, response,
+                                                   max_request_bytes_, &reactor);
+  if (call == nullptr) return reactor;
   absl::Status leader = core::CheckLeader(*leadership_);
   if (!leader.ok()) {
-    reactor->Finish(ToGrpcStatus(leader));
+    call->Finish(leader);
     return reactor;
   }
-  reads_->Schedule([reactor, read = std::move(read)] {
-    reactor->Finish(ToGrpcStatus(read()));
-  });
+  reads_->Schedule(
+      [call, read] { call->Finish(read(call->request(), call->response())); });
   return reactor;
 }
 
 grpc::ServerUnaryReactor* FlowStateService::GetFlowState(
-    grpc::CallbackServerContext* context,
-    const metasrv::v1::GetFlowStateRequest* request,
-    metasrv::v1::GetFlowStateResponse* response) {
-  return LeaderRead(context, [this, request, response] {
-    return FillFlowState(
-        *flow_state_,
-        absl::MakeConstSpan(request->flow_ids().data(), request->flow_ids_size()),
-        request->with_nodes(), response);
-  });
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return LeaderRead<metasrv::v1::GetFlowStateRequest,
+                    metasrv::v1::GetFlowStateResponse>(
+      context, request, response,
+      [this](const metasrv::v1::GetFlowStateRequest& req,
+             metasrv::v1::GetFlowStateResponse* resp) {
+        return FillFlowState(
+            *flow_state_,
+            absl::MakeConstSpan(req.flow_ids().data(), req.flow_ids_size()),
+            req.with_nodes(), resp);
+      });
 }
 
 grpc::ServerUnaryReactor* FlowStateService::ListFlownodes(
-    grpc::CallbackServerContext* context,
-    const metasrv::v1::ListFlownodesRequest* request,
-    metasrv::v1::ListFlownodesResponse* response) {
-  return LeaderRead(context, [this, request, response] {
-    return ListNodes(*request, response);
-  });
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return LeaderRead<metasrv::v1::ListFlownodesRequest,
+                    metasrv::v1::ListFlownodesResponse>(
+      context, request, response,
+      [this](const metasrv::v1::ListFlownodesRequest& req,
+             metasrv::v1::ListFlownodesResponse* resp) {
+        return ListNodes(req, resp);
+      });
 }
 
 absl::Status FlowStateService::ListNodes(
@@ -92,11 +101,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* FlowStateService::WatchFlowState(
     // The request has no fields yet, but must still be one.
     grpc::ByteBuffer copy(*request);
     metasrv::v1::WatchFlowStateRequest parsed;
-    if (!grpc::SerializationTraits<metasrv::v1::WatchFlowStateRequest>::Deserialize(
-             &copy, &parsed)
-             .ok()) {
-      refused = absl::InvalidArgumentError("malformed WatchFlowStateRequest");
-    }
+    refused = DecodeRequest(&copy, max_request_bytes_, &parsed);
   }
   if (!refused.ok()) {
     // A reactor that only finishes.

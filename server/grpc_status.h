@@ -8,7 +8,8 @@
 
 namespace metasrv::server {
 
-// Same canonical code, same message.
+// Same canonical code, same message without surrounding whitespace. Every
+// status the server sends goes through here.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 }  // namespace metasrv::server

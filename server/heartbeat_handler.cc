@@ -124,6 +124,21 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
   return MergeResult::kMerged;
 }
 
+void SetNotLeader(const core::Leadership& leadership,
+                  greptime::v1::meta::ResponseHeader* header) {
+  header->set_protocol_version(1);
+  auto* error = header->mutable_error();
+  error->set_code(kNotLeaderErrorCode);
+  error->set_err_msg(
+      absl::StrCat("not leader; leader is '", leadership.LeaderAddr(), "'"));
+}
+
+uint64_t HeartbeatHandler::IntervalFor(int role) const {
+  return role == greptime::v1::meta::FRONTEND
+             ? options_.heartbeat_interval_ms * kFrontendIntervalFactor
+             : options_.heartbeat_interval_ms;
+}
+
 absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
                                       bool handshake,
                                       HeartbeatResponse* response) {
@@ -138,13 +153,14 @@ absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
   if (metrics_ != nullptr) metrics_->HeartbeatReceived(role);
   response->Clear();
   response->mutable_header()->set_protocol_version(1);
+  // Every handshake answer carries the config, the not-leader one included.
+  if (handshake) {
+    auto* config = response->mutable_heartbeat_config();
+    config->set_heartbeat_interval_ms(IntervalFor(role));
+    config->set_retry_interval_ms(options_.retry_interval_ms);
+  }
   const core::Leadership::Term term = leadership_->CurrentTerm();
   if (term.leading) {
-    if (handshake) {
-      auto* config = response->mutable_heartbeat_config();
-      config->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
-      config->set_retry_interval_ms(options_.retry_interval_ms);
-    }
     absl::StatusOr<MergeResult> merged =
         MergeFlowStat(request, request.header().role(), term.kv_generation);
     // kAborted: leadership was lost while merging; answer as a follower.
@@ -155,11 +171,7 @@ absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
   if (metrics_ != nullptr && request.has_flow_stat() && !term.leading) {
     metrics_->ReportIgnored(IgnoredReason::kNotLeader);
   }
-  response->clear_heartbeat_config();
-  auto* error = response->mutable_header()->mutable_error();
-  error->set_code(kNotLeaderErrorCode);
-  error->set_err_msg(
-      absl::StrCat("not leader; leader is '", leadership_->LeaderAddr(), "'"));
+  SetNotLeader(*leadership_, response->mutable_header());
   return absl::AbortedError("not leader");
 }
 

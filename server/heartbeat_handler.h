@@ -18,6 +18,16 @@ namespace metasrv::server {
 // lead (GreptimeDB's "not leader").
 inline constexpr int32_t kNotLeaderErrorCode = 2;
 
+// GreptimeDB tells frontends to heartbeat this many times less often than
+// other nodes (`frontend_heartbeat_interval` in
+// src/common/meta/src/distributed_time_constants.rs).
+inline constexpr uint64_t kFrontendIntervalFactor = 6;
+
+// Fills `header` with the "not leader" error (code 2) naming the leader, as
+// every greptime.v1.meta answer of a follower carries it.
+void SetNotLeader(const core::Leadership& leadership,
+                  greptime::v1::meta::ResponseHeader* header);
+
 // Why a request's flow state was or was not merged.
 enum class MergeResult {
   kMerged,        // Recorded as the node's latest report.
@@ -32,8 +42,10 @@ inline constexpr char kFlowStartTimeExtension[] = "flow_start_time_map";
 class HeartbeatHandler {
  public:
   struct Options {
-    uint64_t heartbeat_interval_ms = 3000;  // Sent in the handshake response.
-    uint64_t retry_interval_ms = 3000;      // Sent in the handshake response.
+    // The base interval sent in handshake responses: datanodes and flownodes
+    // get it, frontends kFrontendIntervalFactor times it.
+    uint64_t heartbeat_interval_ms = 3000;
+    uint64_t retry_interval_ms = 3000;  // Sent in handshake responses to all.
     // A report of more flows is refused with kInvalidArgument.
     uint64_t max_flows_per_report = 100000;
   };
@@ -44,7 +56,8 @@ class HeartbeatHandler {
                    const core::Leadership* leadership, Options options,
                    Metrics* metrics = nullptr);
 
-  // Handles one request of a stream; `handshake` is true for its first.
+  // Handles one request of a stream; `handshake` is true for its first,
+  // whose answer carries the heartbeat config (also when not leading).
   // - OK: send `*response` and go on reading.
   // - kAborted: this replica does not lead. `*response` carries the
   //   not-leader error; send it, then end the stream with ABORTED.
@@ -78,6 +91,9 @@ class HeartbeatHandler {
       const google::protobuf::Map<uint32_t, int64_t>* start_times = nullptr);
 
  private:
+  // The heartbeat interval to tell a node of `role`.
+  uint64_t IntervalFor(int role) const;
+
   core::FlowStateManager* const flow_state_;  // Where reports go; borrowed.
   const core::Leadership* const leadership_;  // Whether we lead; borrowed.
   const Options options_;                     // Handshake config, limits.

@@ -1,6 +1,7 @@
 #include "server/heartbeat_service.h"
 
 #include "server/heartbeat_stream.h"
+#include "server/unary_call.h"
 
 namespace metasrv::server {
 
@@ -9,22 +10,32 @@ using greptime::v1::meta::AskLeaderResponse;
 
 HeartbeatService::HeartbeatService(HeartbeatHandler* handler,
                                    StreamRegistry* registry,
-                                   const core::Leadership* leadership)
-    : handler_(handler), registry_(registry), leadership_(leadership) {}
+                                   const core::Leadership* leadership,
+                                   size_t max_request_bytes)
+    : handler_(handler),
+      registry_(registry),
+      leadership_(leadership),
+      max_request_bytes_(max_request_bytes) {}
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-HeartbeatService::Heartbeat(grpc::CallbackServerContext*) {
-  return new HeartbeatStream(handler_, registry_);
+HeartbeatService::Heartbeat(grpc::CallbackServerContext* context) {
+  return new HeartbeatStream(handler_, registry_, max_request_bytes_,
+                             context->peer());
 }
 
 grpc::ServerUnaryReactor* HeartbeatService::AskLeader(
-    grpc::CallbackServerContext* context, const AskLeaderRequest*,
-    AskLeaderResponse* response) {
-  response->mutable_header()->set_protocol_version(1);
-  response->mutable_leader()->set_id(0);
-  response->mutable_leader()->set_addr(leadership_->LeaderAddr());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = UnaryCall<AskLeaderRequest, AskLeaderResponse>::Start(
+      context, request, response, max_request_bytes_, &reactor);
+  if (call == nullptr) return reactor;
+  // Any replica answers, leader or not: that is how clients find the leader.
+  AskLeaderResponse* answer = call->response();
+  answer->mutable_header()->set_protocol_version(1);
+  answer->mutable_leader()->set_id(0);
+  answer->mutable_leader()->set_addr(leadership_->LeaderAddr());
+  call->Finish(absl::OkStatus());
   return reactor;
 }
 

@@ -2,6 +2,8 @@
 #ifndef METASRV_SERVER_HEARTBEAT_SERVICE_H_
 #define METASRV_SERVER_HEARTBEAT_SERVICE_H_
 
+#include <cstddef>
+
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.grpc.pb.h"
 #include "server/heartbeat_handler.h"
@@ -9,29 +11,31 @@
 
 namespace metasrv::server {
 
-// The Heartbeat stream is a raw (bytes) method, parsed by HeartbeatStream;
-// AskLeader is an ordinary callback method.
+// Both methods take raw bytes, so that zstd-compressed requests can be
+// decoded (see request_decoder.h): the Heartbeat stream is parsed by
+// HeartbeatStream, AskLeader by UnaryCall.
 class HeartbeatService final
     : public greptime::v1::meta::Heartbeat::WithRawCallbackMethod_Heartbeat<
-          greptime::v1::meta::Heartbeat::WithCallbackMethod_AskLeader<
+          greptime::v1::meta::Heartbeat::WithRawCallbackMethod_AskLeader<
               greptime::v1::meta::Heartbeat::Service>> {
  public:
-  // Borrows all three; they must outlive the service.
+  // Borrows all three; they must outlive the service. Requests inflate to at
+  // most `max_request_bytes`.
   HeartbeatService(HeartbeatHandler* handler, StreamRegistry* registry,
-                   const core::Leadership* leadership);
+                   const core::Leadership* leadership, size_t max_request_bytes);
 
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Heartbeat(
       grpc::CallbackServerContext* context) override;
 
-  grpc::ServerUnaryReactor* AskLeader(
-      grpc::CallbackServerContext* context,
-      const greptime::v1::meta::AskLeaderRequest* request,
-      greptime::v1::meta::AskLeaderResponse* response) override;
+  grpc::ServerUnaryReactor* AskLeader(grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
 
  private:
   HeartbeatHandler* const handler_;           // Per-request logic.
   StreamRegistry* const registry_;            // Open streams.
   const core::Leadership* const leadership_;  // Who leads.
+  const size_t max_request_bytes_;            // Inflated request limit.
 };
 
 }  // namespace metasrv::server

@@ -2,7 +2,10 @@
 
 #include <grpcpp/impl/codegen/proto_utils.h>
 
+#include <utility>
+
 #include "server/grpc_status.h"
+#include "server/request_decoder.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -19,9 +22,12 @@ google::protobuf::ArenaOptions BlockOptions(char* block, size_t size) {
 }  // namespace
 
 HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
-                                 StreamRegistry* registry)
+                                 StreamRegistry* registry,
+                                 size_t max_request_bytes, std::string peer)
     : handler_(handler),
       registry_(registry),
+      max_request_bytes_(max_request_bytes),
+      peer_(std::move(peer)),
       arena_(BlockOptions(arena_block_, sizeof(arena_block_))) {
   absl::Status added = registry_->Add(this);
   if (!added.ok()) {
@@ -47,35 +53,38 @@ void HeartbeatStream::HandleRead() {
   auto* request =
       google::protobuf::Arena::CreateMessage<greptime::v1::meta::HeartbeatRequest>(
           &arena_);
-  grpc::Status parsed =
-      grpc::SerializationTraits<greptime::v1::meta::HeartbeatRequest>::Deserialize(
-          &read_buffer_, request);
+  absl::Status parsed = DecodeRequest(&read_buffer_, max_request_bytes_, request);
   if (!parsed.ok()) {
-    FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            "malformed HeartbeatRequest: " + parsed.error_message()));
+    FinishOnce(ToGrpcStatus(parsed));
     return;
   }
   absl::Status handled = handler_->Handle(*request, handshake_, &response_);
   handshake_ = false;
   if (!handled.ok() && !absl::IsAborted(handled)) {
-    spdlog::debug("heartbeat stream ended: {}", handled.ToString());
+    spdlog::debug("heartbeat stream from {} ended: {}", peer_, handled.ToString());
     FinishOnce(ToGrpcStatus(handled));
     return;
   }
+  // A fresh buffer for every answer: Serialize() expects an empty one.
+  grpc::ByteBuffer answer;
   bool own_buffer = false;
   grpc::Status serialized =
       grpc::SerializationTraits<greptime::v1::meta::HeartbeatResponse>::Serialize(
-          response_, &write_buffer_, &own_buffer);
+          response_, &answer, &own_buffer);
   if (!serialized.ok()) {
-    FinishOnce(grpc::Status(grpc::StatusCode::INTERNAL, serialized.error_message()));
+    FinishOnce(ToGrpcStatus(absl::InternalError("cannot serialize the response")));
     return;
   }
   absl::MutexLock lock(&mu_);
-  if (end_.finished) return;  // Aborted while handling.
+  // Aborted while handling (a step-down, shutdown): the stream is ending.
+  if (end_.finished) return;
   if (absl::IsAborted(handled)) {
     // Not leader: the response says so, then the stream ends.
-    end_.finish_after_write = grpc::Status(grpc::StatusCode::ABORTED, "not leader");
+    end_.finish_after_write = ToGrpcStatus(absl::AbortedError("not leader"));
   }
+  // No write is in flight (the next read starts when it completes), so
+  // gRPC holds no reference to the previous answer's buffer.
+  write_buffer_.Swap(&answer);
   end_.write_in_flight = true;
   StartWrite(&write_buffer_);
 }

@@ -9,7 +9,9 @@
 #ifndef METASRV_SERVER_HEARTBEAT_STREAM_H_
 #define METASRV_SERVER_HEARTBEAT_STREAM_H_
 
+#include <cstddef>
 #include <optional>
+#include <string>
 
 #include <google/protobuf/arena.h>
 #include <grpcpp/support/byte_buffer.h>
@@ -28,8 +30,10 @@ class HeartbeatStream final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
       public AbortableStream {
  public:
-  // Borrows both. Deletes itself when gRPC is done with it.
-  HeartbeatStream(HeartbeatHandler* handler, StreamRegistry* registry);
+  // Borrows both. Requests inflate to at most `max_request_bytes`; `peer`
+  // names the client in logs. Deletes itself when gRPC is done with it.
+  HeartbeatStream(HeartbeatHandler* handler, StreamRegistry* registry,
+                  size_t max_request_bytes, std::string peer);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -45,6 +49,8 @@ class HeartbeatStream final
 
   HeartbeatHandler* const handler_;  // Handles each request; borrowed.
   StreamRegistry* const registry_;   // Where this stream is listed; borrowed.
+  const size_t max_request_bytes_;   // Limit of an inflated request.
+  const std::string peer_;           // The client's address, for logs.
   bool registered_ = false;          // Whether Add() succeeded.
   bool handshake_ = true;            // The next request is the first.
   grpc::ByteBuffer read_buffer_;   // The request, as read.
@@ -55,7 +61,9 @@ class HeartbeatStream final
   google::protobuf::Arena arena_;
   greptime::v1::meta::HeartbeatResponse response_;  // Reused for each answer.
 
-  absl::Mutex mu_;  // Guards end_; never held into gRPC callbacks.
+  // Guards end_. Held while starting a write or a read (so Abort() cannot
+  // finish the stream in between), never while waiting for gRPC.
+  absl::Mutex mu_;
   StreamEnd end_ ABSL_GUARDED_BY(mu_);  // Write in flight, finishing.
 };
 

@@ -6,6 +6,7 @@
 #include "absl/flags/usage.h"
 #include "absl/synchronization/mutex.h"
 #include "server/flags.h"
+#include "server/grpc_log.h"
 #include "server/metasrv_server.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
     spdlog::error("{}", s.ToString());
     return 2;
   }
+  metasrv::server::RouteGrpcLogsToSpdlog();
   absl::StatusOr<metasrv::server::ServerOptions> options =
       metasrv::server::OptionsFromFlags();
   if (!options.ok()) {

@@ -110,19 +110,28 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
                                 s->options_.retry_interval_ms,
                                 s->options_.max_flows_per_report},
       s->metrics_.get());
+  const size_t max_request =
+      static_cast<size_t>(s->options_.max_message_bytes);
   s->heartbeat_service_ = std::make_unique<HeartbeatService>(
-      s->handler_.get(), &s->streams_, s->leadership_.get());
+      s->handler_.get(), &s->streams_, s->leadership_.get(), max_request);
   s->cluster_service_ = std::make_unique<ClusterService>(
       &s->kv_, s->leadership_.get(), &s->reads_,
       SelfInfo{s->advertised_addr_, METASRV_VERSION,
                static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())),
-               HostName()});
+               HostName()},
+      max_request);
   s->flow_state_service_ = std::make_unique<FlowStateService>(
       &s->flow_state_, s->leadership_.get(), &s->reads_, s->watch_.get(),
-      s->metrics_.get());
+      s->metrics_.get(), max_request);
   s->admin_service_ = std::make_unique<AdminService>(
       [server = s.get()] { return server->LeaderChange(); }, &s->flow_state_,
-      s->leadership_.get(), std::move(auth));
+      s->leadership_.get(), std::move(auth), max_request);
+  s->reflection_v1_ = std::make_unique<ReflectionV1Service>(
+      std::vector<std::string>{
+          "greptime.v1.meta.Heartbeat", "greptime.v1.meta.Cluster",
+          "metasrv.v1.FlowState", "metasrv.v1.Admin", "grpc.health.v1.Health",
+          "grpc.reflection.v1.ServerReflection",
+          "grpc.reflection.v1alpha.ServerReflection"});
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -147,6 +156,7 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   builder.RegisterService(s->cluster_service_.get());
   builder.RegisterService(s->flow_state_service_.get());
   builder.RegisterService(s->admin_service_.get());
+  builder.RegisterService(s->reflection_v1_.get());
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(

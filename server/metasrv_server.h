@@ -26,6 +26,7 @@
 #include "server/metrics.h"
 #include "server/node_expirer.h"
 #include "server/read_executor.h"
+#include "server/reflection_v1.h"
 #include "server/stream_registry.h"
 
 namespace metasrv::server {
@@ -123,6 +124,7 @@ class MetasrvServer final : public LeadershipListener {
   std::unique_ptr<ClusterService> cluster_service_;        // Cluster.
   std::unique_ptr<FlowStateService> flow_state_service_;   // FlowState.
   std::unique_ptr<AdminService> admin_service_;            // Admin.
+  std::unique_ptr<ReflectionV1Service> reflection_v1_;     // Reflection v1.
   std::unique_ptr<grpc::Server> server_;                   // The gRPC server.
   absl::Mutex shutdown_mu_;                                // Guards below.
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;   // Shutdown() ran.

@@ -99,10 +99,16 @@ TEST(BinaryTest, FlagfileConfiguresTheServer) {
   close(fd);
   std::ofstream(path) << "--heartbeat_interval=1500ms\n--log_level=debug\n";
   ServerProcess server({absl::StrCat("--flagfile=", path)});
-  HeartbeatClient client(server.channel());
-  auto resp = client.Call(Request(meta::FRONTEND, 1));
+  HeartbeatClient flownode(server.channel());
+  auto resp = flownode.Call(Request(meta::FLOWNODE, 1));
   ASSERT_TRUE(resp.has_value());
   EXPECT_EQ(resp->heartbeat_config().heartbeat_interval_ms(), 1500u);
+  // Frontends heartbeat six times less often, as GreptimeDB tells them.
+  HeartbeatClient frontend(server.channel());
+  resp = frontend.Call(Request(meta::FRONTEND, 2));
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->heartbeat_config().heartbeat_interval_ms(), 9000u);
+  EXPECT_EQ(resp->heartbeat_config().retry_interval_ms(), 3000u);
   unlink(path);
 }
 

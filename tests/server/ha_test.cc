@@ -113,12 +113,14 @@ TEST_F(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
 
   for (int f = 0; f < 3; ++f) {
     if (f == leader) continue;
-    // Heartbeat: error code 2 in the response, then ABORTED.
+    // Heartbeat: error code 2 in the response, then ABORTED. The handshake
+    // answer carries the config all the same, as the reference's does.
     HeartbeatClient client(channels_[f]);
     auto resp = client.Call(FlowReport(7, {{1, 1, 1}}));
     ASSERT_TRUE(resp.has_value());
     EXPECT_EQ(resp->header().error().code(), kNotLeaderErrorCode);
-    EXPECT_FALSE(resp->has_heartbeat_config());
+    EXPECT_EQ(resp->heartbeat_config().heartbeat_interval_ms(), 3000u);
+    EXPECT_EQ(resp->heartbeat_config().retry_interval_ms(), 3000u);
     EXPECT_EQ(client.Close().error_code(), grpc::StatusCode::ABORTED);
     EXPECT_EQ(replicas_[f]->kv().size(), 0u);
     // Cluster reads: error code 2 in the header, no data.
@@ -131,6 +133,14 @@ TEST_F(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
     ASSERT_TRUE(cluster->Range(&ctx, range, &range_resp).ok());
     EXPECT_EQ(range_resp.header().error().code(), kNotLeaderErrorCode);
     EXPECT_EQ(range_resp.kvs_size(), 0);
+    grpc::ClientContext peers_ctx;
+    meta::MetasrvPeersResponse peers_resp;
+    ASSERT_TRUE(
+        cluster->MetasrvPeers(&peers_ctx, meta::MetasrvPeersRequest(), &peers_resp)
+            .ok());
+    EXPECT_EQ(peers_resp.header().error().code(), kNotLeaderErrorCode);
+    EXPECT_FALSE(peers_resp.has_leader());
+    EXPECT_EQ(peers_resp.followers_size(), 0);
     // Our own RPCs: FAILED_PRECONDITION naming the leader.
     auto state = metasrv::v1::FlowState::NewStub(channels_[f]);
     grpc::ClientContext ctx2;
