@@ -1,0 +1,422 @@
+"""GreptimeDB's meta client, byte for byte, against the metasrv binary.
+
+Every request here is what tonic sends for GreptimeDB's meta client
+(tonic_client.py): zstd-compressed, and for Cluster reads without a header
+(src/common/meta/src/rpc/store.rs). Run by ctest:
+
+  python3 tonic_client_test.py --binary=build/server/metasrv --pydir=build/gen_py
+"""
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ARGS = None
+meta = None  # The generated greptime.v1.meta modules, once imported.
+
+HEARTBEAT = "/greptime.v1.meta.Heartbeat/Heartbeat"
+ASK_LEADER = "/greptime.v1.meta.Heartbeat/AskLeader"
+RANGE = "/greptime.v1.meta.Cluster/Range"
+BATCH_GET = "/greptime.v1.meta.Cluster/BatchGet"
+PEERS = "/greptime.v1.meta.Cluster/MetasrvPeers"
+GET_FLOW_STATE = "/metasrv.v1.FlowState/GetFlowState"
+LEADER_CHANGE = "/metasrv.v1.Admin/LeaderChange"
+NOT_LEADER = 2
+FLOWNODE, FRONTEND = 2, 1
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(check, timeout=15.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except (OSError, ConnectionError):
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def accepts(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+class Server:
+    """The metasrv binary on a free loopback port; its stderr in a file."""
+
+    def __init__(self, *extra):
+        self.port = free_port()
+        self.addr = f"127.0.0.1:{self.port}"
+        self.log = tempfile.NamedTemporaryFile(prefix="metasrv-", suffix=".log",
+                                               delete=False)
+        self.proc = subprocess.Popen(
+            [ARGS.binary, f"--bind_addr={self.addr}", "--metrics_addr=", *extra],
+            stdout=subprocess.DEVNULL, stderr=self.log)
+        wait_for(lambda: accepts(self.port), what=f"metasrv on {self.addr}")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        self.log.close()
+
+    def log_text(self):
+        with open(self.log.name) as f:
+            return f.read()
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def header(role, member_id):
+    h = meta.common_pb2.RequestHeader()
+    h.protocol_version = 1
+    h.role = role
+    h.member_id = member_id
+    return h
+
+
+def report(member_id, flows):
+    req = meta.heartbeat_pb2.HeartbeatRequest()
+    req.header.CopyFrom(header(FLOWNODE, member_id))
+    req.peer.id = member_id
+    req.peer.addr = f"10.0.0.{member_id}:6800"
+    for flow_id, size, last_exec in flows:
+        req.flow_stat.flow_stat_size[flow_id] = size
+        req.flow_stat.flow_last_exec_time_map[flow_id] = last_exec
+    return req
+
+
+def parse(cls, data):
+    msg = cls()
+    msg.ParseFromString(data)
+    return msg
+
+
+class StandaloneTest(unittest.TestCase):
+    """A standalone metasrv: the leader."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def connect(self, encoding="zstd"):
+        conn = tonic_client.Connection(self.server.addr, encoding)
+        self.addCleanup(conn.close)
+        return conn
+
+    def test_ask_leader(self):
+        conn = self.connect()
+        answer = parse(meta.heartbeat_pb2.AskLeaderResponse,
+                       conn.unary(ASK_LEADER, meta.heartbeat_pb2.AskLeaderRequest(
+                           header=header(FLOWNODE, 1))))
+        self.assertEqual(answer.header.protocol_version, 1)
+        self.assertEqual(answer.leader.addr, self.server.addr)
+        self.assertEqual(answer.leader.id, 0)
+
+    def test_handshake_reports_and_reads(self):
+        conn = self.connect()
+        # Start from an empty state: a leader change (admin, from loopback).
+        conn.unary(LEADER_CHANGE, meta.metasrv_pb2.LeaderChangeRequest())
+        call = conn.open(HEARTBEAT)
+        # The handshake: a header only. Its answer carries the config.
+        hello = meta.heartbeat_pb2.HeartbeatRequest(header=header(FLOWNODE, 41))
+        call.send(hello.SerializeToString())
+        answer = parse(meta.heartbeat_pb2.HeartbeatResponse, call.recv())
+        self.assertFalse(answer.header.HasField("error"))
+        self.assertEqual(answer.heartbeat_config.heartbeat_interval_ms, 3000)
+        self.assertEqual(answer.heartbeat_config.retry_interval_ms, 3000)
+        # Reports, one answer each, in order; the second replaces the first.
+        for flows in ([(1024, 4096, 1733000000000)],
+                      [(1024, 8192, 1733000003000), (1025, 10, 1733000003001)]):
+            call.send(report(41, flows).SerializeToString())
+            answer = parse(meta.heartbeat_pb2.HeartbeatResponse, call.recv())
+            self.assertFalse(answer.header.HasField("error"))
+            self.assertFalse(answer.HasField("heartbeat_config"))
+        # A frontend reads the aggregate as GreptimeDB does: no header.
+        reads = self.connect()
+        want = (b'{"state_size":{"1024":8192,"1025":10},'
+                b'"last_exec_time_map":{"1024":1733000003000,"1025":1733000003001},'
+                b'"start_time_map":{}}')
+        rng = parse(meta.cluster_pb2.RangeResponse,
+                    reads.unary(RANGE, meta.cluster_pb2.RangeRequest(key=b"__flow/state")))
+        self.assertEqual(rng.header.protocol_version, 1)
+        self.assertFalse(rng.header.HasField("error"))
+        self.assertEqual([(kv.key, kv.value) for kv in rng.kvs],
+                         [(b"__flow/state", want)])
+        got = parse(meta.cluster_pb2.BatchGetResponse,
+                    reads.unary(BATCH_GET, meta.cluster_pb2.BatchGetRequest(
+                        keys=[b"__flow/state/node/41", b"__flow/state/node/9"])))
+        self.assertEqual([kv.key for kv in got.kvs], [b"__flow/state/node/41"])
+        self.assertEqual(got.kvs[0].value, want)
+        peers = parse(meta.cluster_pb2.MetasrvPeersResponse,
+                      reads.unary(PEERS, meta.cluster_pb2.MetasrvPeersRequest()))
+        self.assertEqual(peers.leader.peer.addr, self.server.addr)
+        self.assertEqual(len(peers.followers), 0)
+        # The typed read takes zstd too.
+        state = parse(meta.metasrv_pb2.GetFlowStateResponse,
+                      reads.unary(GET_FLOW_STATE,
+                                  meta.metasrv_pb2.GetFlowStateRequest(flow_ids=[1025])))
+        self.assertTrue(state.found)
+        self.assertEqual(list(state.flow_ids), [1025])
+        self.assertEqual(list(state.state_sizes), [10])
+        call.close_send()
+        self.assertEqual(call.finish(), [])
+
+    def test_every_encoding_gives_the_same_answer(self):
+        answers = set()
+        for encoding, content_size in (("zstd", False), ("zstd", True),
+                                       ("gzip", False), ("identity", False)):
+            conn = self.connect(encoding)
+            call = conn.open(HEARTBEAT)
+            req = report(50, [(7, 70, 700)])
+            call.send(req.SerializeToString(), content_size=content_size)
+            answers.add(call.recv())
+            call.close_send()
+            call.finish()
+            rng = conn.unary(RANGE, meta.cluster_pb2.RangeRequest(
+                key=b"__flow/state/node/50"), content_size=content_size)
+            answers.add(rng)
+        # One heartbeat answer and one Range answer, whatever the encoding.
+        self.assertEqual(len(answers), 2)
+
+    def test_frontend_gets_the_frontend_interval(self):
+        conn = self.connect()
+        call = conn.open(HEARTBEAT)
+        call.send(meta.heartbeat_pb2.HeartbeatRequest(
+            header=header(FRONTEND, 3)).SerializeToString())
+        answer = parse(meta.heartbeat_pb2.HeartbeatResponse, call.recv())
+        self.assertEqual(answer.heartbeat_config.heartbeat_interval_ms, 18000)
+        self.assertEqual(answer.heartbeat_config.retry_interval_ms, 3000)
+        call.close_send()
+        call.finish()
+
+    def test_zstd_bomb_is_refused_and_harms_nobody(self):
+        conn = self.connect()
+        # 64 MiB of zeros compress to a few KiB: 16 times the 4 MiB limit.
+        bomb = meta.cluster_pb2.RangeRequest(
+            key=b"k" + b"\0" * (64 << 20)).SerializeToString()
+        frames = [tonic_client.zstd_frame(bomb, content_size=True),
+                  tonic_client.zstd_frame(bomb, content_size=False)]
+        rss_before = rss_kib(self.server.proc.pid)
+        for i in range(20):
+            call = conn.open(RANGE)
+            frame = frames[i % 2]
+            call.send_raw(b"\x01" + len(frame).to_bytes(4, "big") + frame, end=True)
+            with self.assertRaises(tonic_client.CallError) as refused:
+                call.finish()
+            self.assertEqual(refused.exception.code, 8)  # RESOURCE_EXHAUSTED
+            self.assertIn("limit", refused.exception.message)
+        # Each refusal held at most the limit (4 MiB), and gave it back.
+        self.assertLess(rss_kib(self.server.proc.pid) - rss_before, 32 << 10)
+        # Same in the heartbeat stream; a later call on the connection works.
+        hb = conn.open(HEARTBEAT)
+        big = report(60, [])
+        big.peer.addr = "x" * (64 << 20)
+        hb.send(big.SerializeToString())
+        with self.assertRaises(tonic_client.CallError) as ended:
+            hb.finish()
+        self.assertEqual(ended.exception.code, 8)
+        answer = parse(meta.heartbeat_pb2.AskLeaderResponse,
+                       conn.unary(ASK_LEADER, meta.heartbeat_pb2.AskLeaderRequest()))
+        self.assertEqual(answer.leader.addr, self.server.addr)
+
+    def test_corrupt_frame_is_a_clear_error(self):
+        conn = self.connect()
+        frame = tonic_client.zstd_frame(b"\x0a\x00" * 100)
+        call = conn.open(ASK_LEADER)
+        call.send_raw(b"\x01" + len(frame[:-3]).to_bytes(4, "big") + frame[:-3],
+                      end=True)
+        with self.assertRaises(tonic_client.CallError) as failed:
+            call.finish()
+        self.assertEqual(failed.exception.code, 3)  # INVALID_ARGUMENT
+        # h2 accepted the grpc-message header: no surrounding whitespace.
+        self.assertEqual(failed.exception.message, failed.exception.message.strip())
+
+    def test_malformed_heartbeat_error_is_accepted_by_strict_http2(self):
+        conn = self.connect()
+        call = conn.open(HEARTBEAT)
+        call.send(b"\xff\xff\xff")  # Not a protobuf message.
+        with self.assertRaises(tonic_client.CallError) as failed:
+            call.finish()
+        self.assertEqual(failed.exception.code, 3)
+        self.assertIn("malformed HeartbeatRequest", failed.exception.message)
+
+    def test_zz_no_log_line_per_call(self):
+        # Runs last (unittest sorts by name): every call above was zstd.
+        conn = self.connect()
+        for _ in range(50):
+            conn.unary(ASK_LEADER, meta.heartbeat_pb2.AskLeaderRequest())
+        lines = [l for l in self.server.log_text().splitlines() if l.strip()]
+        self.assertFalse([l for l in lines if "grpc-encoding" in l], lines)
+        self.assertLess(len(lines), 10, lines)
+
+
+class FollowerTest(unittest.TestCase):
+    """Two replicas on a real etcd: the follower's answers."""
+
+    @classmethod
+    def setUpClass(cls):
+        etcd = shutil.which("etcd")
+        if etcd is None:
+            raise unittest.SkipTest("etcd not installed (apt-get install etcd-server)")
+        cls.dir = tempfile.mkdtemp(prefix="tonic-etcd-")
+        client, peer = free_port(), free_port()
+        cls.etcd = subprocess.Popen(
+            [etcd, "--name=t", f"--data-dir={cls.dir}/etcd",
+             f"--listen-client-urls=http://127.0.0.1:{client}",
+             f"--advertise-client-urls=http://127.0.0.1:{client}",
+             f"--listen-peer-urls=http://127.0.0.1:{peer}",
+             f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+             f"--initial-cluster=t=http://127.0.0.1:{peer}", "--log-level=error",
+             "--logger=zap"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: accepts(client), what="etcd")
+            cls.replicas = [Server(f"--store_addrs=127.0.0.1:{client}",
+                                   "--lease_ttl=2s") for _ in range(2)]
+            leader = []
+
+            def elected():
+                conn = tonic_client.Connection(cls.replicas[0].addr)
+                try:
+                    addr = parse(meta.heartbeat_pb2.AskLeaderResponse,
+                                 conn.unary(ASK_LEADER,
+                                            meta.heartbeat_pb2.AskLeaderRequest())
+                                 ).leader.addr
+                finally:
+                    conn.close()
+                leader[:] = [addr]
+                return addr in (r.addr for r in cls.replicas)
+            wait_for(elected, timeout=20, what="a leader")
+            cls.leader = leader[0]
+            cls.follower = next(r.addr for r in cls.replicas if r.addr != cls.leader)
+
+            def follower_knows():
+                conn = tonic_client.Connection(cls.follower)
+                try:
+                    return parse(meta.heartbeat_pb2.AskLeaderResponse,
+                                 conn.unary(ASK_LEADER,
+                                            meta.heartbeat_pb2.AskLeaderRequest())
+                                 ).leader.addr == cls.leader
+                finally:
+                    conn.close()
+            wait_for(follower_knows, timeout=20, what="the follower to see the leader")
+        except Exception:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        for r in getattr(cls, "replicas", []):
+            r.stop()
+        cls.etcd.terminate()
+        cls.etcd.wait(timeout=10)
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_follower_names_the_leader_and_refuses_reports(self):
+        conn = tonic_client.Connection(self.follower)
+        self.addCleanup(conn.close)
+        asked = parse(meta.heartbeat_pb2.AskLeaderResponse,
+                      conn.unary(ASK_LEADER, meta.heartbeat_pb2.AskLeaderRequest(
+                          header=header(FLOWNODE, 1))))
+        self.assertEqual(asked.leader.addr, self.leader)
+        call = conn.open(HEARTBEAT)
+        call.send(meta.heartbeat_pb2.HeartbeatRequest(
+            header=header(FLOWNODE, 1)).SerializeToString())
+        answer = parse(meta.heartbeat_pb2.HeartbeatResponse, call.recv())
+        self.assertEqual(answer.header.error.code, NOT_LEADER)
+        # The handshake config comes with the refusal, as the reference's does.
+        self.assertEqual(answer.heartbeat_config.heartbeat_interval_ms, 3000)
+        with self.assertRaises(tonic_client.CallError) as ended:
+            call.finish()
+        self.assertEqual(ended.exception.code, 10)  # ABORTED
+
+    def test_follower_answers_cluster_reads_not_leader(self):
+        conn = tonic_client.Connection(self.follower)
+        self.addCleanup(conn.close)
+        for path, req, cls in (
+                (RANGE, meta.cluster_pb2.RangeRequest(key=b"__flow/state"),
+                 meta.cluster_pb2.RangeResponse),
+                (BATCH_GET, meta.cluster_pb2.BatchGetRequest(keys=[b"__flow/state"]),
+                 meta.cluster_pb2.BatchGetResponse),
+                (PEERS, meta.cluster_pb2.MetasrvPeersRequest(),
+                 meta.cluster_pb2.MetasrvPeersResponse)):
+            answer = parse(cls, conn.unary(path, req))
+            self.assertEqual(answer.header.error.code, NOT_LEADER, path)
+            self.assertIn(self.leader, answer.header.error.err_msg)
+            self.assertEqual(len(answer.ListFields()), 1, path)  # Header only.
+
+    def test_leader_serves_reports_and_reads(self):
+        conn = tonic_client.Connection(self.leader)
+        self.addCleanup(conn.close)
+        call = conn.open(HEARTBEAT)
+        call.send(meta.heartbeat_pb2.HeartbeatRequest(
+            header=header(FLOWNODE, 5)).SerializeToString())
+        self.assertFalse(parse(meta.heartbeat_pb2.HeartbeatResponse,
+                               call.recv()).header.HasField("error"))
+        call.send(report(5, [(9, 90, 900)]).SerializeToString())
+        self.assertFalse(parse(meta.heartbeat_pb2.HeartbeatResponse,
+                               call.recv()).header.HasField("error"))
+        rng = parse(meta.cluster_pb2.RangeResponse,
+                    conn.unary(RANGE, meta.cluster_pb2.RangeRequest(
+                        key=b"__flow/state/node/5")))
+        self.assertEqual(rng.kvs[0].value,
+                         b'{"state_size":{"9":90},"last_exec_time_map":{"9":900},'
+                         b'"start_time_map":{}}')
+        peers = parse(meta.cluster_pb2.MetasrvPeersResponse,
+                      conn.unary(PEERS, meta.cluster_pb2.MetasrvPeersRequest()))
+        self.assertEqual(peers.leader.peer.addr, self.leader)
+        self.assertEqual([f.peer.addr for f in peers.followers], [self.follower])
+        call.close_send()
+        call.finish()
+
+
+def main():
+    global ARGS, meta, tonic_client
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--pydir", required=True)
+    ARGS, rest = parser.parse_known_args()
+    sys.path.insert(0, ARGS.pydir)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import tonic_client as client_module
+    from greptime.v1.meta import cluster_pb2, common_pb2, heartbeat_pb2
+    from metasrv.v1 import metasrv_pb2
+
+    class Modules:
+        pass
+    meta = Modules()
+    meta.cluster_pb2, meta.common_pb2 = cluster_pb2, common_pb2
+    meta.heartbeat_pb2, meta.metasrv_pb2 = heartbeat_pb2, metasrv_pb2
+    tonic_client = client_module
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+
+
+tonic_client = None
+
+if __name__ == "__main__":
+    main()
