@@ -20,12 +20,14 @@ if [[ $QUICK == 1 ]]; then dur=3s; odur=6s; owarm=2s; else dur=8s; odur=20s; owa
 
 . bench/lib.sh
 
-echo "== closed loop, 1,000 streams x 10 flows, metasrv and echo interleaved"
+echo "== closed loop, 1,000 streams x 10 flows, metasrv (plain and zstd requests) and echo interleaved"
 echo "rep,target,msgs_per_s,p50_us,p99_us,p999_us,errors" >"$OUT/closed.csv"
 for rep in $(seq "$REPS"); do
-  for target in echo metasrv; do
-    port=$((port + 1)); start_server $target $port
-    r=$(loadgen $target --mode=closed --streams=1000 --flows=10 --duration=$dur --warmup=2s)
+  for target in echo metasrv metasrv-zstd; do
+    port=$((port + 1)); start_server ${target%-zstd} $port
+    extra=()
+    [[ $target == *-zstd ]] && extra=(--zstd)
+    r=$(loadgen $target --mode=closed --streams=1000 --flows=10 --duration=$dur --warmup=2s "${extra[@]}")
     stop_server
     echo "$rep,$target,$(json "$r" msgs_per_s),$(json "$r" p50_us),$(json "$r" p99_us),$(json "$r" p999_us),$(json "$r" errors)" >>"$OUT/closed.csv"
   done

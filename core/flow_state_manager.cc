@@ -115,6 +115,8 @@ absl::Status FlowStateManager::SyncLocked() const {
       by_silence_.insert({entry.heartbeat_mono_ms, node});
     }
   }
+  total_flows_ = 0;
+  for (const auto& [node, entry] : rebuilt) total_flows_ += entry.report.flows().size();
   nodes_ = std::move(rebuilt);
   generation_ = generation;
   return absl::OkStatus();
@@ -168,6 +170,7 @@ absl::Status FlowStateManager::CommitLocked(
           " (leadership changed); ", what(), " not recorded"));
     }
     Change change = plan();
+    if (!change.refused.ok()) return change.refused;
     if (change.touches_aggregate && !global_is_aggregate_) {
       change.batch.push_back({std::string(kFlowStateKey), aggregate_value_});
     }
@@ -183,6 +186,26 @@ absl::Status FlowStateManager::CommitLocked(
   }
   return absl::UnavailableError(absl::StrCat(
       what(), " gave up: the KV was reset on every attempt"));
+}
+
+absl::Status FlowStateManager::CheckCapacityLocked(uint64_t node,
+                                                  const NodeEntry* entry,
+                                                  uint64_t report_flows) const {
+  if (entry == nullptr && options_.max_nodes != 0 &&
+      nodes_.size() >= options_.max_nodes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "flownode ", node, " refused: ", nodes_.size(),
+        " flownodes are known, the limit (--max_nodes) is ", options_.max_nodes));
+  }
+  const uint64_t old_flows = entry == nullptr ? 0 : entry->report.flows().size();
+  if (options_.max_total_flows != 0 && report_flows > old_flows &&
+      total_flows_ - old_flows + report_flows > options_.max_total_flows) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "report of node ", node, " refused: ", report_flows, " flows would bring ",
+        "the total to ", total_flows_ - old_flows + report_flows,
+        ", past the limit (--max_total_flows) of ", options_.max_total_flows));
+  }
+  return absl::OkStatus();
 }
 
 FlowStateManager::NodeEntry& FlowStateManager::EntryLocked(
@@ -226,6 +249,10 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
           Change change;
           auto it = nodes_.find(node_id);
           fresh.reset();
+          change.refused = CheckCapacityLocked(
+              node_id, it == nodes_.end() ? nullptr : &it->second,
+              has_report ? heartbeat.report->flows().size() : 0);
+          if (!change.refused.ok()) return change;
           if (it == nodes_.end()) {
             // Complete before the KV shows it.
             FlownodeRecord record;
@@ -250,6 +277,8 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
           }
           entry.record_in_kv = true;
           if (has_report) {
+            total_flows_ += heartbeat.report->flows().size();
+            total_flows_ -= entry.report.flows().size();
             aggregate_->Replace(node_id, entry.report, *heartbeat.report);
             entry.report = *std::move(heartbeat.report);
           }
@@ -299,6 +328,7 @@ absl::StatusOr<ForgetResult> FlowStateManager::ForgetFlows(
         [&] {
           for (auto& [node, kept] : rewrites) {
             NodeEntry& entry = nodes_[node];
+            total_flows_ -= entry.report.flows().size() - kept.flows().size();
             aggregate_->Replace(node, entry.report, kept);
             entry.report = std::move(kept);
           }
@@ -336,6 +366,7 @@ absl::StatusOr<uint64_t> FlowStateManager::ExpireSilentNodes() {
           for (uint64_t node : expired) {
             auto it = nodes_.find(node);
             by_silence_.erase({it->second.heartbeat_mono_ms, node});
+            total_flows_ -= it->second.report.flows().size();
             aggregate_->Replace(node, it->second.report, FlowStateValue());
             nodes_.erase(it);
           }

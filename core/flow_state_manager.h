@@ -77,6 +77,12 @@ class FlowStateManager {
     // A node silent for longer loses its report and record when
     // ExpireSilentNodes() runs. Zero: never (GreptimeDB's behaviour).
     absl::Duration node_report_ttl = absl::ZeroDuration();
+    // Flownodes known at once: a heartbeat of a new node past it is refused
+    // with kResourceExhausted. 0: no limit.
+    uint64_t max_nodes = 0;
+    // (node, flow) entries over all reports: a report that would grow the
+    // total past it is refused with kResourceExhausted. 0: no limit.
+    uint64_t max_total_flows = 0;
   };
 
   // Borrows `kv` and the clock, which must outlive the manager.
@@ -107,7 +113,9 @@ class FlowStateManager {
   // With `kv_generation` set, the heartbeat is refused with kAborted (and
   // nothing written) unless the KV is still at that generation: the caller
   // decided to record it while leading, and a reset since means it stepped
-  // down.
+  // down. kResourceExhausted (naming the limit; nothing written) for a new
+  // node past Options::max_nodes, or a report that would grow the entries
+  // past Options::max_total_flows.
   absl::Status Heartbeat(uint64_t node_id, NodeHeartbeat heartbeat,
                          std::optional<uint64_t> kv_generation = std::nullopt);
 
@@ -186,6 +194,7 @@ class FlowStateManager {
   struct Change {
     std::vector<kv::Mutation> batch;  // The KV writes.
     bool touches_aggregate = false;   // Whether aggregate flows change.
+    absl::Status refused;             // Not OK: write nothing, return this.
   };
 
   // Rebuilds the index if the KV generation moved since it was built.
@@ -197,6 +206,11 @@ class FlowStateManager {
                             absl::FunctionRef<std::string()> what,
                             absl::FunctionRef<Change()> plan,
                             absl::FunctionRef<void()> apply)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK if node `node` (`entry`, null when new) may send a report of
+  // `report_flows` flows (0: no report); else kResourceExhausted.
+  absl::Status CheckCapacityLocked(uint64_t node, const NodeEntry* entry,
+                                   uint64_t report_flows) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Node `node`'s entry, created if new, with its last heartbeat set to
   // `mono_ms` (monotonic clock) and the silence order kept.
@@ -226,6 +240,8 @@ class FlowStateManager {
   mutable std::shared_ptr<FlowAggregate> aggregate_ ABSL_GUARDED_BY(mu_);
   // The lazy value of `__flow/state` that encodes aggregate_.
   mutable kv::ValuePtr aggregate_value_ ABSL_GUARDED_BY(mu_);
+  // (node, flow) entries over all nodes' reports.
+  mutable uint64_t total_flows_ ABSL_GUARDED_BY(mu_) = 0;
   // Whether the KV's `__flow/state` is aggregate_value_ (false before the
   // first merge of a generation and after a Put()).
   mutable bool global_is_aggregate_ ABSL_GUARDED_BY(mu_) = false;

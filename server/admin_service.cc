@@ -9,12 +9,12 @@ namespace metasrv::server {
 AdminService::AdminService(LeaderChangeFn leader_change,
                            core::FlowStateManager* flow_state,
                            const core::Leadership* leadership, AdminAuth auth,
-                           size_t max_request_bytes)
+                           CallLimits limits)
     : auth_(std::move(auth)),
       leader_change_(std::move(leader_change)),
       flow_state_(flow_state),
       leadership_(leadership),
-      max_request_bytes_(max_request_bytes) {}
+      limits_(limits) {}
 
 absl::Status AdminService::Admit(grpc::CallbackServerContext* context,
                                  const char* method) const {
@@ -39,7 +39,7 @@ grpc::ServerUnaryReactor* AdminService::LeaderChange(
   grpc::ServerUnaryReactor* reactor = nullptr;
   auto* call = UnaryCall<metasrv::v1::LeaderChangeRequest,
                          metasrv::v1::LeaderChangeResponse>::Start(
-      context, request, response, max_request_bytes_, &reactor);
+      context, request, response, limits_, &reactor);
   if (call == nullptr) return reactor;
   if (absl::Status allowed = Admit(context, "LeaderChange"); !allowed.ok()) {
     call->Finish(allowed);
@@ -61,7 +61,7 @@ grpc::ServerUnaryReactor* AdminService::ForgetFlows(
   grpc::ServerUnaryReactor* reactor = nullptr;
   auto* call = UnaryCall<metasrv::v1::ForgetFlowsRequest,
                          metasrv::v1::ForgetFlowsResponse>::Start(
-      context, request, response, max_request_bytes_, &reactor);
+      context, request, response, limits_, &reactor);
   if (call == nullptr) return reactor;
   if (absl::Status allowed = Admit(context, "ForgetFlows"); !allowed.ok()) {
     call->Finish(allowed);

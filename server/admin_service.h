@@ -10,6 +10,7 @@
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
+#include "server/unary_call.h"
 #include "server/admin_auth.h"
 
 namespace metasrv::server {
@@ -27,10 +28,10 @@ class AdminService final
 
   // Borrows `flow_state` and `leadership`; they must outlive the service.
   // Every call must pass `auth` first. Requests inflate to at most
-  // `max_request_bytes`.
+  // `limits`.
   AdminService(LeaderChangeFn leader_change, core::FlowStateManager* flow_state,
                const core::Leadership* leadership, AdminAuth auth,
-               size_t max_request_bytes);
+               CallLimits limits);
 
   grpc::ServerUnaryReactor* LeaderChange(grpc::CallbackServerContext* context,
                                          const grpc::ByteBuffer* request,
@@ -50,7 +51,7 @@ class AdminService final
   const LeaderChangeFn leader_change_;        // Does LeaderChange.
   core::FlowStateManager* const flow_state_;  // The state; borrowed.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
-  const size_t max_request_bytes_;            // Inflated request limit.
+  const CallLimits limits_;                   // Request size, reply budget.
 };
 
 }  // namespace metasrv::server

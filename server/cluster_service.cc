@@ -38,20 +38,20 @@ void FillNodeInfo(const SelfInfo& self, const std::string& addr,
 ClusterService::ClusterService(const kv::KvBackend* kv,
                                const core::Leadership* leadership,
                                ReadExecutor* reads, SelfInfo self,
-                               size_t max_request_bytes)
+                               CallLimits limits)
     : kv_(kv),
       leadership_(leadership),
       reads_(reads),
       self_(std::move(self)),
-      max_request_bytes_(max_request_bytes) {}
+      limits_(limits) {}
 
 template <typename Request, typename Response, typename Fill>
 grpc::ServerUnaryReactor* ClusterService::Serve(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response, Fill fill) {
+    grpc::ByteBuffer* response, ReadCost cost, Fill fill) {
   grpc::ServerUnaryReactor* reactor = nullptr;
   auto* call = UnaryCall<Request, Response>::Start(context, request, response,
-                                                   max_request_bytes_, &reactor);
+                                                   limits_, &reactor);
   if (call == nullptr) return reactor;
   meta::ResponseHeader* header = call->response()->mutable_header();
   if (!leadership_->IsLeader()) {
@@ -60,8 +60,7 @@ grpc::ServerUnaryReactor* ClusterService::Serve(
     return reactor;
   }
   header->set_protocol_version(1);
-  reads_->Schedule(
-      [call, fill] { call->Finish(fill(call->request(), call->response())); });
+  ScheduleRead(reads_, cost, call, fill);
   return reactor;
 }
 
@@ -69,7 +68,7 @@ grpc::ServerUnaryReactor* ClusterService::BatchGet(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return Serve<meta::BatchGetRequest, meta::BatchGetResponse>(
-      context, request, response,
+      context, request, response, ReadCost::kLarge,
       [this](const meta::BatchGetRequest& req,
              meta::BatchGetResponse* resp) -> absl::Status {
         std::vector<std::string> keys(req.keys().begin(), req.keys().end());
@@ -84,7 +83,7 @@ grpc::ServerUnaryReactor* ClusterService::Range(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return Serve<meta::RangeRequest, meta::RangeResponse>(
-      context, request, response,
+      context, request, response, ReadCost::kLarge,
       [this](const meta::RangeRequest& req,
              meta::RangeResponse* resp) -> absl::Status {
         absl::StatusOr<kv::RangeResponse> found =
@@ -100,7 +99,7 @@ grpc::ServerUnaryReactor* ClusterService::MetasrvPeers(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return Serve<meta::MetasrvPeersRequest, meta::MetasrvPeersResponse>(
-      context, request, response,
+      context, request, response, ReadCost::kSmall,
       [this](const meta::MetasrvPeersRequest&,
              meta::MetasrvPeersResponse* resp) -> absl::Status {
         FillNodeInfo(self_, self_.addr, resp->mutable_leader());

@@ -8,6 +8,7 @@
 #include "core/leadership.h"
 #include "greptime/v1/meta/cluster.grpc.pb.h"
 #include "kv/kv_backend.h"
+#include "server/unary_call.h"
 #include "server/read_executor.h"
 
 namespace metasrv::server {
@@ -31,9 +32,9 @@ class ClusterService final
                   greptime::v1::meta::Cluster::Service>>> {
  public:
   // Borrows `kv`, `leadership` and `reads`; they must outlive the service.
-  // KV reads run on `reads`. Requests inflate to at most `max_request_bytes`.
+  // KV reads run on `reads`. Calls are held to `limits`.
   ClusterService(const kv::KvBackend* kv, const core::Leadership* leadership,
-                 ReadExecutor* reads, SelfInfo self, size_t max_request_bytes);
+                 ReadExecutor* reads, SelfInfo self, CallLimits limits);
 
   grpc::ServerUnaryReactor* BatchGet(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* request,
@@ -48,18 +49,20 @@ class ClusterService final
  private:
   // Decodes the request; on a follower answers "not leader"; else runs
   // `fill(request, response)` (returning an absl::Status) on the read
-  // executor (a KV read may be large; asking etcd for the peers may wait)
+  // executor as a read of `cost` (a KV read may be large; asking etcd for
+  // the peers may wait)
   // and finishes the call with it.
   template <typename Request, typename Response, typename Fill>
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
                                   const grpc::ByteBuffer* request,
-                                  grpc::ByteBuffer* response, Fill fill);
+                                  grpc::ByteBuffer* response, ReadCost cost,
+                                  Fill fill);
 
   const kv::KvBackend* const kv_;             // The in-memory KV; borrowed.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
   ReadExecutor* const reads_;                 // Runs KV reads; borrowed.
   const SelfInfo self_;                       // This replica, for peers.
-  const size_t max_request_bytes_;            // Inflated request limit.
+  const CallLimits limits_;                   // Request size, reply budget.
 };
 
 }  // namespace metasrv::server

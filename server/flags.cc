@@ -45,6 +45,19 @@ ABSL_FLAG(uint64_t, max_streams, 50000,
 ABSL_FLAG(int, max_message_bytes, 4 << 20, "largest request accepted");
 ABSL_FLAG(uint64_t, max_flows_per_report, 100000,
           "a report of more flows ends its stream with INVALID_ARGUMENT");
+ABSL_FLAG(uint64_t, max_nodes, 10000,
+          "flownodes known at once; a new one past it is refused with "
+          "RESOURCE_EXHAUSTED (0: no limit)");
+ABSL_FLAG(uint64_t, max_total_flows, 1000000,
+          "(node, flow) entries over all reports; a report that would pass it "
+          "is refused with RESOURCE_EXHAUSTED (0: no limit)");
+ABSL_FLAG(int, max_streams_per_connection, 1000,
+          "HTTP/2 streams (calls of any kind) one connection may have open");
+ABSL_FLAG(uint64_t, max_reply_bytes_in_flight, 128 << 20,
+          "bytes of answers sent but not yet read by clients; past it, new "
+          "answers get RESOURCE_EXHAUSTED (0: no limit)");
+ABSL_FLAG(uint64_t, max_queued_reads, 64,
+          "large reads waiting for a read thread; more get RESOURCE_EXHAUSTED");
 ABSL_FLAG(absl::Duration, keepalive_time, absl::Seconds(30),
           "idle time after which a connection is pinged");
 ABSL_FLAG(absl::Duration, keepalive_timeout, absl::Seconds(10),
@@ -81,6 +94,17 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.max_streams = absl::GetFlag(FLAGS_max_streams);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   o.max_flows_per_report = absl::GetFlag(FLAGS_max_flows_per_report);
+  o.max_nodes = absl::GetFlag(FLAGS_max_nodes);
+  o.max_total_flows = absl::GetFlag(FLAGS_max_total_flows);
+  o.max_streams_per_connection = absl::GetFlag(FLAGS_max_streams_per_connection);
+  if (o.max_streams_per_connection < 1) {
+    return absl::InvalidArgumentError("--max_streams_per_connection must be positive");
+  }
+  o.max_reply_bytes_in_flight = absl::GetFlag(FLAGS_max_reply_bytes_in_flight);
+  o.max_queued_reads = absl::GetFlag(FLAGS_max_queued_reads);
+  if (o.max_queued_reads < 1) {
+    return absl::InvalidArgumentError("--max_queued_reads must be positive");
+  }
   o.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
   o.keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
   o.node_report_ttl = absl::GetFlag(FLAGS_node_report_ttl);

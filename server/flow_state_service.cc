@@ -10,13 +10,28 @@ namespace metasrv::server {
 FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
                                    const core::Leadership* leadership,
                                    ReadExecutor* reads, WatchHub* watch,
-                                   Metrics* metrics, size_t max_request_bytes)
+                                   Metrics* metrics, CallLimits limits)
     : flow_state_(flow_state),
       leadership_(leadership),
       reads_(reads),
       watch_(watch),
       metrics_(metrics),
-      max_request_bytes_(max_request_bytes) {}
+      limits_(limits) {}
+
+namespace {
+
+// A read of a few flows or nodes is small; of all, large.
+constexpr int kSmallRead = 1024;
+ReadCost Cost(const metasrv::v1::GetFlowStateRequest& request) {
+  const int n = request.flow_ids_size();
+  return n > 0 && n <= kSmallRead ? ReadCost::kSmall : ReadCost::kLarge;
+}
+ReadCost Cost(const metasrv::v1::ListFlownodesRequest& request) {
+  const int n = request.node_ids_size();
+  return n > 0 && n <= kSmallRead ? ReadCost::kSmall : ReadCost::kLarge;
+}
+
+}  // namespace
 
 template <typename Request, typename Response, typename Read>
 grpc::ServerUnaryReactor* FlowStateService::LeaderRead(
@@ -24,15 +39,14 @@ grpc::ServerUnaryReactor* FlowStateService::LeaderRead(
     grpc::ByteBuffer* response, Read read) {
   grpc::ServerUnaryReactor* reactor = nullptr;
   auto* call = UnaryCall<Request, Response>::Start(context, request, response,
-                                                   max_request_bytes_, &reactor);
+                                                   limits_, &reactor);
   if (call == nullptr) return reactor;
   absl::Status leader = core::CheckLeader(*leadership_);
   if (!leader.ok()) {
     call->Finish(leader);
     return reactor;
   }
-  reads_->Schedule(
-      [call, read] { call->Finish(read(call->request(), call->response())); });
+  ScheduleRead(reads_, Cost(call->request()), call, read);
   return reactor;
 }
 
@@ -101,7 +115,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* FlowStateService::WatchFlowState(
     // The request has no fields yet, but must still be one.
     grpc::ByteBuffer copy(*request);
     metasrv::v1::WatchFlowStateRequest parsed;
-    refused = DecodeRequest(&copy, max_request_bytes_, &parsed);
+    refused = DecodeRequest(&copy, limits_.max_request_bytes, &parsed);
   }
   if (!refused.ok()) {
     // A reactor that only finishes.

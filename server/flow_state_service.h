@@ -7,6 +7,7 @@
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
+#include "server/unary_call.h"
 #include "server/flow_state_watch.h"
 #include "server/metrics.h"
 #include "server/read_executor.h"
@@ -23,10 +24,10 @@ class FlowStateService final
                   metasrv::v1::FlowState::Service>>> {
  public:
   // Borrows all; they must outlive the service. Reads run on `reads`.
-  // `metrics` may be null. Requests inflate to at most `max_request_bytes`.
+  // `metrics` may be null. Calls are held to `limits`.
   FlowStateService(const core::FlowStateManager* flow_state,
                    const core::Leadership* leadership, ReadExecutor* reads,
-                   WatchHub* watch, Metrics* metrics, size_t max_request_bytes);
+                   WatchHub* watch, Metrics* metrics, CallLimits limits);
 
   grpc::ServerUnaryReactor* GetFlowState(grpc::CallbackServerContext* context,
                                          const grpc::ByteBuffer* request,
@@ -57,7 +58,7 @@ class FlowStateService final
   ReadExecutor* const reads_;                       // Runs reads; borrowed.
   WatchHub* const watch_;                           // Watchers; borrowed.
   Metrics* const metrics_;                          // May be null; borrowed.
-  const size_t max_request_bytes_;                  // Inflated request limit.
+  const CallLimits limits_;                         // Request size, replies.
 };
 
 }  // namespace metasrv::server

@@ -99,23 +99,33 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
       start_times = &extension->start_time_ms();
     }
     const auto& stat = request.flow_stat();
-    const uint64_t flows = static_cast<uint64_t>(
+    // A cheap bound first (no map can hold more than the distinct flows),
+    // then the exact count: distinct flow ids over the three maps.
+    const uint64_t largest = static_cast<uint64_t>(
         std::max({stat.flow_stat_size_size(), stat.flow_last_exec_time_map_size(),
                   start_times == nullptr ? 0 : static_cast<int>(start_times->size())}));
+    std::optional<core::FlowStateValue> report;
+    if (largest <= options_.max_flows_per_report) {
+      report = ToReport(stat, start_times);
+    }
+    const uint64_t flows = report.has_value() ? report->flows().size() : largest;
     if (flows > options_.max_flows_per_report) {
       if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kTooManyFlows);
       return absl::InvalidArgumentError(absl::StrCat(
           "report of node ", *node, " has ", flows,
           " flows, more than the limit of ", options_.max_flows_per_report));
     }
-    heartbeat.report = ToReport(stat, start_times);
+    heartbeat.report = *std::move(report);
   }
   const absl::Time start = absl::Now();
   absl::Status recorded =
       flow_state_->Heartbeat(*node, std::move(heartbeat), kv_generation);
   if (!recorded.ok()) {
-    if (has_report && absl::IsAborted(recorded) && metrics_ != nullptr) {
+    if (metrics_ != nullptr && absl::IsAborted(recorded) && has_report) {
       metrics_->ReportIgnored(IgnoredReason::kNotLeader);
+    }
+    if (metrics_ != nullptr && absl::IsResourceExhausted(recorded)) {
+      metrics_->ReportIgnored(IgnoredReason::kOverCapacity);
     }
     return recorded;
   }

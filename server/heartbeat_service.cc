@@ -11,15 +11,15 @@ using greptime::v1::meta::AskLeaderResponse;
 HeartbeatService::HeartbeatService(HeartbeatHandler* handler,
                                    StreamRegistry* registry,
                                    const core::Leadership* leadership,
-                                   size_t max_request_bytes)
+                                   CallLimits limits)
     : handler_(handler),
       registry_(registry),
       leadership_(leadership),
-      max_request_bytes_(max_request_bytes) {}
+      limits_(limits) {}
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 HeartbeatService::Heartbeat(grpc::CallbackServerContext* context) {
-  return new HeartbeatStream(handler_, registry_, max_request_bytes_,
+  return new HeartbeatStream(handler_, registry_, limits_.max_request_bytes,
                              context->peer());
 }
 
@@ -28,7 +28,7 @@ grpc::ServerUnaryReactor* HeartbeatService::AskLeader(
     grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = nullptr;
   auto* call = UnaryCall<AskLeaderRequest, AskLeaderResponse>::Start(
-      context, request, response, max_request_bytes_, &reactor);
+      context, request, response, limits_, &reactor);
   if (call == nullptr) return reactor;
   // Any replica answers, leader or not: that is how clients find the leader.
   AskLeaderResponse* answer = call->response();

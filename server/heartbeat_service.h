@@ -6,6 +6,7 @@
 
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.grpc.pb.h"
+#include "server/unary_call.h"
 #include "server/heartbeat_handler.h"
 #include "server/stream_registry.h"
 
@@ -20,9 +21,9 @@ class HeartbeatService final
               greptime::v1::meta::Heartbeat::Service>> {
  public:
   // Borrows all three; they must outlive the service. Requests inflate to at
-  // most `max_request_bytes`.
+  // most `limits.max_request_bytes`.
   HeartbeatService(HeartbeatHandler* handler, StreamRegistry* registry,
-                   const core::Leadership* leadership, size_t max_request_bytes);
+                   const core::Leadership* leadership, CallLimits limits);
 
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Heartbeat(
       grpc::CallbackServerContext* context) override;
@@ -35,7 +36,7 @@ class HeartbeatService final
   HeartbeatHandler* const handler_;           // Per-request logic.
   StreamRegistry* const registry_;            // Open streams.
   const core::Leadership* const leadership_;  // Who leads.
-  const size_t max_request_bytes_;            // Inflated request limit.
+  const CallLimits limits_;                   // Request size, reply budget.
 };
 
 }  // namespace metasrv::server

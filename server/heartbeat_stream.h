@@ -30,7 +30,7 @@ class HeartbeatStream final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
       public AbortableStream {
  public:
-  // Borrows both. Requests inflate to at most `max_request_bytes`; `peer`
+  // Borrows both. Calls are held to `limits`. `peer`
   // names the client in logs. Deletes itself when gRPC is done with it.
   HeartbeatStream(HeartbeatHandler* handler, StreamRegistry* registry,
                   size_t max_request_bytes, std::string peer);

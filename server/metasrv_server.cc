@@ -110,22 +110,22 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
                                 s->options_.retry_interval_ms,
                                 s->options_.max_flows_per_report},
       s->metrics_.get());
-  const size_t max_request =
-      static_cast<size_t>(s->options_.max_message_bytes);
+  const CallLimits limits{
+      static_cast<size_t>(s->options_.max_message_bytes), &s->replies_};
   s->heartbeat_service_ = std::make_unique<HeartbeatService>(
-      s->handler_.get(), &s->streams_, s->leadership_.get(), max_request);
+      s->handler_.get(), &s->streams_, s->leadership_.get(), limits);
   s->cluster_service_ = std::make_unique<ClusterService>(
       &s->kv_, s->leadership_.get(), &s->reads_,
       SelfInfo{s->advertised_addr_, METASRV_VERSION,
                static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())),
                HostName()},
-      max_request);
+      limits);
   s->flow_state_service_ = std::make_unique<FlowStateService>(
       &s->flow_state_, s->leadership_.get(), &s->reads_, s->watch_.get(),
-      s->metrics_.get(), max_request);
+      s->metrics_.get(), limits);
   s->admin_service_ = std::make_unique<AdminService>(
       [server = s.get()] { return server->LeaderChange(); }, &s->flow_state_,
-      s->leadership_.get(), std::move(auth), max_request);
+      s->leadership_.get(), std::move(auth), limits);
   s->reflection_v1_ = std::make_unique<ReflectionV1Service>(
       std::vector<std::string>{
           "greptime.v1.meta.Heartbeat", "greptime.v1.meta.Cluster",
@@ -139,6 +139,10 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   // Without this, a second server could silently share the port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(s->options_.max_message_bytes);
+  // One connection cannot take every stream slot (nor hold unboundedly many
+  // answers in flight).
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             s->options_.max_streams_per_connection);
   // Ping idle connections; drop peers that do not answer, which releases
   // their streams. Accept the clients' own pings as often as GreptimeDB's.
   builder.AddChannelArgument(

@@ -56,6 +56,18 @@ struct ServerOptions {
   uint64_t max_streams = 50000;            // Open heartbeat streams; 0: no limit.
   int max_message_bytes = 4 << 20;         // Largest request accepted.
   uint64_t max_flows_per_report = 100000;  // Larger reports are refused.
+  // Flownodes known at once, and (node, flow) entries over all reports: a
+  // new node or a report that would pass them is refused. 0: no limit.
+  uint64_t max_nodes = 10000;
+  uint64_t max_total_flows = 1000000;
+  // HTTP/2 streams (calls of any kind) one connection may have open.
+  int max_streams_per_connection = 1000;
+  // Bytes of answers sent but not yet read by their clients; past it, new
+  // answers get RESOURCE_EXHAUSTED. 0: no limit.
+  uint64_t max_reply_bytes_in_flight = 128 << 20;
+  // Large reads (all flows, KV ranges) waiting for a read thread; more get
+  // RESOURCE_EXHAUSTED.
+  size_t max_queued_reads = 64;
   // HTTP/2 keepalive pings: sent after this idle time; a peer that does not
   // answer within the timeout is dropped and its streams released.
   absl::Duration keepalive_time = absl::Seconds(30);
@@ -109,14 +121,17 @@ class MetasrvServer final : public LeadershipListener {
   std::string advertised_addr_;           // What AskLeader answers.
   kv::MemoryKv kv_;                       // The in-memory KV.
   core::FlowStateManager flow_state_{
-      &kv_, {options_.clock, options_.node_report_ttl}};  // Flow state in kv_.
+      &kv_,
+      {options_.clock, options_.node_report_ttl, options_.max_nodes,
+       options_.max_total_flows}};  // Flow state in kv_.
   std::unique_ptr<core::Leadership> leadership_;    // Who leads.
   EtcdElection* election_ = nullptr;  // leadership_ when on etcd, else null.
   StreamRegistry streams_{options_.max_streams};    // Open heartbeat streams.
   std::unique_ptr<Metrics> metrics_;                // Prometheus metrics.
-  // Large reads, off gRPC's threads and at a lower priority than heartbeats.
+  // Reads, off gRPC's threads.
   // Declared before the services and the server, so it outlives their calls.
-  ReadExecutor reads_{options_.read_threads, 0};
+  ReadExecutor reads_{{options_.read_threads, 4096, options_.max_queued_reads}};
+  ReplyBudget replies_{options_.max_reply_bytes_in_flight};  // Unread answers.
   std::unique_ptr<WatchHub> watch_;                 // WatchFlowState pushes.
   std::unique_ptr<NodeExpirer> expirer_;  // With a node TTL, else null.
   std::unique_ptr<HeartbeatHandler> handler_;       // Per-request logic.

@@ -64,7 +64,8 @@ Metrics::Metrics(Sources sources)
               &ignored.Add({{"reason", "no_node_id"}}),
               &ignored.Add({{"reason", "too_many_flows"}}),
               &ignored.Add({{"reason", "not_leader"}}),
-              &ignored.Add({{"reason", "malformed_extension"}})};
+              &ignored.Add({{"reason", "malformed_extension"}}),
+              &ignored.Add({{"reason", "over_capacity"}})};
   // 1 µs to ~16 ms, doubling.
   prometheus::Histogram::BucketBoundaries bounds;
   for (double b = 1e-6; b < 0.02; b *= 2) bounds.push_back(b);

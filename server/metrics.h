@@ -23,6 +23,7 @@ enum class IgnoredReason {
   kTooManyFlows,
   kNotLeader,
   kMalformed,  // A malformed flow_start_time_map extension.
+  kOverCapacity,  // Past --max_nodes or --max_total_flows.
 };
 
 // Counters and a histogram updated on the hot path, plus gauges read from
@@ -66,7 +67,7 @@ class Metrics {
   std::shared_ptr<prometheus::Registry> registry_;   // Counters, histogram.
   std::array<prometheus::Counter*, 3> heartbeats_;   // By role; in registry_.
   prometheus::Counter* merged_;                      // In registry_.
-  std::array<prometheus::Counter*, 5> ignored_;      // By reason; in registry_.
+  std::array<prometheus::Counter*, 6> ignored_;      // By reason; in registry_.
   prometheus::Histogram* merge_seconds_;             // In registry_.
   prometheus::Counter* leader_changes_;              // In registry_.
   prometheus::Counter* watch_published_;             // In registry_.

@@ -137,6 +137,11 @@ absl::Status Malformed(const google::protobuf::MessageLite& message) {
 
 bool IsZstdFrame(const grpc::ByteBuffer& raw) {
   if (raw.Length() < sizeof(kZstdMagic)) return false;
+  // Fast path, without allocating: a small message is one slice.
+  grpc::Slice single;
+  if (raw.TrySingleSlice(&single).ok()) {
+    return std::equal(kZstdMagic, kZstdMagic + sizeof(kZstdMagic), single.begin());
+  }
   std::vector<grpc::Slice> slices;
   if (!raw.Dump(&slices).ok()) return false;
   unsigned char head[sizeof(kZstdMagic)];
