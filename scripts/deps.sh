@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libspdlog-dev rapidjson-dev prometheus-cpp-dev libzstd-dev grpc-proto
+  libabsl-dev libspdlog-dev rapidjson-dev prometheus-cpp-dev libzstd-dev libmicrohttpd-dev grpc-proto
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [[ "${1:-}" == "test" ]]; then

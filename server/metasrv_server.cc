@@ -91,8 +91,10 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
         s->metrics_.get());
   }
   if (!s->options_.metrics_addr.empty()) {
-    absl::Status served = s->metrics_->Serve(s->options_.metrics_addr);
-    if (!served.ok()) return served;
+    absl::StatusOr<std::unique_ptr<HttpServer>> http =
+        HttpServer::Start(s->options_.metrics_addr, s->HttpRoutes());
+    if (!http.ok()) return http.status();
+    s->http_ = *std::move(http);
   }
   AdminAuth auth;
   if (!s->options_.admin_token_file.empty()) {
@@ -172,15 +174,43 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
                s->options_.tls_cert.empty()
                    ? ""
                    : (s->options_.tls_client_ca.empty() ? " with TLS" : " with mTLS"));
-  if (s->metrics_->port() != 0) {
+  if (s->http_ != nullptr) {
     std::string metrics_host;
     int ignored_port = 0;
     SplitHostPort(s->options_.metrics_addr, &metrics_host, &ignored_port).IgnoreError();
-    spdlog::info("metrics on http://{}/metrics",
-                 JoinHostPort(metrics_host, s->metrics_->port()));
+    spdlog::info("metrics, health and readiness on http://{}/{{metrics,health,ready}}",
+                 JoinHostPort(metrics_host, s->http_->port()));
   }
   if (s->election_ != nullptr) s->election_->Start();
   return s;
+}
+
+HttpServer::Routes MetasrvServer::HttpRoutes() {
+  HttpServer::Routes routes;
+  routes["/metrics"] = [this] {
+    return HttpAnswer{200, "text/plain; version=0.0.4; charset=utf-8",
+                      metrics_->Scrape()};
+  };
+  // The process is up and serving gRPC.
+  routes["/health"] = [this] {
+    absl::MutexLock lock(&shutdown_mu_);
+    if (shut_down_) return HttpAnswer{503, "text/plain; charset=utf-8", "shutting down\n"};
+    return HttpAnswer{200, "text/plain; charset=utf-8", "serving\n"};
+  };
+  // Useful to clients: the leader, or a follower that can name it.
+  routes["/ready"] = [this] {
+    if (leadership_->IsLeader()) {
+      return HttpAnswer{200, "text/plain; charset=utf-8", "leader\n"};
+    }
+    const std::string leader = leadership_->LeaderAddr();
+    if (leader.empty()) {
+      return HttpAnswer{503, "text/plain; charset=utf-8",
+                        "not ready: no leader is known\n"};
+    }
+    return HttpAnswer{200, "text/plain; charset=utf-8",
+                      absl::StrCat("follower; the leader is ", leader, "\n")};
+  };
+  return routes;
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
@@ -240,6 +270,7 @@ absl::StatusOr<uint64_t> MetasrvServer::LeaderChange() {
 }
 
 MetasrvServer::~MetasrvServer() {
+  http_.reset();  // Its handlers use the members below.
   Shutdown();
   Wait();
   if (watch_ != nullptr) {

@@ -23,6 +23,7 @@
 #include "server/flow_state_watch.h"
 #include "server/heartbeat_handler.h"
 #include "server/heartbeat_service.h"
+#include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/node_expirer.h"
 #include "server/read_executor.h"
@@ -95,8 +96,8 @@ class MetasrvServer final : public LeadershipListener {
   void Wait();
 
   int port() const { return port_; }
-  // Port of /metrics; 0 when not served.
-  int metrics_port() const { return metrics_->port(); }
+  // Port of /metrics, /health and /ready; 0 when not served.
+  int metrics_port() const { return http_ == nullptr ? 0 : http_->port(); }
   const std::string& advertised_addr() const { return advertised_addr_; }
   kv::MemoryKv& kv() { return kv_; }
   core::FlowStateManager& flow_state() { return flow_state_; }
@@ -113,6 +114,8 @@ class MetasrvServer final : public LeadershipListener {
   // Plaintext, TLS or mTLS, as the options say.
   static absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
   ServerCredentials(const ServerOptions& options);
+  // /metrics, /health and /ready.
+  HttpServer::Routes HttpRoutes();
   // What LeaderChange does.
   absl::StatusOr<uint64_t> LeaderChange();
 
@@ -128,6 +131,7 @@ class MetasrvServer final : public LeadershipListener {
   EtcdElection* election_ = nullptr;  // leadership_ when on etcd, else null.
   StreamRegistry streams_{options_.max_streams};    // Open heartbeat streams.
   std::unique_ptr<Metrics> metrics_;                // Prometheus metrics.
+  std::unique_ptr<HttpServer> http_;  // /metrics, /health, /ready; or null.
   // Reads, off gRPC's threads.
   // Declared before the services and the server, so it outlives their calls.
   ReadExecutor reads_{{options_.read_threads, 4096, options_.max_queued_reads}};

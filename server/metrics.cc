@@ -1,11 +1,12 @@
 #include "server/metrics.h"
 
-#include <exception>
+#include <iterator>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
+#include "prometheus/text_serializer.h"
 
 namespace metasrv::server {
 
@@ -90,22 +91,12 @@ Metrics::Metrics(Sources sources)
 
 Metrics::~Metrics() = default;
 
-absl::Status Metrics::Serve(const std::string& addr) {
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(addr, 1);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", addr, ": ", e.what()));
-  }
-  exposer_->RegisterCollectable(registry_);
-  exposer_->RegisterCollectable(gauges_);
-  return absl::OkStatus();
-}
-
-int Metrics::port() const {
-  if (exposer_ == nullptr) return 0;
-  std::vector<int> ports = exposer_->GetListeningPorts();
-  return ports.empty() ? 0 : ports.front();
+std::string Metrics::Scrape() const {
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  std::vector<prometheus::MetricFamily> gauges = gauges_->Collect();
+  families.insert(families.end(), std::make_move_iterator(gauges.begin()),
+                  std::make_move_iterator(gauges.end()));
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 void Metrics::HeartbeatReceived(int role) {

@@ -1,4 +1,4 @@
-// The service's Prometheus metrics, served over HTTP at /metrics.
+// The service's Prometheus metrics (served at /metrics by the HttpServer).
 #ifndef METASRV_SERVER_METRICS_H_
 #define METASRV_SERVER_METRICS_H_
 
@@ -10,7 +10,6 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "prometheus/counter.h"
-#include "prometheus/exposer.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
@@ -44,10 +43,8 @@ class Metrics {
   explicit Metrics(Sources sources);
   ~Metrics();
 
-  // Serves /metrics on `addr` (host:port). kUnavailable if it cannot listen.
-  absl::Status Serve(const std::string& addr);
-  // The port /metrics is served on; 0 before Serve().
-  int port() const;
+  // Everything, in Prometheus' text format (what /metrics answers).
+  std::string Scrape() const;
 
   // `role` is the request header's role (0 datanode, 1 frontend, 2 flownode).
   void HeartbeatReceived(int role);
@@ -74,7 +71,6 @@ class Metrics {
   prometheus::Counter* watch_skipped_;               // In registry_.
   prometheus::Counter* nodes_expired_;               // In registry_.
   std::shared_ptr<Gauges> gauges_;                  // Scrape-time gauges.
-  std::unique_ptr<prometheus::Exposer> exposer_;     // The HTTP server.
 };
 
 }  // namespace metasrv::server
