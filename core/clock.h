@@ -44,6 +44,17 @@ class ManualClock final : public Clock {
   absl::Time now_ ABSL_GUARDED_BY(mu_);  // The time it says.
 };
 
+// A clock for tests whose wall time and monotonic time move separately, to
+// show that a step of the wall clock (NTP, someone setting the date) changes
+// nothing that is timed on the monotonic one.
+class SplitClock final : public Clock {
+ public:
+  absl::Time Now() const override { return wall.Now(); }
+  absl::Time Monotonic() const override { return mono.Now(); }
+  ManualClock wall;  // What Now() says.
+  ManualClock mono;  // What Monotonic() says.
+};
+
 }  // namespace metasrv::core
 
 #endif  // METASRV_CORE_CLOCK_H_

@@ -17,7 +17,7 @@ void LeaderLease::Lost() {
   valid_until_ = absl::InfinitePast();
 }
 
-bool LeaderLease::Valid() const { return clock_->Now() < valid_until(); }
+bool LeaderLease::Valid() const { return clock_->Monotonic() < valid_until(); }
 
 absl::Time LeaderLease::valid_until() const {
   MutexLock lock(&mu_);

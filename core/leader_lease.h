@@ -16,6 +16,9 @@ namespace metasrv::core {
 // keep-alive: TTL/3 before etcd could hand leadership to another replica.
 // See docs/HA.md.
 //
+// Every time here is on the clock's monotonic time (Clock::Monotonic()): a
+// step of the wall clock must not stretch leadership past what etcd granted.
+//
 // Thread safety: all methods are safe from any thread.
 class LeaderLease {
  public:
@@ -25,13 +28,14 @@ class LeaderLease {
   // How often to send keep-alives, and how long each may take: TTL/3.
   absl::Duration keepalive_interval() const { return ttl_ / 3; }
 
-  // A grant or keep-alive sent at `sent` was acknowledged with time left.
+  // A grant or keep-alive sent at `sent` (monotonic) was acknowledged with
+  // time left.
   void Confirmed(absl::Time sent);
   // Forgets every confirmation (the lease is gone).
   void Lost();
   // Whether a leader may still act now.
   bool Valid() const;
-  // Until when it may act; InfinitePast() when it may not.
+  // Until when (monotonic) it may act; InfinitePast() when it may not.
   absl::Time valid_until() const;
 
  private:

@@ -18,8 +18,12 @@ class AdminAuth {
  public:
   // No token: loopback only.
   AdminAuth() = default;
+  // The longest token accepted.
+  static constexpr size_t kMaxTokenBytes = 4096;
+
   // Reads the token from `path` (surrounding whitespace dropped).
-  // kInvalidArgument if it cannot be read or is empty.
+  // kInvalidArgument if it cannot be read, is empty, longer than
+  // kMaxTokenBytes or holds anything but visible ASCII.
   static absl::StatusOr<AdminAuth> FromTokenFile(const std::string& path);
 
   // OK to proceed. kUnauthenticated: no bearer token; kPermissionDenied: the

@@ -87,7 +87,10 @@ bool EtcdElection::Wait(absl::Time deadline, bool session) {
   auto interrupted = [this, session]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || (session && (session_over_ || resign_requested_));
   };
-  mu_.AwaitWithDeadline(absl::Condition(&interrupted), deadline);
+  // `deadline` is monotonic; absl waits take a duration, which it measures
+  // on a clock that does not jump.
+  mu_.AwaitWithTimeout(absl::Condition(&interrupted),
+                       deadline - clock_->Monotonic());
   return !interrupted();
 }
 
@@ -113,11 +116,11 @@ void EtcdElection::SessionLoop() {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
     }
-    const absl::Time sent = clock_->Now();
+    const absl::Time sent = clock_->Monotonic();
     absl::StatusOr<int64_t> lease = client_.LeaseGrant(options_.lease_ttl, interval);
     ReportEtcd(lease.status());
     if (!lease.ok()) {
-      Wait(clock_->Now() + backoff.Next(), false);
+      Wait(clock_->Monotonic() + backoff.Next(), false);
       continue;
     }
     backoff.Reset();
@@ -147,16 +150,16 @@ void EtcdElection::SessionLoop() {
     }
     if (!ended.ok()) {
       ReportEtcd(ended);
-      Wait(clock_->Now() + backoff.Next(), false);
+      Wait(clock_->Monotonic() + backoff.Next(), false);
     }
   }
 }
 
 absl::Status EtcdElection::KeepAliveLoop(int64_t lease) {
   const absl::Duration interval = lease_.keepalive_interval();
-  absl::Time next = clock_->Now() + interval;
+  absl::Time next = clock_->Monotonic() + interval;
   while (Wait(next, true)) {
-    const absl::Time sent = clock_->Now();
+    const absl::Time sent = clock_->Monotonic();
     absl::StatusOr<absl::Duration> left = client_.LeaseKeepAlive(lease, interval);
     if (!left.ok()) return left.status();
     lease_.Confirmed(sent);
@@ -186,7 +189,7 @@ void EtcdElection::CampaignLoop(int64_t lease) {
       return;
     }
     ReportEtcd(key.status());
-    if (!Wait(clock_->Now() + backoff.Next(), true)) return;
+    if (!Wait(clock_->Monotonic() + backoff.Next(), true)) return;
   }
 }
 
@@ -269,7 +272,7 @@ void EtcdElection::ObserveLoop() {
       absl::MutexLock lock(&mu_);
       observe_ctx_ = nullptr;
     }
-    Wait(clock_->Now() + backoff.Next(), false);
+    Wait(clock_->Monotonic() + backoff.Next(), false);
   }
 }
 

@@ -77,7 +77,7 @@ class EtcdElection final : public core::Leadership {
   uint64_t StepDown(const char* why);
   // Logs `status` if etcd's health changed since the last report.
   void ReportEtcd(const absl::Status& status);
-  // Waits until `deadline`, or until stopping (and, with `session`, until the
+  // Waits until `deadline` (monotonic), or until stopping (and, with `session`, until the
   // session ends). Returns false if interrupted.
   bool Wait(absl::Time deadline, bool session);
 

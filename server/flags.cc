@@ -56,6 +56,9 @@ ABSL_FLAG(int, max_streams_per_connection, 1000,
 ABSL_FLAG(uint64_t, max_reply_bytes_in_flight, 128 << 20,
           "bytes of answers sent but not yet read by clients; past it, new "
           "answers get RESOURCE_EXHAUSTED (0: no limit)");
+ABSL_FLAG(uint64_t, grpc_memory_limit, 512 << 20,
+          "bytes gRPC itself may use for connections and calls (its "
+          "ResourceQuota); bounds what one peer can make it buffer (0: none)");
 ABSL_FLAG(uint64_t, max_queued_reads, 64,
           "large reads waiting for a read thread; more get RESOURCE_EXHAUSTED");
 ABSL_FLAG(absl::Duration, keepalive_time, absl::Seconds(30),
@@ -102,6 +105,10 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   }
   o.max_reply_bytes_in_flight = absl::GetFlag(FLAGS_max_reply_bytes_in_flight);
   o.max_queued_reads = absl::GetFlag(FLAGS_max_queued_reads);
+  o.grpc_memory_limit = absl::GetFlag(FLAGS_grpc_memory_limit);
+  if (o.grpc_memory_limit != 0 && o.grpc_memory_limit < (16 << 20)) {
+    return absl::InvalidArgumentError("--grpc_memory_limit must be 0 or at least 16 MiB");
+  }
   if (o.max_queued_reads < 1) {
     return absl::InvalidArgumentError("--max_queued_reads must be positive");
   }

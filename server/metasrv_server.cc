@@ -9,6 +9,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/server_builder.h>
 
 #include "absl/strings/str_cat.h"
@@ -145,6 +146,15 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   // answers in flight).
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                              s->options_.max_streams_per_connection);
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, 16 << 10);
+  // gRPC's own memory (connection buffers, call arenas, parsed metadata) has
+  // a ceiling. In Debian's gRPC 1.51 it is what bounds an HTTP/2 header
+  // block that never ends (CONTINUATION frames forever): without it, memory
+  // grows with every byte the peer sends. See docs/RELIABILITY.md.
+  if (s->options_.grpc_memory_limit > 0) {
+    s->quota_.Resize(s->options_.grpc_memory_limit);
+    builder.SetResourceQuota(s->quota_);
+  }
   // Ping idle connections; drop peers that do not answer, which releases
   // their streams. Accept the clients' own pings as often as GreptimeDB's.
   builder.AddChannelArgument(

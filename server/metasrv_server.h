@@ -8,6 +8,7 @@
 #include <string>
 
 #include <grpcpp/security/server_credentials.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/server.h>
 
 #include "absl/status/statusor.h"
@@ -66,6 +67,8 @@ struct ServerOptions {
   // Bytes of answers sent but not yet read by their clients; past it, new
   // answers get RESOURCE_EXHAUSTED. 0: no limit.
   uint64_t max_reply_bytes_in_flight = 128 << 20;
+  // Bytes gRPC itself may use (its ResourceQuota); 0: no limit.
+  size_t grpc_memory_limit = 512 << 20;
   // Large reads (all flows, KV ranges) waiting for a read thread; more get
   // RESOURCE_EXHAUSTED.
   size_t max_queued_reads = 64;
@@ -144,6 +147,7 @@ class MetasrvServer final : public LeadershipListener {
   std::unique_ptr<FlowStateService> flow_state_service_;   // FlowState.
   std::unique_ptr<AdminService> admin_service_;            // Admin.
   std::unique_ptr<ReflectionV1Service> reflection_v1_;     // Reflection v1.
+  grpc::ResourceQuota quota_{"metasrv"};  // gRPC's memory; lives with it.
   std::unique_ptr<grpc::Server> server_;                   // The gRPC server.
   absl::Mutex shutdown_mu_;                                // Guards below.
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;   // Shutdown() ran.

@@ -177,17 +177,8 @@ TEST_F(FlowStateManagerNodesTest, SilentNodesExpireAfterTheTtl) {
   EXPECT_EQ(Check(), "");
 }
 
-// A clock whose wall time and monotonic time move separately.
-class SteppedClock final : public Clock {
- public:
-  absl::Time Now() const override { return wall.Now(); }
-  absl::Time Monotonic() const override { return mono.Now(); }
-  ManualClock wall;  // What Now() says.
-  ManualClock mono;  // What Monotonic() says.
-};
-
 TEST(FlowStateManagerClockTest, AWallClockStepExpiresNobody) {
-  SteppedClock clock;
+  SplitClock clock;
   kv::MemoryKv kv;
   FlowStateManager manager(&kv, {&clock, absl::Seconds(30)});
   ASSERT_TRUE(manager.Merge(1, Report({{1, 1, 1}})).ok());

@@ -47,5 +47,20 @@ TEST(LeaderLeaseTest, LostEndsItAtOnce) {
   EXPECT_FALSE(lease.Valid());
 }
 
+TEST(LeaderLeaseTest, AWallClockStepDoesNotExtendIt) {
+  SplitClock clock;
+  LeaderLease lease(&clock, absl::Seconds(6));
+  lease.Confirmed(clock.Monotonic());
+  // Someone sets the date back an hour: the lease must still end 4 s after
+  // the confirmed send, on the monotonic clock.
+  clock.wall.Advance(-absl::Hours(1));
+  clock.mono.Advance(absl::Seconds(4));
+  EXPECT_FALSE(lease.Valid());
+  // And a step forward does not end it early.
+  lease.Confirmed(clock.Monotonic());
+  clock.wall.Advance(absl::Hours(2));
+  EXPECT_TRUE(lease.Valid());
+}
+
 }  // namespace
 }  // namespace metasrv::core

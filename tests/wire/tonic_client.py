@@ -16,6 +16,7 @@ import struct
 import h2.config
 import h2.connection
 import h2.events
+import h2.settings
 import zstandard
 
 
@@ -64,6 +65,13 @@ class Call:
 
     def send_raw(self, data, end=False):
         self.conn.send_data(self.stream_id, data, end)
+
+    def cancel(self):
+        """Resets the stream, as a client that gives up does."""
+        self.conn.h2.reset_stream(self.stream_id, error_code=8)  # CANCEL
+        self.conn.flush()
+        self.ended = True
+        self.reset_code = 8
 
     def close_send(self):
         self.conn.end_stream(self.stream_id)
@@ -120,7 +128,10 @@ class Call:
 class Connection:
     """One HTTP/2 connection, as tonic opens it (plaintext, prior knowledge)."""
 
-    def __init__(self, addr, encoding="zstd"):
+    def __init__(self, addr, encoding="zstd", window=None):
+        """`window`: the HTTP/2 initial stream window to announce (0: the
+        server may send no answer's data until we grant some, which this
+        client then never does)."""
         host, port = addr.rsplit(":", 1)
         self.authority = addr
         self.encoding = encoding
@@ -129,6 +140,11 @@ class Connection:
                                            header_encoding="utf-8",
                                            validate_inbound_headers=True)
         self.h2 = h2.connection.H2Connection(config=config)
+        self.grant = window is None
+        if window is not None:
+            self.h2.local_settings = h2.settings.Settings(
+                client=True,
+                initial_values={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window})
         self.h2.initiate_connection()
         self.flush()
         self.calls = {}
@@ -188,8 +204,9 @@ class Connection:
                 call.headers = event.headers
             elif isinstance(event, h2.events.DataReceived):
                 call.buffer += event.data
-                self.h2.acknowledge_received_data(event.flow_controlled_length,
-                                                  event.stream_id)
+                if self.grant:
+                    self.h2.acknowledge_received_data(event.flow_controlled_length,
+                                                      event.stream_id)
             elif isinstance(event, h2.events.TrailersReceived):
                 call.trailers = event.headers
             elif isinstance(event, h2.events.StreamEnded):

@@ -8,17 +8,16 @@ Every request here is what tonic sends for GreptimeDB's meta client
 """
 
 import argparse
-import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
-ARGS = None
-meta = None  # The generated greptime.v1.meta modules, once imported.
+from harness import (FLOWNODE, FRONTEND, Server, accepts, free_port, header, meta,
+                     parse, report, rss_kib, wait_for)
+import harness
+import tonic_client
 
 HEARTBEAT = "/greptime.v1.meta.Heartbeat/Heartbeat"
 ASK_LEADER = "/greptime.v1.meta.Heartbeat/AskLeader"
@@ -28,89 +27,6 @@ PEERS = "/greptime.v1.meta.Cluster/MetasrvPeers"
 GET_FLOW_STATE = "/metasrv.v1.FlowState/GetFlowState"
 LEADER_CHANGE = "/metasrv.v1.Admin/LeaderChange"
 NOT_LEADER = 2
-FLOWNODE, FRONTEND = 2, 1
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(check, timeout=15.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except (OSError, ConnectionError):
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def accepts(port):
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
-class Server:
-    """The metasrv binary on a free loopback port; its stderr in a file."""
-
-    def __init__(self, *extra):
-        self.port = free_port()
-        self.addr = f"127.0.0.1:{self.port}"
-        self.log = tempfile.NamedTemporaryFile(prefix="metasrv-", suffix=".log",
-                                               delete=False)
-        self.proc = subprocess.Popen(
-            [ARGS.binary, f"--bind_addr={self.addr}", "--metrics_addr=", *extra],
-            stdout=subprocess.DEVNULL, stderr=self.log)
-        wait_for(lambda: accepts(self.port), what=f"metasrv on {self.addr}")
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-        self.log.close()
-
-    def log_text(self):
-        with open(self.log.name) as f:
-            return f.read()
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
-def header(role, member_id):
-    h = meta.common_pb2.RequestHeader()
-    h.protocol_version = 1
-    h.role = role
-    h.member_id = member_id
-    return h
-
-
-def report(member_id, flows):
-    req = meta.heartbeat_pb2.HeartbeatRequest()
-    req.header.CopyFrom(header(FLOWNODE, member_id))
-    req.peer.id = member_id
-    req.peer.addr = f"10.0.0.{member_id}:6800"
-    for flow_id, size, last_exec in flows:
-        req.flow_stat.flow_stat_size[flow_id] = size
-        req.flow_stat.flow_last_exec_time_map[flow_id] = last_exec
-    return req
-
-
-def parse(cls, data):
-    msg = cls()
-    msg.ParseFromString(data)
-    return msg
 
 
 class StandaloneTest(unittest.TestCase):
@@ -396,27 +312,13 @@ class FollowerTest(unittest.TestCase):
 
 
 def main():
-    global ARGS, meta, tonic_client
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
     parser.add_argument("--pydir", required=True)
-    ARGS, rest = parser.parse_known_args()
-    sys.path.insert(0, ARGS.pydir)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import tonic_client as client_module
-    from greptime.v1.meta import cluster_pb2, common_pb2, heartbeat_pb2
-    from metasrv.v1 import metasrv_pb2
-
-    class Modules:
-        pass
-    meta = Modules()
-    meta.cluster_pb2, meta.common_pb2 = cluster_pb2, common_pb2
-    meta.heartbeat_pb2, meta.metasrv_pb2 = heartbeat_pb2, metasrv_pb2
-    tonic_client = client_module
+    args, rest = parser.parse_known_args()
+    harness.setup(args.binary, args.pydir)
     unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
 
-
-tonic_client = None
 
 if __name__ == "__main__":
     main()

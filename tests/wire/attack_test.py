@@ -1,0 +1,211 @@
+"""Clients that try to exhaust the server, each against the binary.
+
+  python3 attack_test.py --binary=build/server/metasrv --pydir=build/gen_py
+
+Each attack is bounded in bytes and time, runs on loopback only, and checks
+that memory stays bounded and that honest clients are still served.
+"""
+
+import argparse
+import socket
+import struct
+import sys
+import time
+import unittest
+
+from harness import (Server, cpu_seconds, header, meta, parse, report, rss_kib,
+                     wait_for)
+import harness
+import tonic_client
+
+GET_FLOW_STATE = "/metasrv.v1.FlowState/GetFlowState"
+HEARTBEAT = "/greptime.v1.meta.Heartbeat/Heartbeat"
+RANGE = "/greptime.v1.meta.Cluster/Range"
+MIB = 1024
+
+
+def load_flows(addr, nodes, flows_per_node):
+    """Three nodes' reports of `flows_per_node` disjoint flows each."""
+    conn = tonic_client.Connection(addr)
+    try:
+        for node in range(nodes):
+            call = conn.open(HEARTBEAT)
+            call.send(report(node, []).SerializeToString())
+            call.recv()
+            req = report(node, [])
+            base = node * flows_per_node
+            for f in range(base, base + flows_per_node):
+                req.flow_stat.flow_stat_size[f] = 1000 + f
+                req.flow_stat.flow_last_exec_time_map[f] = 1733000000000 + f
+            call.send(req.SerializeToString())
+            answer = parse(meta.heartbeat_pb2.HeartbeatResponse, call.recv())
+            assert not answer.header.HasField("error"), answer
+            call.close_send()
+            call.finish()
+    finally:
+        conn.close()
+
+
+def one_flow_read(addr, flow_id):
+    """Seconds a GetFlowState of one flow takes, and its answer."""
+    conn = tonic_client.Connection(addr)
+    try:
+        start = time.monotonic()
+        answer = parse(meta.metasrv_pb2.GetFlowStateResponse,
+                       conn.unary(GET_FLOW_STATE,
+                                  meta.metasrv_pb2.GetFlowStateRequest(flow_ids=[flow_id])))
+        return time.monotonic() - start, answer
+    finally:
+        conn.close()
+
+
+def heartbeat_answered(addr, node):
+    conn = tonic_client.Connection(addr)
+    try:
+        call = conn.open(HEARTBEAT)
+        call.send(report(node, [(4_000_000, 1, 1)]).SerializeToString())
+        answer = parse(meta.heartbeat_pb2.HeartbeatResponse, call.recv(timeout=5))
+        call.close_send()
+        call.finish()
+        return not answer.header.HasField("error")
+    finally:
+        conn.close()
+
+
+class UnreadAnswersTest(unittest.TestCase):
+    """Full reads of a 300,000-flow state that the client never reads."""
+
+    def test_memory_stays_bounded_and_heartbeats_go_on(self):
+        server = Server()
+        self.addCleanup(server.stop)
+        load_flows(server.addr, 3, 100_000)
+        idle = rss_kib(server.proc.pid)
+        # A zero window: the server may send no answer's bytes.
+        conn = tonic_client.Connection(server.addr, window=0)
+        self.addCleanup(conn.close)
+        calls = []
+        for _ in range(1000):
+            call = conn.open(GET_FLOW_STATE)
+            call.send(meta.metasrv_pb2.GetFlowStateRequest(
+                with_nodes=True).SerializeToString(), end=True)
+            calls.append(call)
+        # Wait until every call was either answered (and holds its bytes on
+        # the server) or refused.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            refused = sum(1 for c in calls if c.ended)
+            answered = sum(1 for c in calls if c.headers is not None and not c.ended)
+            if refused + answered == len(calls):
+                break
+            try:
+                conn.pump(1.0)
+            except socket.timeout:
+                pass
+        refused = [c for c in calls if c.ended]
+        self.assertGreater(len(refused), 0)
+        for c in refused:
+            with self.assertRaises(tonic_client.CallError) as error:
+                c.check_status()
+            self.assertEqual(error.exception.code, 8)  # RESOURCE_EXHAUSTED
+        peak = rss_kib(server.proc.pid)
+        print(f"\nunread reads: idle RSS {idle // MIB} MiB, with 1,000 unread full "
+              f"reads {peak // MIB} MiB; {len(calls) - len(refused)} held, "
+              f"{len(refused)} refused", file=sys.stderr)
+        self.assertLess(peak, 2 * idle + 256 * MIB)
+        self.assertTrue(heartbeat_answered(server.addr, 77))
+        took, answer = one_flow_read(server.addr, 5)
+        self.assertEqual(list(answer.state_sizes), [1005])
+
+
+class CancelledReadsTest(unittest.TestCase):
+    """2,000 full reads, each cancelled 20 ms after it was sent."""
+
+    def test_cancelled_reads_cost_little_and_small_reads_stay_fast(self):
+        server = Server()
+        self.addCleanup(server.stop)
+        load_flows(server.addr, 3, 100_000)
+        conn = tonic_client.Connection(server.addr)
+        self.addCleanup(conn.close)
+        cpu_before = cpu_seconds(server.proc.pid)
+        start = time.monotonic()
+        pending = []
+        slowest = 0.0
+        for i in range(2000):
+            call = conn.open(GET_FLOW_STATE)
+            call.send(meta.metasrv_pb2.GetFlowStateRequest().SerializeToString(),
+                      end=True)
+            pending.append((time.monotonic() + 0.02, call))
+            while pending and pending[0][0] <= time.monotonic():
+                pending.pop(0)[1].cancel()
+            if i % 200 == 0:
+                took, answer = one_flow_read(server.addr, 100_001)
+                self.assertEqual(list(answer.flow_ids), [100_001])
+                slowest = max(slowest, took)
+            time.sleep(0.0005)
+        for _, call in pending:
+            call.cancel()
+        attack_seconds = time.monotonic() - start
+        took, _ = one_flow_read(server.addr, 200_002)
+        slowest = max(slowest, took)
+        # Let whatever was queued drain before reading the CPU time.
+        wait_for(lambda: one_flow_read(server.addr, 7)[0] < 0.05, timeout=60,
+                 what="the read queue to drain")
+        cpu = cpu_seconds(server.proc.pid) - cpu_before
+        print(f"\ncancelled reads: {attack_seconds:.1f} s of attack cost "
+              f"{cpu:.1f} s of server CPU; slowest one-flow read "
+              f"{slowest * 1000:.0f} ms", file=sys.stderr)
+        self.assertLess(slowest, 1.0)
+        self.assertTrue(heartbeat_answered(server.addr, 78))
+
+
+class ContinuationFloodTest(unittest.TestCase):
+    """One HTTP/2 header block that never ends: CONTINUATION frames forever.
+
+    gRPC's ResourceQuota (--grpc_memory_limit) bounds this when the peer
+    sends as fast as the socket takes it: gRPC's read buffers fill the quota
+    and its reclaimer drops the connection. A peer that paces its frames
+    keeps each read small and still grows memory in Debian's gRPC 1.51; no
+    in-process setting bounds that (docs/RELIABILITY.md: the deployment
+    mitigation)."""
+
+    def test_memory_stays_bounded(self):
+        server = Server("--grpc_memory_limit=268435456")
+        self.addCleanup(server.stop)
+        sock = socket.create_connection(("127.0.0.1", server.port))
+        sock.settimeout(None)  # Blocking sends: as fast as the socket takes.
+        self.addCleanup(sock.close)
+
+        def frame(kind, flags, stream, payload):
+            return (struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) +
+                    struct.pack(">I", stream) + payload)
+        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b""))
+        # Complete small headers (literal, new name), never END_HEADERS.
+        one = b"\x00\x03abc\x05hello"
+        block = one * (16384 // len(one))
+        sock.sendall(frame(1, 0, 1, b"\x82\x86\x84" + block))
+        sent, limit, start = 0, 768 << 20, time.monotonic()
+        try:
+            while sent < limit and time.monotonic() - start < 60:
+                sock.sendall(frame(9, 0, 1, block))
+                sent += len(block)
+        except OSError:
+            pass  # The server may close the connection: also a bound.
+        rss = rss_kib(server.proc.pid)
+        print(f"\nCONTINUATION flood: {sent >> 20} MiB sent in "
+              f"{time.monotonic() - start:.1f} s, server RSS {rss // MIB} MiB",
+              file=sys.stderr)
+        self.assertLess(rss, 400 * MIB)
+        self.assertTrue(heartbeat_answered(server.addr, 79))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--pydir", required=True)
+    args, rest = parser.parse_known_args()
+    harness.setup(args.binary, args.pydir)
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
