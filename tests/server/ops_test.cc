@@ -41,26 +41,12 @@ std::unique_ptr<MetasrvServer> StartServer(ServerOptions options) {
   return started.ok() ? *std::move(started) : nullptr;
 }
 
-// GET /metrics over a plain socket; returns metric line -> value.
+// GET /metrics; returns metric line -> value.
 std::map<std::string, double> Scrape(int port) {
   std::map<std::string, double> out;
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    close(fd);
-    ADD_FAILURE() << "cannot connect to the metrics port";
-    return out;
-  }
-  const std::string req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  EXPECT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
-  std::string body;
-  char buf[8192];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) body.append(buf, static_cast<size_t>(n));
-  close(fd);
+  const ::metasrv::testing::HttpResult got = ::metasrv::testing::HttpGet(port, "/metrics");
+  EXPECT_EQ(got.status, 200);
+  const std::string& body = got.body;
   for (absl::string_view line : absl::StrSplit(body, '\n')) {
     if (line.empty() || line[0] == '#') continue;
     const size_t space = line.rfind(' ');

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -96,19 +97,50 @@ std::shared_ptr<grpc::Channel> ConnectOwn(const std::string& addr,
   return grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args);
 }
 
-bool AcceptsTcp(const std::string& addr) {
+int ConnectTcp(const std::string& addr) {
   std::string host;
   int port = 0;
-  if (!server::SplitHostPort(addr, &host, &port).ok()) return false;
+  if (!server::SplitHostPort(addr, &host, &port).ok()) return -1;
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(static_cast<uint16_t>(port));
-  if (inet_pton(AF_INET, host.c_str(), &sa.sin_addr) != 1) return false;
+  if (inet_pton(AF_INET, host.c_str(), &sa.sin_addr) != 1) return -1;
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool AcceptsTcp(const std::string& addr) {
+  const int fd = ConnectTcp(addr);
   if (fd < 0) return false;
-  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
   close(fd);
-  return ok;
+  return true;
+}
+
+HttpResult HttpGet(int port, const std::string& path) {
+  HttpResult out;
+  const int fd = ConnectTcp(absl::StrCat("127.0.0.1:", port));
+  if (fd < 0) return out;
+  const std::string req =
+      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+  if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+    std::string all;
+    char buf[8192];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) all.append(buf, static_cast<size_t>(n));
+    const size_t sp = all.find(' ');
+    const size_t body = all.find("\r\n\r\n");
+    if (sp != std::string::npos && body != std::string::npos) {
+      out.status = std::atoi(all.c_str() + sp + 1);
+      out.body = all.substr(body + 4);
+    }
+  }
+  close(fd);
+  return out;
 }
 
 FlowStateRows GetFlowState(const std::shared_ptr<grpc::Channel>& channel,

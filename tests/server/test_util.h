@@ -94,6 +94,15 @@ std::shared_ptr<grpc::Channel> ConnectOwn(
 
 // Whether a TCP connection to the IPv4 "host:port" `addr` succeeds now.
 bool AcceptsTcp(const std::string& addr);
+// A connected TCP socket to the IPv4 "host:port" `addr`, or -1.
+int ConnectTcp(const std::string& addr);
+
+// GET `path` from 127.0.0.1:`port` over HTTP/1.0; status 0 if it failed.
+struct HttpResult {
+  int status = 0;    // The HTTP status code.
+  std::string body;  // The body.
+};
+HttpResult HttpGet(int port, const std::string& path);
 
 // A child process, killed when this object dies.
 class ChildProcess {

@@ -1,0 +1,296 @@
+// Limits that hold against one client: flows per report counted as distinct
+// ids, flownodes and total flows bounded, streams per connection capped,
+// scrapes that idle sockets cannot block, gRPC's log rate-limited, admin
+// tokens checked at start, reads bounded and ordered.
+#include <grpc/support/log.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "server/admin_auth.h"
+#include "server/grpc_log.h"
+#include "server/metasrv_server.h"
+#include "server/read_executor.h"
+#include "server/reply_budget.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
+#include "tests/server/test_util.h"
+
+namespace metasrv::server {
+namespace {
+
+using ::metasrv::testing::Connect;
+using ::metasrv::testing::ConnectOwn;
+using ::metasrv::testing::ConnectTcp;
+using ::metasrv::testing::FlowReport;
+using ::metasrv::testing::GetFlowState;
+using ::metasrv::testing::HeartbeatClient;
+using ::metasrv::testing::HttpGet;
+using ::metasrv::testing::Request;
+using ::metasrv::testing::WaitFor;
+namespace meta = greptime::v1::meta;
+
+std::unique_ptr<MetasrvServer> Start(ServerOptions options) {
+  options.bind_addr = "127.0.0.1:0";
+  auto started = MetasrvServer::Start(options);
+  EXPECT_TRUE(started.ok()) << started.status();
+  return started.ok() ? *std::move(started) : nullptr;
+}
+
+// Sends `request` on a fresh stream; the stream's final status.
+grpc::Status SendOnce(const std::shared_ptr<grpc::Channel>& channel,
+                      const meta::HeartbeatRequest& request) {
+  HeartbeatClient client(channel);
+  client.Call(request);
+  return client.Close();
+}
+
+TEST(HardeningLimitsTest, FlowsPerReportCountsDistinctIdsOverTheThreeMaps) {
+  ServerOptions options;
+  options.max_flows_per_report = 5;
+  auto server = Start(options);
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->advertised_addr());
+  // Three flows in each map, all different: six flows, though no map has
+  // more than three.
+  meta::HeartbeatRequest req = Request(meta::FLOWNODE, 1);
+  for (uint32_t f = 1; f <= 3; ++f) (*req.mutable_flow_stat()->mutable_flow_stat_size())[f] = 1;
+  for (uint32_t f = 4; f <= 6; ++f) {
+    (*req.mutable_flow_stat()->mutable_flow_last_exec_time_map())[f] = 1;
+  }
+  grpc::Status s = SendOnce(channel, req);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("has 6 flows"), std::string::npos) << s.error_message();
+  // The same three ids in both maps are three flows: accepted.
+  meta::HeartbeatRequest ok = FlowReport(1, {{1, 1, 1}, {2, 2, 2}, {3, 3, 3}});
+  EXPECT_TRUE(SendOnce(channel, ok).ok());
+  EXPECT_EQ(GetFlowState(channel).flows.size(), 3u);
+}
+
+TEST(HardeningLimitsTest, MaxNodesRefusesOnlyTheNewNode) {
+  ServerOptions options;
+  options.max_nodes = 2;
+  auto server = Start(options);
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->advertised_addr());
+  ASSERT_TRUE(SendOnce(channel, FlowReport(1, {{1, 10, 1}})).ok());
+  ASSERT_TRUE(SendOnce(channel, FlowReport(2, {{2, 20, 2}})).ok());
+  grpc::Status s = SendOnce(channel, FlowReport(3, {{3, 30, 3}}));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(s.error_message().find("--max_nodes"), std::string::npos) << s.error_message();
+  // A handshake of a new node is refused the same way; known nodes go on.
+  EXPECT_EQ(SendOnce(channel, Request(meta::FLOWNODE, 4)).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(SendOnce(channel, FlowReport(1, {{1, 11, 1}})).ok());
+  auto state = GetFlowState(channel);
+  ASSERT_EQ(state.flows.size(), 2u);
+  EXPECT_EQ(state.flows[0].state_size, 11u);
+  EXPECT_EQ(state.flows[1].state_size, 20u);
+  EXPECT_EQ(server->flow_state().node_count(), 2u);
+}
+
+TEST(HardeningLimitsTest, MaxTotalFlowsRefusesGrowthNotReplacement) {
+  ServerOptions options;
+  options.max_total_flows = 10;
+  auto server = Start(options);
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->advertised_addr());
+  std::vector<std::tuple<uint32_t, uint64_t, int64_t>> six_a, six_b, four_b;
+  for (uint32_t f = 0; f < 6; ++f) six_a.push_back({f, 1, 1});
+  for (uint32_t f = 100; f < 106; ++f) six_b.push_back({f, 2, 2});
+  for (uint32_t f = 100; f < 104; ++f) four_b.push_back({f, 3, 3});
+  ASSERT_TRUE(SendOnce(channel, FlowReport(1, six_a)).ok());
+  grpc::Status s = SendOnce(channel, FlowReport(2, six_b));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(s.error_message().find("--max_total_flows"), std::string::npos)
+      << s.error_message();
+  EXPECT_EQ(GetFlowState(channel).flows.size(), 6u);
+  // Up to the limit is fine, and a node may always resend as many as before.
+  EXPECT_TRUE(SendOnce(channel, FlowReport(2, four_b)).ok());
+  EXPECT_TRUE(SendOnce(channel, FlowReport(1, six_a)).ok());
+  EXPECT_EQ(GetFlowState(channel).flows.size(), 10u);
+}
+
+TEST(HardeningLimitsTest, OneConnectionCannotTakeEveryStream) {
+  ServerOptions options;
+  options.max_streams = 20;
+  options.max_streams_per_connection = 10;
+  auto server = Start(options);
+  ASSERT_NE(server, nullptr);
+  // One connection asks for 11 streams: only 10 may be open on it (the
+  // client holds the 11th back until a slot frees).
+  auto greedy = ConnectOwn(server->advertised_addr());
+  absl::Notification release;
+  std::atomic<int> opened{0};
+  std::vector<std::thread> openers;
+  for (int i = 0; i < 11; ++i) {
+    openers.emplace_back([&, i] {
+      HeartbeatClient stream(greedy);
+      if (stream.Call(Request(meta::FLOWNODE, 100 + i)).has_value()) opened.fetch_add(1);
+      release.WaitForNotification();
+      stream.Cancel();
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return opened.load() == 10; }));
+  // A real flownode on its own connection still gets in.
+  auto honest = ConnectOwn(server->advertised_addr());
+  HeartbeatClient flownode(honest);
+  EXPECT_TRUE(flownode.Call(FlowReport(1, {{1, 1, 1}})).has_value());
+  EXPECT_EQ(server->streams().size(), 11u);
+  EXPECT_EQ(opened.load(), 10);
+  // Releasing the greedy connection's streams is quick.
+  const absl::Time start = absl::Now();
+  release.Notify();
+  for (std::thread& t : openers) t.join();
+  ASSERT_TRUE(WaitFor([&] { return server->streams().size() == 1; }));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  EXPECT_EQ(opened.load(), 11);  // The 11th got its slot once one was free.
+}
+
+TEST(HardeningHttpTest, ScrapesWorkWithAHundredIdleSockets) {
+  ServerOptions options;
+  options.metrics_addr = "127.0.0.1:0";
+  auto server = Start(options);
+  ASSERT_NE(server, nullptr);
+  std::vector<int> idle;
+  for (int i = 0; i < 100; ++i) {
+    const int fd = ConnectTcp(absl::StrCat("127.0.0.1:", server->metrics_port()));
+    ASSERT_GE(fd, 0);
+    idle.push_back(fd);
+  }
+  const absl::Time start = absl::Now();
+  auto metrics = HttpGet(server->metrics_port(), "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("metasrv_is_leader 1"), std::string::npos);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  auto health = HttpGet(server->metrics_port(), "/health");
+  EXPECT_EQ(health.status, 200);
+  auto ready = HttpGet(server->metrics_port(), "/ready");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(ready.body, "leader\n");
+  EXPECT_EQ(HttpGet(server->metrics_port(), "/nope").status, 404);
+  for (int fd : idle) close(fd);
+}
+
+TEST(HardeningHttpTest, ATakenMetricsPortNamesTheFlag) {
+  ServerOptions first;
+  first.metrics_addr = "127.0.0.1:0";
+  auto a = Start(first);
+  ASSERT_NE(a, nullptr);
+  ServerOptions second;
+  second.bind_addr = "127.0.0.1:0";
+  second.metrics_addr = absl::StrCat("127.0.0.1:", a->metrics_port());
+  auto b = MetasrvServer::Start(second);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(b.status().message().find("--metrics_addr"), std::string::npos)
+      << b.status();
+}
+
+TEST(HardeningLogTest, GrpcLinesAreRateLimitedPerPlace) {
+  std::ostringstream out;
+  auto logger = std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::info);
+  RouteGrpcLogsToSpdlog(absl::Hours(1));
+  const uint64_t before = GrpcLogLinesSuppressed();
+  // A failed TLS handshake per connection, say, from one place in gRPC.
+  for (int i = 0; i < 100; ++i) gpr_log(GPR_ERROR, "handshake failed %d", i);
+  // The zstd encoding complaint: debug only.
+  gpr_log(GPR_ERROR, "Error parsing metadata: key=grpc-encoding value=zstd");
+  spdlog::set_default_logger(previous);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("handshake failed 0"), std::string::npos) << text;
+  EXPECT_EQ(text.find("handshake failed 1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("grpc-encoding"), std::string::npos) << text;
+  EXPECT_EQ(GrpcLogLinesSuppressed() - before, 99u);
+}
+
+std::string WriteTempFile(const std::string& contents) {
+  char path[] = "/tmp/metasrv-token-XXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path, std::ios::binary) << contents;
+  return path;
+}
+
+TEST(HardeningAdminTokenTest, ATokenThatCannotTravelInAHeaderIsRefusedAtStart) {
+  const std::string control = WriteTempFile("abc\x01def\n");
+  auto refused = AdminAuth::FromTokenFile(control);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("offset 3"), std::string::npos);
+  const std::string long_token = WriteTempFile(std::string(5000, 'a'));
+  refused = AdminAuth::FromTokenFile(long_token);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("5000 bytes"), std::string::npos);
+  const std::string good = WriteTempFile("  0123456789abcdef\n");
+  EXPECT_TRUE(AdminAuth::FromTokenFile(good).ok());
+  for (const std::string& p : {control, long_token, good}) unlink(p.c_str());
+}
+
+TEST(HardeningBudgetTest, RepliesFitTheBudgetOrAreRefused) {
+  ReplyBudget budget(100);
+  EXPECT_TRUE(budget.TryTake(60));
+  EXPECT_FALSE(budget.TryTake(41));
+  EXPECT_TRUE(budget.TryTake(40));
+  EXPECT_EQ(budget.used(), 100u);
+  budget.Give(60);
+  EXPECT_TRUE(budget.TryTake(41));
+}
+
+TEST(HardeningReadExecutorTest, QueuesAreBoundedAndSmallReadsGoFirst) {
+  ReadExecutor reads({2, 2, 2});
+  absl::Notification release;
+  std::atomic<int> large_running{0};
+  std::vector<std::string> order;
+  absl::Mutex order_mu;
+  // One large read holds the one worker large reads may use.
+  ASSERT_TRUE(reads.Schedule(ReadCost::kLarge, [&] {
+    large_running.fetch_add(1);
+    release.WaitForNotification();
+  }).ok());
+  ASSERT_TRUE(WaitFor([&] { return large_running.load() == 1; }));
+  ASSERT_TRUE(reads.Schedule(ReadCost::kLarge, [&] {
+    absl::MutexLock lock(&order_mu);
+    order.push_back("large");
+  }).ok());
+  ASSERT_TRUE(reads.Schedule(ReadCost::kLarge, [] {}).ok());
+  // The large queue is full (2): refused, not queued.
+  EXPECT_EQ(reads.Schedule(ReadCost::kLarge, [] {}).code(),
+            absl::StatusCode::kResourceExhausted);
+  // A small read runs on the other worker at once, large ones waiting.
+  absl::Notification small_ran;
+  ASSERT_TRUE(reads.Schedule(ReadCost::kSmall, [&] {
+    {
+      absl::MutexLock lock(&order_mu);
+      order.push_back("small");
+    }
+    small_ran.Notify();
+  }).ok());
+  EXPECT_TRUE(small_ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  release.Notify();
+  ASSERT_TRUE(WaitFor([&] { return reads.queued(ReadCost::kLarge) == 0; }));
+  ASSERT_TRUE(WaitFor([&] {
+    absl::MutexLock lock(&order_mu);
+    return order.size() == 2;
+  }));
+  absl::MutexLock lock(&order_mu);
+  EXPECT_EQ(order[0], "small");
+  EXPECT_EQ(order[1], "large");
+}
+
+}  // namespace
+}  // namespace metasrv::server
