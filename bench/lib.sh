@@ -1,4 +1,5 @@
 # Helpers of the benchmark scripts; sourced with B (build dir) set.
+. scripts/lib.sh
 server_pid=""
 start_server() {  # start_server metasrv|echo PORT
   if [[ $1 == echo ]]; then
@@ -7,8 +8,7 @@ start_server() {  # start_server metasrv|echo PORT
     "$B/server/metasrv" --bind_addr=127.0.0.1:$2 --log_level=warn &
   fi
   server_pid=$!
-  for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$2) 2>/dev/null && return; sleep 0.05; done
-  echo "server $1 did not start" >&2; exit 1
+  wait_for_port "$2" || { echo "server $1 did not start" >&2; exit 1; }
 }
 stop_server() { kill -TERM "$server_pid"; wait "$server_pid" 2>/dev/null || true; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$server_pid/status"; }

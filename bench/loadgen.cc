@@ -32,6 +32,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "greptime/v1/meta/cluster.grpc.pb.h"
@@ -55,6 +56,10 @@ ABSL_FLAG(int, watchers, 0, "WatchFlowState subscribers (callback reactors)");
 ABSL_FLAG(bool, watch_stall, false,
           "watchers read their first state, then never read again (slow readers)");
 ABSL_FLAG(uint64_t, node_offset, 0, "first node id");
+ABSL_FLAG(bool, follow_leader, false,
+          "HA: --target lists every replica; streams go to the leader, and a "
+          "stream ended by a step-down (ABORTED) reconnects to the new one, "
+          "counted as a redirect, not an error");
 ABSL_FLAG(bool, zstd, false,
           "send every heartbeat as a zstd frame, as GreptimeDB's meta client "
           "does (streaming frames without a content size, level 3)");
@@ -89,6 +94,9 @@ struct Shared {
   std::atomic<int64_t> late{0};        // Open loop: previous report unanswered.
   std::atomic<int> finished{0};        // Streams done.
   std::atomic<int> ready{0};           // Streams past the handshake.
+  bool follow_leader = false;          // See --follow_leader.
+  std::atomic<int64_t> redirects{0};   // Streams a step-down ended.
+  std::atomic<int64_t> not_leader{0};  // Answers "not leader" (followed).
 };
 
 // A request as bytes: the serialized message, or a zstd frame of it. (The
@@ -174,9 +182,10 @@ class Flownode final
     if (!ok) return;
     if (!grpc::SerializationTraits<meta::HeartbeatResponse>::Deserialize(
              &response_bytes_, &response_)
-             .ok() ||
-        response_.header().has_error()) {
+             .ok()) {
       shared_->errors.fetch_add(1);
+    } else if (response_.header().has_error()) {
+      (shared_->follow_leader ? shared_->not_leader : shared_->errors).fetch_add(1);
     }
     if (!ready_) {
       ready_ = true;
@@ -200,7 +209,11 @@ class Flownode final
   }
 
   void OnDone(const grpc::Status& status) override {
-    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
+    const bool step_down = status.error_code() == grpc::StatusCode::ABORTED ||
+                           status.error_code() == grpc::StatusCode::UNAVAILABLE;
+    if (shared_->follow_leader && step_down) {
+      shared_->redirects.fetch_add(1);
+    } else if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
       shared_->errors.fetch_add(1);
       std::fprintf(stderr, "stream %llu ended: %s\n",
                    static_cast<unsigned long long>(node_),
@@ -336,7 +349,11 @@ class Watcher final
     if (!stall_) StartRead(&msg_);
   }
   void OnDone(const grpc::Status& status) override {
-    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
+    const bool step_down = status.error_code() == grpc::StatusCode::ABORTED ||
+                           status.error_code() == grpc::StatusCode::UNAVAILABLE;
+    if (shared_->follow_leader && step_down) {
+      shared_->redirects.fetch_add(1);
+    } else if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
       shared_->errors.fetch_add(1);
     }
     done_.store(true);
@@ -368,7 +385,8 @@ class Watcher final
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  const std::string target = absl::GetFlag(FLAGS_target);
+  const std::vector<std::string> targets =
+      absl::StrSplit(absl::GetFlag(FLAGS_target), ',');
   const int n = absl::GetFlag(FLAGS_streams);
   const int flows = absl::GetFlag(FLAGS_flows);
   const bool closed = absl::GetFlag(FLAGS_mode) == "closed";
@@ -377,16 +395,50 @@ int main(int argc, char** argv) {
 
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   std::vector<std::unique_ptr<grpc::GenericStub>> stubs;
-  for (int c = 0; c < nchan; ++c) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // One TCP each.
-    args.SetMaxReceiveMessageSize(64 << 20);
-    channels.push_back(
-        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
-    stubs.push_back(std::make_unique<grpc::GenericStub>(channels.back()));
+  // nchan channels per target: target t's are [t * nchan, (t + 1) * nchan).
+  for (const std::string& target : targets) {
+    for (int c = 0; c < nchan; ++c) {
+      grpc::ChannelArguments args;
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // One TCP each.
+      args.SetMaxReceiveMessageSize(64 << 20);
+      channels.push_back(
+          grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+      stubs.push_back(std::make_unique<grpc::GenericStub>(channels.back()));
+    }
   }
 
   Shared shared;
+  shared.follow_leader = absl::GetFlag(FLAGS_follow_leader);
+  // With --follow_leader: which target leads, as AskLeader says.
+  std::atomic<int> leader{0};
+  std::atomic<bool> leader_known{false};
+  std::thread leader_tracker;
+  if (shared.follow_leader) {
+    leader_tracker = std::thread([&] {
+      while (!shared.stopping.load()) {
+        // The replica that names itself leads; a follower may not know yet.
+        for (size_t t = 0; t < targets.size(); ++t) {
+          auto stub = meta::Heartbeat::NewStub(channels[t * nchan]);
+          grpc::ClientContext ctx;
+          ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+          meta::AskLeaderResponse resp;
+          if (stub->AskLeader(&ctx, {}, &resp).ok() && resp.leader().addr() == targets[t]) {
+            leader.store(static_cast<int>(t));
+            leader_known.store(true);
+            break;
+          }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
+  // Start the streams on the leader (bounded wait).
+  for (int i = 0; shared.follow_leader && !leader_known.load() && i < 1000; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto stub_for = [&](int k) {
+    return stubs[static_cast<size_t>(leader.load() * nchan + k % nchan)].get();
+  };
   const Clock::time_point start = Clock::now();
   const auto warmup = absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_warmup));
   const auto duration = absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_duration));
@@ -395,9 +447,10 @@ int main(int argc, char** argv) {
 
   std::vector<std::unique_ptr<Flownode>> nodes;
   nodes.reserve(n);
+  std::vector<std::unique_ptr<Flownode>> ended;  // Streams replaced (--follow_leader).
   const uint64_t offset = absl::GetFlag(FLAGS_node_offset);
   for (int i = 0; i < n; ++i) {
-    nodes.push_back(std::make_unique<Flownode>(stubs[i % nchan].get(), offset + i,
+    nodes.push_back(std::make_unique<Flownode>(stub_for(i), offset + i,
                                                flows, closed, reports,
                                                absl::GetFlag(FLAGS_zstd), &shared));
   }
@@ -453,6 +506,14 @@ int main(int argc, char** argv) {
         const Clock::time_point due = t0 + period * m + period * k / n;
         if (due >= end) break;
         std::this_thread::sleep_until(due);
+        if (shared.follow_leader && nodes[k]->finished()) {
+          // Ended by a step-down: a new stream to the leader now. The old
+          // reactor is kept: gRPC may still be returning from OnDone.
+          ended.push_back(std::move(nodes[k]));
+          nodes[k] = std::make_unique<Flownode>(stub_for(k), offset + k, flows, closed,
+                                                reports, absl::GetFlag(FLAGS_zstd),
+                                                &shared);
+        }
         nodes[k]->Due(due);
       }
       if (reports > 0 && shared.finished.load() == n) break;
@@ -461,6 +522,7 @@ int main(int argc, char** argv) {
   }
   const Clock::time_point stop_at = Clock::now();
   shared.stopping = true;
+  if (leader_tracker.joinable()) leader_tracker.join();
   for (auto& t : readers) t.join();
   // Let the last answers arrive, then end the streams.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -479,6 +541,10 @@ int main(int argc, char** argv) {
   }
 
   std::vector<double> all;
+  for (auto& node : ended) {
+    Samples s = node->TakeSamples();
+    all.insert(all.end(), s.us.begin(), s.us.end());
+  }
   for (auto& node : nodes) {
     Samples s = node->TakeSamples();
     all.insert(all.end(), s.us.begin(), s.us.end());
@@ -507,7 +573,8 @@ int main(int argc, char** argv) {
       "\"state_reads\":%zu,\"state_p50_us\":%.1f,\"state_p99_us\":%.1f,"
       "\"range_reads\":%zu,\"range_p50_us\":%.1f,\"range_p99_us\":%.1f,"
       "\"read_flows\":%lld,\"watchers\":%zu,\"watch_msgs\":%zu,"
-      "\"watch_age_p50_ms\":%.1f,\"watch_age_p99_ms\":%.1f,\"watch_flows\":%lld}\n",
+      "\"watch_age_p50_ms\":%.1f,\"watch_age_p99_ms\":%.1f,\"watch_flows\":%lld,"
+      "\"redirects\":%lld,\"not_leader\":%lld}\n",
       absl::GetFlag(FLAGS_label).c_str(), closed ? "closed" : "open", n, flows,
       window_s, msgs, msgs / window_s, Percentile(all, 0.50), Percentile(all, 0.99),
       Percentile(all, 0.999), static_cast<long long>(shared.errors.load()),
@@ -516,6 +583,8 @@ int main(int argc, char** argv) {
       range_reads.size(), Percentile(range_reads, 0.50),
       Percentile(range_reads, 0.99), static_cast<long long>(reader_flows.load()),
       watchers.size(), watch_ages.size(), Percentile(watch_ages, 0.50) / 1000.0,
-      Percentile(watch_ages, 0.99) / 1000.0, static_cast<long long>(watch_flows));
+      Percentile(watch_ages, 0.99) / 1000.0, static_cast<long long>(watch_flows),
+      static_cast<long long>(shared.redirects.load()),
+      static_cast<long long>(shared.not_leader.load()));
   return shared.errors.load() == 0 ? 0 : 1;
 }

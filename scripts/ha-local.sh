@@ -30,16 +30,9 @@ stop_all() {
 }
 trap stop_all EXIT INT TERM
 
-etcd --name=local --data-dir="$work/etcd" \
-  --listen-client-urls=http://127.0.0.1:2379 --advertise-client-urls=http://127.0.0.1:2379 \
-  --listen-peer-urls=http://127.0.0.1:2380 --initial-advertise-peer-urls=http://127.0.0.1:2380 \
-  --initial-cluster=local=http://127.0.0.1:2380 --logger=zap --log-level=error \
-  >"$work/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do
-  ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:2379 endpoint health >/dev/null 2>&1 && break
-  sleep 0.1
-done
+. scripts/lib.sh
+start_etcd "$work/etcd" 2379 2380 >"$work/etcd.log" 2>&1
+pids+=("$started_pid")
 
 for port in 3002 3012 3022; do
   "$bin" --bind_addr=127.0.0.1:$port --store_addrs=127.0.0.1:2379 \
