@@ -8,9 +8,14 @@
 // one is answered. Open loop: every stream sends one report per --interval, at
 // fixed phases; latency counts from the scheduled time, so a slow server
 // cannot hide its queueing.
+#include <google/protobuf/arena.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,13 +26,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <zstd.h>
-
-#include <google/protobuf/arena.h>
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/impl/codegen/proto_utils.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -44,17 +42,21 @@ ABSL_FLAG(std::string, label, "metasrv", "name of the target in the result");
 ABSL_FLAG(std::string, mode, "closed", "closed or open");
 ABSL_FLAG(int, streams, 1000, "concurrent heartbeat streams (flownodes)");
 ABSL_FLAG(int, flows, 10, "flows per report");
-ABSL_FLAG(int, channels, 8, "gRPC channels (TCP connections) to spread streams on");
-ABSL_FLAG(absl::Duration, interval, absl::Seconds(3), "open loop: period per stream");
+ABSL_FLAG(int, channels, 8,
+          "gRPC channels (TCP connections) to spread streams on");
+ABSL_FLAG(absl::Duration, interval, absl::Seconds(3),
+          "open loop: period per stream");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(2), "not measured");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(10), "measured");
 ABSL_FLAG(int, state_readers, 0, "threads calling GetFlowState");
-ABSL_FLAG(int, range_readers, 0, "threads calling Cluster.Range of __flow/state");
+ABSL_FLAG(int, range_readers, 0,
+          "threads calling Cluster.Range of __flow/state");
 ABSL_FLAG(absl::Duration, reader_interval, absl::Milliseconds(100),
           "pause between one reader's calls");
 ABSL_FLAG(int, watchers, 0, "WatchFlowState subscribers (callback reactors)");
-ABSL_FLAG(bool, watch_stall, false,
-          "watchers read their first state, then never read again (slow readers)");
+ABSL_FLAG(
+    bool, watch_stall, false,
+    "watchers read their first state, then never read again (slow readers)");
 ABSL_FLAG(uint64_t, node_offset, 0, "first node id");
 ABSL_FLAG(bool, follow_leader, false,
           "HA: --target lists every replica; streams go to the leader, and a "
@@ -63,8 +65,9 @@ ABSL_FLAG(bool, follow_leader, false,
 ABSL_FLAG(bool, zstd, false,
           "send every heartbeat as a zstd frame, as GreptimeDB's meta client "
           "does (streaming frames without a content size, level 3)");
-ABSL_FLAG(int, reports, 0, "if > 0: each stream sends this many reports, then the "
-                           "run ends (for memory measurements)");
+ABSL_FLAG(int, reports, 0,
+          "if > 0: each stream sends this many reports, then the "
+          "run ends (for memory measurements)");
 
 namespace {
 
@@ -99,6 +102,22 @@ struct Shared {
   std::atomic<int64_t> not_leader{0};  // Answers "not leader" (followed).
 };
 
+// Counts how a stream or call ended: with --follow_leader a step-down
+// (ABORTED, UNAVAILABLE) is a redirect; any other failure but our own
+// cancel is an error. Returns whether it was an error.
+bool CountEnd(const grpc::Status& status, Shared* shared) {
+  const bool step_down = status.error_code() == grpc::StatusCode::ABORTED ||
+                         status.error_code() == grpc::StatusCode::UNAVAILABLE;
+  if (shared->follow_leader && step_down) {
+    shared->redirects.fetch_add(1);
+    return false;
+  }
+  if (status.ok() || status.error_code() == grpc::StatusCode::CANCELLED)
+    return false;
+  shared->errors.fetch_add(1);
+  return true;
+}
+
 // A request as bytes: the serialized message, or a zstd frame of it. (The
 // C++ API cannot set the message's compressed flag by hand, so a zstd frame
 // goes out with the flag clear; the server sniffs the frame either way, so
@@ -113,8 +132,8 @@ grpc::ByteBuffer Encode(const meta::HeartbeatRequest& request, bool zstd) {
       return c;
     }();
     std::string frame(ZSTD_compressBound(bytes.size()), '\0');
-    const size_t n =
-        ZSTD_compress2(cctx, frame.data(), frame.size(), bytes.data(), bytes.size());
+    const size_t n = ZSTD_compress2(cctx, frame.data(), frame.size(),
+                                    bytes.data(), bytes.size());
     frame.resize(ZSTD_isError(n) ? 0 : n);
     bytes = std::move(frame);
   }
@@ -142,7 +161,8 @@ class Flownode final
       (*stat->mutable_flow_stat_size())[id] = 1024;
       (*stat->mutable_flow_last_exec_time_map())[id] = 0;
     }
-    stub->PrepareBidiStreamingCall(&context_, "/greptime.v1.meta.Heartbeat/Heartbeat",
+    stub->PrepareBidiStreamingCall(&context_,
+                                   "/greptime.v1.meta.Heartbeat/Heartbeat",
                                    grpc::StubOptions(), this);
     StartRead(&response_bytes_);
     writing_ = true;  // The handshake; OnWriteDone clears it.
@@ -185,7 +205,8 @@ class Flownode final
              .ok()) {
       shared_->errors.fetch_add(1);
     } else if (response_.header().has_error()) {
-      (shared_->follow_leader ? shared_->not_leader : shared_->errors).fetch_add(1);
+      (shared_->follow_leader ? shared_->not_leader : shared_->errors)
+          .fetch_add(1);
     }
     if (!ready_) {
       ready_ = true;
@@ -194,7 +215,8 @@ class Flownode final
       return;  // Reports start with the first Due().
     } else {
       outstanding_ = false;
-      if (sent_for_ >= shared_->measure_from && sent_for_ < shared_->measure_to) {
+      if (sent_for_ >= shared_->measure_from &&
+          sent_for_ < shared_->measure_to) {
         samples_.Add(now - sent_for_);
       }
       if (reports_left_ > 0 && --reports_left_ == 0) {
@@ -203,18 +225,14 @@ class Flownode final
       }
     }
     StartRead(&response_bytes_);
-    if (closed_ && !done_ && !shared_->stopping.load(std::memory_order_relaxed)) {
+    if (closed_ && !done_ &&
+        !shared_->stopping.load(std::memory_order_relaxed)) {
       SendLocked(now);
     }
   }
 
   void OnDone(const grpc::Status& status) override {
-    const bool step_down = status.error_code() == grpc::StatusCode::ABORTED ||
-                           status.error_code() == grpc::StatusCode::UNAVAILABLE;
-    if (shared_->follow_leader && step_down) {
-      shared_->redirects.fetch_add(1);
-    } else if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
-      shared_->errors.fetch_add(1);
+    if (CountEnd(status, shared_)) {
       std::fprintf(stderr, "stream %llu ended: %s\n",
                    static_cast<unsigned long long>(node_),
                    status.error_message().c_str());
@@ -236,7 +254,8 @@ class Flownode final
   // The report of round `round`: sizes and times change every round.
   void FillReport(int64_t round) {
     auto* stat = report_.mutable_flow_stat();
-    for (auto& [id, size] : *stat->mutable_flow_stat_size()) size = 1024 + round % 4096;
+    for (auto& [id, size] : *stat->mutable_flow_stat_size())
+      size = 1024 + round % 4096;
     for (auto& [id, t] : *stat->mutable_flow_last_exec_time_map()) t = round;
   }
 
@@ -280,7 +299,8 @@ class Flownode final
   static constexpr int64_t kZstdRounds = 64;
   std::vector<grpc::ByteBuffer> frames_;  // zstd: the reports of kZstdRounds.
   std::mutex mu_;
-  bool ready_ = false, outstanding_ = false, writing_ = false, want_write_ = false;
+  bool ready_ = false, outstanding_ = false, writing_ = false,
+       want_write_ = false;
   bool done_ = false, finished_ = false;
   int64_t round_ = 0;
   Clock::time_point sent_for_;
@@ -306,13 +326,13 @@ void Reader(std::shared_ptr<grpc::Channel> channel, bool range, Shared* shared,
       req.set_key("__flow/state");
       meta::RangeResponse resp;
       s = cluster->Range(&ctx, req, &resp);
-      n = resp.kvs_size() > 0 ? static_cast<int64_t>(resp.kvs(0).value().size()) : 0;
+      n = resp.kvs_size() > 0 ? static_cast<int64_t>(resp.kvs(0).value().size())
+                              : 0;
     } else {
       // As a frontend that parses into an arena (or prost's flat vectors).
       google::protobuf::Arena arena;
-      auto* resp =
-          google::protobuf::Arena::CreateMessage<metasrv::v1::GetFlowStateResponse>(
-              &arena);
+      auto* resp = google::protobuf::Arena::CreateMessage<
+          metasrv::v1::GetFlowStateResponse>(&arena);
       s = state->GetFlowState(&ctx, {}, resp);
       n = resp->flow_ids_size();
     }
@@ -341,7 +361,8 @@ class Watcher final
     if (!ok) return;
     const Clock::time_point now = Clock::now();
     if (now >= shared_->measure_from && now < shared_->measure_to) {
-      const int64_t age_ms = absl::ToUnixMillis(absl::Now()) - msg_.sent_at_ms();
+      const int64_t age_ms =
+          absl::ToUnixMillis(absl::Now()) - msg_.sent_at_ms();
       std::lock_guard<std::mutex> lock(mu_);
       samples_.us.push_back(static_cast<double>(age_ms) * 1000.0);
       flows_ = msg_.state().flow_ids_size();
@@ -349,13 +370,7 @@ class Watcher final
     if (!stall_) StartRead(&msg_);
   }
   void OnDone(const grpc::Status& status) override {
-    const bool step_down = status.error_code() == grpc::StatusCode::ABORTED ||
-                           status.error_code() == grpc::StatusCode::UNAVAILABLE;
-    if (shared_->follow_leader && step_down) {
-      shared_->redirects.fetch_add(1);
-    } else if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
-      shared_->errors.fetch_add(1);
-    }
+    CountEnd(status, shared_);
     done_.store(true);
   }
   void Stop() { ctx_.TryCancel(); }
@@ -401,8 +416,8 @@ int main(int argc, char** argv) {
       grpc::ChannelArguments args;
       args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // One TCP each.
       args.SetMaxReceiveMessageSize(64 << 20);
-      channels.push_back(
-          grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+      channels.push_back(grpc::CreateCustomChannel(
+          target, grpc::InsecureChannelCredentials(), args));
       stubs.push_back(std::make_unique<grpc::GenericStub>(channels.back()));
     }
   }
@@ -420,9 +435,11 @@ int main(int argc, char** argv) {
         for (size_t t = 0; t < targets.size(); ++t) {
           auto stub = meta::Heartbeat::NewStub(channels[t * nchan]);
           grpc::ClientContext ctx;
-          ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+          ctx.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::seconds(1));
           meta::AskLeaderResponse resp;
-          if (stub->AskLeader(&ctx, {}, &resp).ok() && resp.leader().addr() == targets[t]) {
+          if (stub->AskLeader(&ctx, {}, &resp).ok() &&
+              resp.leader().addr() == targets[t]) {
             leader.store(static_cast<int>(t));
             leader_known.store(true);
             break;
@@ -433,7 +450,8 @@ int main(int argc, char** argv) {
     });
   }
   // Start the streams on the leader (bounded wait).
-  for (int i = 0; shared.follow_leader && !leader_known.load() && i < 1000; ++i) {
+  for (int i = 0; shared.follow_leader && !leader_known.load() && i < 1000;
+       ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   auto stub_for = [&](int k) {
@@ -441,21 +459,25 @@ int main(int argc, char** argv) {
   };
   const Clock::time_point start = Clock::now();
   const auto warmup = absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_warmup));
-  const auto duration = absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_duration));
+  const auto duration =
+      absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_duration));
   shared.measure_from = start + warmup;
-  shared.measure_to = reports > 0 ? Clock::time_point::max() : shared.measure_from + duration;
+  shared.measure_to =
+      reports > 0 ? Clock::time_point::max() : shared.measure_from + duration;
 
   std::vector<std::unique_ptr<Flownode>> nodes;
   nodes.reserve(n);
-  std::vector<std::unique_ptr<Flownode>> ended;  // Streams replaced (--follow_leader).
+  std::vector<std::unique_ptr<Flownode>>
+      ended;  // Streams replaced (--follow_leader).
   const uint64_t offset = absl::GetFlag(FLAGS_node_offset);
   for (int i = 0; i < n; ++i) {
-    nodes.push_back(std::make_unique<Flownode>(stub_for(i), offset + i,
-                                               flows, closed, reports,
-                                               absl::GetFlag(FLAGS_zstd), &shared));
+    nodes.push_back(std::make_unique<Flownode>(
+        stub_for(i), offset + i, flows, closed, reports,
+        absl::GetFlag(FLAGS_zstd), &shared));
   }
   // Wait for every handshake (bounded).
-  const Clock::time_point handshake_deadline = Clock::now() + std::chrono::seconds(60);
+  const Clock::time_point handshake_deadline =
+      Clock::now() + std::chrono::seconds(60);
   while (shared.ready.load() < n && Clock::now() < handshake_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -474,23 +496,27 @@ int main(int argc, char** argv) {
                                       absl::GetFlag(FLAGS_range_readers));
   std::atomic<int64_t> reader_flows{0};
   for (size_t r = 0; r < reader_samples.size(); ++r) {
-    const bool range = static_cast<int>(r) >= absl::GetFlag(FLAGS_state_readers);
+    const bool range =
+        static_cast<int>(r) >= absl::GetFlag(FLAGS_state_readers);
     readers.emplace_back(Reader, channels[r % nchan], range, &shared,
                          &reader_samples[r], &reader_flows);
   }
 
   std::vector<std::unique_ptr<metasrv::v1::FlowState::Stub>> watch_stubs;
-  for (auto& channel : channels) watch_stubs.push_back(metasrv::v1::FlowState::NewStub(channel));
+  for (auto& channel : channels)
+    watch_stubs.push_back(metasrv::v1::FlowState::NewStub(channel));
   std::vector<std::unique_ptr<Watcher>> watchers;
   for (int w = 0; w < absl::GetFlag(FLAGS_watchers); ++w) {
-    watchers.push_back(std::make_unique<Watcher>(watch_stubs[w % nchan].get(), &shared,
-                                                 absl::GetFlag(FLAGS_watch_stall)));
+    watchers.push_back(
+        std::make_unique<Watcher>(watch_stubs[w % nchan].get(), &shared,
+                                  absl::GetFlag(FLAGS_watch_stall)));
   }
 
   if (closed) {
     for (auto& node : nodes) node->Due(Clock::now());  // Start each loop.
     if (reports > 0) {
-      while (shared.finished.load() < n && Clock::now() < t0 + std::chrono::minutes(10)) {
+      while (shared.finished.load() < n &&
+             Clock::now() < t0 + std::chrono::minutes(10)) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     } else {
@@ -498,9 +524,11 @@ int main(int argc, char** argv) {
     }
   } else {
     // Fixed phases: stream k is due at t0 + k*P/N + m*P.
-    const auto period = absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_interval));
+    const auto period =
+        absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_interval));
     const Clock::time_point end =
-        reports > 0 ? t0 + period * reports + std::chrono::seconds(5) : shared.measure_to;
+        reports > 0 ? t0 + period * reports + std::chrono::seconds(5)
+                    : shared.measure_to;
     for (int64_t m = 0; Clock::now() < end; ++m) {
       for (int k = 0; k < n; ++k) {
         const Clock::time_point due = t0 + period * m + period * k / n;
@@ -510,9 +538,9 @@ int main(int argc, char** argv) {
           // Ended by a step-down: a new stream to the leader now. The old
           // reactor is kept: gRPC may still be returning from OnDone.
           ended.push_back(std::move(nodes[k]));
-          nodes[k] = std::make_unique<Flownode>(stub_for(k), offset + k, flows, closed,
-                                                reports, absl::GetFlag(FLAGS_zstd),
-                                                &shared);
+          nodes[k] = std::make_unique<Flownode>(
+              stub_for(k), offset + k, flows, closed, reports,
+              absl::GetFlag(FLAGS_zstd), &shared);
         }
         nodes[k]->Due(due);
       }
@@ -559,12 +587,15 @@ int main(int argc, char** argv) {
   const int state_readers = absl::GetFlag(FLAGS_state_readers);
   std::vector<double> state_reads, range_reads;
   for (size_t r = 0; r < reader_samples.size(); ++r) {
-    auto& into = static_cast<int>(r) < state_readers ? state_reads : range_reads;
-    into.insert(into.end(), reader_samples[r].us.begin(), reader_samples[r].us.end());
+    auto& into =
+        static_cast<int>(r) < state_readers ? state_reads : range_reads;
+    into.insert(into.end(), reader_samples[r].us.begin(),
+                reader_samples[r].us.end());
   }
   const double window_s =
-      reports > 0 ? std::chrono::duration<double>(stop_at - shared.measure_from).count()
-                  : absl::ToDoubleSeconds(absl::GetFlag(FLAGS_duration));
+      reports > 0
+          ? std::chrono::duration<double>(stop_at - shared.measure_from).count()
+          : absl::ToDoubleSeconds(absl::GetFlag(FLAGS_duration));
   const double msgs = static_cast<double>(all.size());
   std::printf(
       "RESULT {\"target\":\"%s\",\"mode\":\"%s\",\"streams\":%d,\"flows\":%d,"
@@ -573,17 +604,21 @@ int main(int argc, char** argv) {
       "\"state_reads\":%zu,\"state_p50_us\":%.1f,\"state_p99_us\":%.1f,"
       "\"range_reads\":%zu,\"range_p50_us\":%.1f,\"range_p99_us\":%.1f,"
       "\"read_flows\":%lld,\"watchers\":%zu,\"watch_msgs\":%zu,"
-      "\"watch_age_p50_ms\":%.1f,\"watch_age_p99_ms\":%.1f,\"watch_flows\":%lld,"
+      "\"watch_age_p50_ms\":%.1f,\"watch_age_p99_ms\":%.1f,\"watch_flows\":%"
+      "lld,"
       "\"redirects\":%lld,\"not_leader\":%lld}\n",
       absl::GetFlag(FLAGS_label).c_str(), closed ? "closed" : "open", n, flows,
-      window_s, msgs, msgs / window_s, Percentile(all, 0.50), Percentile(all, 0.99),
-      Percentile(all, 0.999), static_cast<long long>(shared.errors.load()),
+      window_s, msgs, msgs / window_s, Percentile(all, 0.50),
+      Percentile(all, 0.99), Percentile(all, 0.999),
+      static_cast<long long>(shared.errors.load()),
       static_cast<long long>(shared.late.load()), state_reads.size(),
       Percentile(state_reads, 0.50), Percentile(state_reads, 0.99),
       range_reads.size(), Percentile(range_reads, 0.50),
-      Percentile(range_reads, 0.99), static_cast<long long>(reader_flows.load()),
-      watchers.size(), watch_ages.size(), Percentile(watch_ages, 0.50) / 1000.0,
-      Percentile(watch_ages, 0.99) / 1000.0, static_cast<long long>(watch_flows),
+      Percentile(range_reads, 0.99),
+      static_cast<long long>(reader_flows.load()), watchers.size(),
+      watch_ages.size(), Percentile(watch_ages, 0.50) / 1000.0,
+      Percentile(watch_ages, 0.99) / 1000.0,
+      static_cast<long long>(watch_flows),
       static_cast<long long>(shared.redirects.load()),
       static_cast<long long>(shared.not_leader.load()));
   return shared.errors.load() == 0 ? 0 : 1;

@@ -4,9 +4,9 @@
 #define METASRV_CORE_CLOCK_H_
 
 #include "absl/base/thread_annotations.h"
-#include "kv/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "kv/mutex.h"
 
 namespace metasrv::core {
 
@@ -40,7 +40,7 @@ class ManualClock final : public Clock {
   }
 
  private:
-  mutable Mutex mu_;                // Guards now_.
+  mutable Mutex mu_;                     // Guards now_.
   absl::Time now_ ABSL_GUARDED_BY(mu_);  // The time it says.
 };
 

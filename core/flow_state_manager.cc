@@ -37,14 +37,17 @@ std::optional<FlowStateValue> Without(const FlowStateValue& report,
   FlowStateValue::Builder builder;
   builder.Reserve(report.flows().size() * 3);
   for (const FlowStat& stat : report.flows()) {
-    if (std::binary_search(sorted_ids.begin(), sorted_ids.end(), stat.flow_id)) {
+    if (std::binary_search(sorted_ids.begin(), sorted_ids.end(),
+                           stat.flow_id)) {
       continue;
     }
-    if (stat.has(kStateSize)) builder.SetStateSize(stat.flow_id, stat.state_size);
+    if (stat.has(kStateSize))
+      builder.SetStateSize(stat.flow_id, stat.state_size);
     if (stat.has(kLastExecTime)) {
       builder.SetLastExecTime(stat.flow_id, stat.last_exec_time);
     }
-    if (stat.has(kStartTime)) builder.SetStartTime(stat.flow_id, stat.start_time);
+    if (stat.has(kStartTime))
+      builder.SetStartTime(stat.flow_id, stat.start_time);
   }
   return builder.Build();
 }
@@ -116,7 +119,8 @@ absl::Status FlowStateManager::SyncLocked() const {
     }
   }
   total_flows_ = 0;
-  for (const auto& [node, entry] : rebuilt) total_flows_ += entry.report.flows().size();
+  for (const auto& [node, entry] : rebuilt)
+    total_flows_ += entry.report.flows().size();
   nodes_ = std::move(rebuilt);
   generation_ = generation;
   return absl::OkStatus();
@@ -151,23 +155,24 @@ absl::Status FlowStateManager::Put(const FlowStateValue& value) {
   MutexLock lock(&mu_);
   absl::Status synced = SyncLocked();
   if (!synced.ok()) return synced;
-  absl::Status written = kv_->Write(
-      {{std::string(kFlowStateKey), kv::MakeBytes(std::move(json))}},
-      generation_);
+  absl::Status written =
+      kv_->Write({{std::string(kFlowStateKey), kv::MakeBytes(std::move(json))}},
+                 generation_);
   if (written.ok()) global_is_aggregate_ = false;
   return written;
 }
 
 absl::Status FlowStateManager::CommitLocked(
-    std::optional<uint64_t> kv_generation, absl::FunctionRef<std::string()> what,
-    absl::FunctionRef<Change()> plan, absl::FunctionRef<void()> apply) {
+    std::optional<uint64_t> kv_generation,
+    absl::FunctionRef<std::string()> what, absl::FunctionRef<Change()> plan,
+    absl::FunctionRef<void()> apply) {
   for (int attempt = 0; attempt < kMaxCommitAttempts; ++attempt) {
     absl::Status synced = SyncLocked();
     if (!synced.ok()) return synced;
     if (kv_generation.has_value() && *kv_generation != generation_) {
-      return absl::AbortedError(absl::StrCat(
-          "the KV was reset since generation ", *kv_generation,
-          " (leadership changed); ", what(), " not recorded"));
+      return absl::AbortedError(
+          absl::StrCat("the KV was reset since generation ", *kv_generation,
+                       " (leadership changed); ", what(), " not recorded"));
     }
     Change change = plan();
     if (!change.refused.ok()) return change.refused;
@@ -184,32 +189,34 @@ absl::Status FlowStateManager::CommitLocked(
     apply();
     return absl::OkStatus();
   }
-  return absl::UnavailableError(absl::StrCat(
-      what(), " gave up: the KV was reset on every attempt"));
+  return absl::UnavailableError(
+      absl::StrCat(what(), " gave up: the KV was reset on every attempt"));
 }
 
-absl::Status FlowStateManager::CheckCapacityLocked(uint64_t node,
-                                                  const NodeEntry* entry,
-                                                  uint64_t report_flows) const {
+absl::Status FlowStateManager::CheckCapacityLocked(
+    uint64_t node, const NodeEntry* entry, uint64_t report_flows) const {
   if (entry == nullptr && options_.max_nodes != 0 &&
       nodes_.size() >= options_.max_nodes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "flownode ", node, " refused: ", nodes_.size(),
-        " flownodes are known, the limit (--max_nodes) is ", options_.max_nodes));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("flownode ", node, " refused: ", nodes_.size(),
+                     " flownodes are known, the limit (--max_nodes) is ",
+                     options_.max_nodes));
   }
-  const uint64_t old_flows = entry == nullptr ? 0 : entry->report.flows().size();
+  const uint64_t old_flows =
+      entry == nullptr ? 0 : entry->report.flows().size();
   if (options_.max_total_flows != 0 && report_flows > old_flows &&
       total_flows_ - old_flows + report_flows > options_.max_total_flows) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "report of node ", node, " refused: ", report_flows, " flows would bring ",
-        "the total to ", total_flows_ - old_flows + report_flows,
+        "report of node ", node, " refused: ", report_flows,
+        " flows would bring ", "the total to ",
+        total_flows_ - old_flows + report_flows,
         ", past the limit (--max_total_flows) of ", options_.max_total_flows));
   }
   return absl::OkStatus();
 }
 
-FlowStateManager::NodeEntry& FlowStateManager::EntryLocked(
-    uint64_t node, int64_t mono_ms) {
+FlowStateManager::NodeEntry& FlowStateManager::EntryLocked(uint64_t node,
+                                                           int64_t mono_ms) {
   auto [it, inserted] = nodes_.try_emplace(node);
   NodeEntry& entry = it->second;
   if (options_.node_report_ttl > absl::ZeroDuration()) {
@@ -220,9 +227,9 @@ FlowStateManager::NodeEntry& FlowStateManager::EntryLocked(
   return entry;
 }
 
-absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
-                                         NodeHeartbeat heartbeat,
-                                         std::optional<uint64_t> kv_generation) {
+absl::Status FlowStateManager::Heartbeat(
+    uint64_t node_id, NodeHeartbeat heartbeat,
+    std::optional<uint64_t> kv_generation) {
   // Encoding the report is O(report) and needs no lock.
   kv::ValuePtr report_value;
   if (heartbeat.report.has_value()) {
@@ -316,8 +323,8 @@ absl::StatusOr<ForgetResult> FlowStateManager::ForgetFlows(
           for (const auto& [node, entry] : nodes_) {
             std::optional<FlowStateValue> kept = Without(entry.report, ids);
             if (!kept.has_value()) continue;
-            change.batch.push_back(
-                {FlowStateNodeKey(node), kv::MakeBytes(EncodeFlowState(*kept))});
+            change.batch.push_back({FlowStateNodeKey(node),
+                                    kv::MakeBytes(EncodeFlowState(*kept))});
             rewrites.emplace_back(node, *std::move(kept));
           }
           change.touches_aggregate = !rewrites.empty();
@@ -399,7 +406,8 @@ absl::StatusOr<bool> FlowStateManager::Visit(
   std::sort(ids.begin(), ids.end());
   std::vector<AggregateFlow> flows;
   for (const FlowStat& stat : (*value)->flows()) {
-    if (ids.empty() || std::binary_search(ids.begin(), ids.end(), stat.flow_id)) {
+    if (ids.empty() ||
+        std::binary_search(ids.begin(), ids.end(), stat.flow_id)) {
       flows.push_back(AggregateFlow{stat});
     }
   }
@@ -427,7 +435,8 @@ absl::StatusOr<std::vector<FlownodeView>> FlowStateManager::ListFlownodes(
     absl::Status synced = SyncLocked();
     if (!synced.ok()) return synced;
     auto add = [&out](uint64_t node, const NodeEntry& entry) {
-      out.push_back({node, entry.record->Snapshot(), entry.report.flows().size()});
+      out.push_back(
+          {node, entry.record->Snapshot(), entry.report.flows().size()});
     };
     if (node_ids.empty()) {
       out.reserve(nodes_.size());
@@ -458,8 +467,9 @@ uint64_t FlowStateManager::node_count() const {
 
 uint64_t FlowStateManager::flow_count() const {
   MutexLock lock(&mu_);
-  return generation_ == kv_->generation() && aggregate_ ? aggregate_->flow_count()
-                                                        : 0;
+  return generation_ == kv_->generation() && aggregate_
+             ? aggregate_->flow_count()
+             : 0;
 }
 
 }  // namespace metasrv::core

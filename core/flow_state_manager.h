@@ -86,7 +86,8 @@ class FlowStateManager {
   };
 
   // Borrows `kv` and the clock, which must outlive the manager.
-  explicit FlowStateManager(kv::KvBackend* kv) : FlowStateManager(kv, Options()) {}
+  explicit FlowStateManager(kv::KvBackend* kv)
+      : FlowStateManager(kv, Options()) {}
   FlowStateManager(kv::KvBackend* kv, Options options);
   FlowStateManager(const FlowStateManager&) = delete;
   FlowStateManager& operator=(const FlowStateManager&) = delete;
@@ -177,8 +178,8 @@ class FlowStateManager {
     }
 
    private:
-    mutable Mutex mu_;                              // Guards record_.
-    FlownodeRecord record_ ABSL_GUARDED_BY(mu_);    // The record now.
+    mutable Mutex mu_;                            // Guards record_.
+    FlownodeRecord record_ ABSL_GUARDED_BY(mu_);  // The record now.
   };
 
   // One node's index entry: what its two keys hold.
@@ -187,7 +188,7 @@ class FlowStateManager {
     bool record_in_kv = false;  // Whether the KV holds `record` itself.
     // Its last heartbeat on the monotonic clock, for by_silence_.
     int64_t heartbeat_mono_ms = 0;
-    FlowStateValue report;      // Under its report key (empty if none).
+    FlowStateValue report;  // Under its report key (empty if none).
   };
   // A change to write: its mutations, and what to do to the index once they
   // are written. Built and applied under mu_.
@@ -200,8 +201,8 @@ class FlowStateManager {
   // Rebuilds the index if the KV generation moved since it was built.
   absl::Status SyncLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the change `plan` builds from a synced index (if any), then runs
-  // `apply`; retries both when a reset intervenes. With `kv_generation`, kAborted
-  // (naming `what()`) once the KV moved past it.
+  // `apply`; retries both when a reset intervenes. With `kv_generation`,
+  // kAborted (naming `what()`) once the KV moved past it.
   absl::Status CommitLocked(std::optional<uint64_t> kv_generation,
                             absl::FunctionRef<std::string()> what,
                             absl::FunctionRef<Change()> plan,
@@ -223,10 +224,10 @@ class FlowStateManager {
     return absl::ToUnixMillis(options_.clock->Monotonic());
   }
 
-  kv::KvBackend* const kv_;   // The in-memory KV; borrowed.
-  const Options options_;     // Clock and TTL.
+  kv::KvBackend* const kv_;  // The in-memory KV; borrowed.
+  const Options options_;    // Clock and TTL.
   std::atomic<FlowStateListener*> listener_{nullptr};  // Told of changes.
-  mutable Mutex mu_;          // Serializes changes; guards the fields below.
+  mutable Mutex mu_;  // Serializes changes; guards the fields below.
   // KV generation the index was built for; nullopt before the first build.
   mutable std::optional<uint64_t> generation_ ABSL_GUARDED_BY(mu_);
   // Each known node's keys, as stored.

@@ -3,9 +3,9 @@
 #define METASRV_CORE_LEADER_LEASE_H_
 
 #include "absl/base/thread_annotations.h"
-#include "kv/mutex.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
+#include "kv/mutex.h"
 
 namespace metasrv::core {
 
@@ -41,8 +41,9 @@ class LeaderLease {
  private:
   const Clock* const clock_;  // Time source; borrowed.
   const absl::Duration ttl_;  // The lease's time-to-live.
-  mutable Mutex mu_;    // Guards valid_until_.
-  absl::Time valid_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // See Valid().
+  mutable Mutex mu_;          // Guards valid_until_.
+  absl::Time valid_until_ ABSL_GUARDED_BY(mu_) =
+      absl::InfinitePast();  // See Valid().
 };
 
 }  // namespace metasrv::core

@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 
 namespace metasrv::server {
@@ -26,29 +26,33 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
 absl::StatusOr<AdminAuth> AdminAuth::FromTokenFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    return absl::InvalidArgumentError("cannot read the admin token file " + path);
+    return absl::InvalidArgumentError("cannot read the admin token file " +
+                                      path);
   }
   std::stringstream buf;
   buf << in.rdbuf();
   std::string token(absl::StripAsciiWhitespace(buf.str()));
   if (token.empty()) {
-    return absl::InvalidArgumentError("the admin token file " + path + " is empty");
+    return absl::InvalidArgumentError("the admin token file " + path +
+                                      " is empty");
   }
   // A token a client could never present is refused now, not at the first
   // admin call: it travels in an HTTP/2 header, so visible ASCII only, and
   // small enough for gRPC's metadata limit (8 KiB for all headers).
   if (token.size() > kMaxTokenBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the admin token in ", path, " is ", token.size(),
-        " bytes; at most ", kMaxTokenBytes, " fit in a gRPC header"));
+        "the admin token in ", path, " is ", token.size(), " bytes; at most ",
+        kMaxTokenBytes, " fit in a gRPC header"));
   }
   for (size_t i = 0; i < token.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(token[i]);
     if (c < 0x21 || c > 0x7e) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the admin token in ", path, " has a byte that cannot travel in a "
-          "header (", static_cast<int>(c), " at offset ", i,
-          "): use visible ASCII, e.g. openssl rand -hex 32"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the admin token in ", path,
+                       " has a byte that cannot travel in a "
+                       "header (",
+                       static_cast<int>(c), " at offset ", i,
+                       "): use visible ASCII, e.g. openssl rand -hex 32"));
     }
   }
   AdminAuth auth;
@@ -57,8 +61,10 @@ absl::StatusOr<AdminAuth> AdminAuth::FromTokenFile(const std::string& path) {
 }
 
 bool AdminAuth::IsLoopbackPeer(absl::string_view peer) {
-  return absl::StartsWith(peer, "ipv4:127.") || absl::StartsWith(peer, "ipv6:[::1]") ||
-         absl::StartsWith(peer, "ipv6:%5B::1%5D") || absl::StartsWith(peer, "unix:");
+  return absl::StartsWith(peer, "ipv4:127.") ||
+         absl::StartsWith(peer, "ipv6:[::1]") ||
+         absl::StartsWith(peer, "ipv6:%5B::1%5D") ||
+         absl::StartsWith(peer, "unix:");
 }
 
 absl::Status AdminAuth::Check(absl::string_view authorization,

@@ -29,7 +29,8 @@ class AdminAuth {
   // OK to proceed. kUnauthenticated: no bearer token; kPermissionDenied: the
   // wrong token, or no token configured and `peer` (gRPC's peer string, such
   // as "ipv4:127.0.0.1:5000") is not loopback.
-  absl::Status Check(absl::string_view authorization, absl::string_view peer) const;
+  absl::Status Check(absl::string_view authorization,
+                     absl::string_view peer) const;
 
   static bool IsLoopbackPeer(absl::string_view peer);
 

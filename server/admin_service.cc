@@ -33,13 +33,30 @@ absl::Status AdminService::Admit(grpc::CallbackServerContext* context,
   return core::CheckLeader(*leadership_);
 }
 
+template <typename Request, typename Response>
+UnaryCall<Request, Response>* AdminService::StartAdmitted(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response, const char* method,
+    grpc::ServerUnaryReactor** reactor) const {
+  auto* call = UnaryCall<Request, Response>::Start(context, request, response,
+                                                   limits_, reactor);
+  if (call == nullptr) return nullptr;
+  if (absl::Status allowed = Admit(context, method); !allowed.ok()) {
+    call->Finish(allowed);
+    return nullptr;
+  }
+  return call;
+}
+
 grpc::ServerUnaryReactor* AdminService::LeaderChange(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = nullptr;
-  auto* call = UnaryCall<metasrv::v1::LeaderChangeRequest,
-                         metasrv::v1::LeaderChangeResponse>::Start(
-      context, request, response, limits_, &reactor);
+  auto* call =
+      UnaryCall<metasrv::v1::LeaderChangeRequest,
+                metasrv::v1::LeaderChangeResponse>::Start(context, request,
+                                                          response, limits_,
+                                                          &reactor);
   if (call == nullptr) return reactor;
   if (absl::Status allowed = Admit(context, "LeaderChange"); !allowed.ok()) {
     call->Finish(allowed);
@@ -59,9 +76,11 @@ grpc::ServerUnaryReactor* AdminService::ForgetFlows(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = nullptr;
-  auto* call = UnaryCall<metasrv::v1::ForgetFlowsRequest,
-                         metasrv::v1::ForgetFlowsResponse>::Start(
-      context, request, response, limits_, &reactor);
+  auto* call =
+      UnaryCall<metasrv::v1::ForgetFlowsRequest,
+                metasrv::v1::ForgetFlowsResponse>::Start(context, request,
+                                                         response, limits_,
+                                                         &reactor);
   if (call == nullptr) return reactor;
   if (absl::Status allowed = Admit(context, "ForgetFlows"); !allowed.ok()) {
     call->Finish(allowed);
@@ -71,10 +90,11 @@ grpc::ServerUnaryReactor* AdminService::ForgetFlows(
   absl::StatusOr<core::ForgetResult> forgotten =
       flow_state_->ForgetFlows(absl::MakeConstSpan(ids.data(), ids.size()));
   if (forgotten.ok()) {
-    spdlog::info("forget flows requested by {}: {} of {} flows forgotten, {} "
-                 "node reports rewritten",
-                 context->peer(), forgotten->forgotten_flows, ids.size(),
-                 forgotten->updated_nodes);
+    spdlog::info(
+        "forget flows requested by {}: {} of {} flows forgotten, {} "
+        "node reports rewritten",
+        context->peer(), forgotten->forgotten_flows, ids.size(),
+        forgotten->updated_nodes);
     call->response()->set_forgotten_flows(forgotten->forgotten_flows);
     call->response()->set_updated_nodes(forgotten->updated_nodes);
   }

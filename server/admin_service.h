@@ -10,8 +10,8 @@
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
-#include "server/unary_call.h"
 #include "server/admin_auth.h"
+#include "server/unary_call.h"
 
 namespace metasrv::server {
 
@@ -46,6 +46,13 @@ class AdminService final
   // this replica leads.
   absl::Status Admit(grpc::CallbackServerContext* context,
                      const char* method) const;
+  // Decodes the request and admits the call (see Admit); null when either
+  // failed and the call is already finished.
+  template <typename Request, typename Response>
+  UnaryCall<Request, Response>* StartAdmitted(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response, const char* method,
+      grpc::ServerUnaryReactor** reactor) const;
 
   const AdminAuth auth_;                      // Who may call.
   const LeaderChangeFn leader_change_;        // Does LeaderChange.

@@ -86,8 +86,8 @@ grpc::ServerUnaryReactor* ClusterService::Range(
       context, request, response, ReadCost::kLarge,
       [this](const meta::RangeRequest& req,
              meta::RangeResponse* resp) -> absl::Status {
-        absl::StatusOr<kv::RangeResponse> found =
-            kv_->Range({req.key(), req.range_end(), req.limit(), req.keys_only()});
+        absl::StatusOr<kv::RangeResponse> found = kv_->Range(
+            {req.key(), req.range_end(), req.limit(), req.keys_only()});
         if (!found.ok()) return found.status();
         AppendKvs(found->kvs, resp->mutable_kvs());
         resp->set_more(found->more);
@@ -104,7 +104,8 @@ grpc::ServerUnaryReactor* ClusterService::MetasrvPeers(
              meta::MetasrvPeersResponse* resp) -> absl::Status {
         FillNodeInfo(self_, self_.addr, resp->mutable_leader());
         for (const std::string& addr : leadership_->FollowerAddrs()) {
-          if (addr != self_.addr) FillNodeInfo(self_, addr, resp->add_followers());
+          if (addr != self_.addr)
+            FillNodeInfo(self_, addr, resp->add_followers());
         }
         return absl::OkStatus();
       });

@@ -8,8 +8,8 @@
 #include "core/leadership.h"
 #include "greptime/v1/meta/cluster.grpc.pb.h"
 #include "kv/kv_backend.h"
-#include "server/unary_call.h"
 #include "server/read_executor.h"
+#include "server/unary_call.h"
 
 namespace metasrv::server {
 

@@ -27,7 +27,8 @@ class Backoff {
 
 }  // namespace
 
-EtcdElection::EtcdElection(EtcdElectionOptions options, const core::Clock* clock,
+EtcdElection::EtcdElection(EtcdElectionOptions options,
+                           const core::Clock* clock,
                            LeadershipListener* listener)
     : options_(std::move(options)),
       clock_(clock),
@@ -117,7 +118,8 @@ void EtcdElection::SessionLoop() {
       if (stopping_) break;
     }
     const absl::Time sent = clock_->Monotonic();
-    absl::StatusOr<int64_t> lease = client_.LeaseGrant(options_.lease_ttl, interval);
+    absl::StatusOr<int64_t> lease =
+        client_.LeaseGrant(options_.lease_ttl, interval);
     ReportEtcd(lease.status());
     if (!lease.ok()) {
       Wait(clock_->Monotonic() + backoff.Next(), false);
@@ -160,7 +162,8 @@ absl::Status EtcdElection::KeepAliveLoop(int64_t lease) {
   absl::Time next = clock_->Monotonic() + interval;
   while (Wait(next, true)) {
     const absl::Time sent = clock_->Monotonic();
-    absl::StatusOr<absl::Duration> left = client_.LeaseKeepAlive(lease, interval);
+    absl::StatusOr<absl::Duration> left =
+        client_.LeaseKeepAlive(lease, interval);
     if (!left.ok()) return left.status();
     lease_.Confirmed(sent);
     ReportEtcd(absl::OkStatus());

@@ -34,10 +34,11 @@ class LeadershipListener {
 };
 
 struct EtcdElectionOptions {
-  std::vector<std::string> endpoints;        // etcd client endpoints, host:port.
-  std::string name = "__metasrv_election";   // The election's name.
-  std::string self_addr;                     // Our value: the advertised address.
-  absl::Duration lease_ttl = absl::Seconds(5);  // Lease TTL; keep-alive every TTL/3.
+  std::vector<std::string> endpoints;       // etcd client endpoints, host:port.
+  std::string name = "__metasrv_election";  // The election's name.
+  std::string self_addr;  // Our value: the advertised address.
+  absl::Duration lease_ttl =
+      absl::Seconds(5);  // Lease TTL; keep-alive every TTL/3.
 };
 
 // Lifecycle: Start() once, Stop() once (the destructor calls it). Between
@@ -77,32 +78,37 @@ class EtcdElection final : public core::Leadership {
   uint64_t StepDown(const char* why);
   // Logs `status` if etcd's health changed since the last report.
   void ReportEtcd(const absl::Status& status);
-  // Waits until `deadline` (monotonic), or until stopping (and, with `session`, until the
-  // session ends). Returns false if interrupted.
+  // Waits until `deadline` (monotonic), or until stopping (and, with `session`,
+  // until the session ends). Returns false if interrupted.
   bool Wait(absl::Time deadline, bool session);
 
-  const EtcdElectionOptions options_;  // As given.
-  const core::Clock* const clock_;     // Time; borrowed.
-  LeadershipListener* const listener_; // Transition hooks; borrowed.
-  mutable EtcdClient client_;          // etcd connections.
-  core::LeaderLease lease_;            // How long we may act as leader.
+  const EtcdElectionOptions options_;   // As given.
+  const core::Clock* const clock_;      // Time; borrowed.
+  LeadershipListener* const listener_;  // Transition hooks; borrowed.
+  mutable EtcdClient client_;           // etcd connections.
+  core::LeaderLease lease_;             // How long we may act as leader.
 
   absl::Mutex transition_mu_;  // Serializes BecomeLeader/StepDown/Resign.
   mutable absl::Mutex mu_;     // Guards the fields below.
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;         // Stop() was called.
-  bool leading_ ABSL_GUARDED_BY(mu_) = false;          // We lead.
-  uint64_t term_generation_ ABSL_GUARDED_BY(mu_) = 0;  // KV generation of our term.
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // Stop() was called.
+  bool leading_ ABSL_GUARDED_BY(mu_) = false;   // We lead.
+  uint64_t term_generation_ ABSL_GUARDED_BY(mu_) =
+      0;  // KV generation of our term.
   // Our key in the election while we lead.
   std::optional<v3electionpb::LeaderKey> leader_key_ ABSL_GUARDED_BY(mu_);
-  int64_t session_lease_ ABSL_GUARDED_BY(mu_) = 0;     // The lease in use; 0 none.
-  bool session_over_ ABSL_GUARDED_BY(mu_) = true;      // The session is ending.
-  bool resign_requested_ ABSL_GUARDED_BY(mu_) = false;  // Resign() asked to end it.
-  grpc::ClientContext* campaign_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;  // To cancel.
-  grpc::ClientContext* observe_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;   // To cancel.
-  std::string observed_leader_ ABSL_GUARDED_BY(mu_);   // Leader's value per etcd.
-  bool etcd_healthy_ ABSL_GUARDED_BY(mu_) = true;      // For ReportEtcd().
-  std::thread session_thread_;   // Runs SessionLoop().
-  std::thread observe_thread_;   // Runs ObserveLoop().
+  int64_t session_lease_ ABSL_GUARDED_BY(mu_) = 0;  // The lease in use; 0 none.
+  bool session_over_ ABSL_GUARDED_BY(mu_) = true;   // The session is ending.
+  bool resign_requested_ ABSL_GUARDED_BY(mu_) =
+      false;  // Resign() asked to end it.
+  grpc::ClientContext* campaign_ctx_ ABSL_GUARDED_BY(mu_) =
+      nullptr;  // To cancel.
+  grpc::ClientContext* observe_ctx_ ABSL_GUARDED_BY(mu_) =
+      nullptr;  // To cancel.
+  std::string observed_leader_
+      ABSL_GUARDED_BY(mu_);                        // Leader's value per etcd.
+  bool etcd_healthy_ ABSL_GUARDED_BY(mu_) = true;  // For ReportEtcd().
+  std::thread session_thread_;                     // Runs SessionLoop().
+  std::thread observe_thread_;                     // Runs ObserveLoop().
 };
 
 }  // namespace metasrv::server

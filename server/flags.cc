@@ -33,7 +33,8 @@ ABSL_FLAG(int, read_threads, 2,
           "threads; 0 serves them on gRPC's threads");
 ABSL_FLAG(std::string, metrics_addr, "127.0.0.1:4000",
           "host:port of the Prometheus endpoint (/metrics); empty: none");
-ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key, serve TLS only");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain; with --tls_key, serve TLS only");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA bundle; clients must present a certificate it signed (mTLS)");
@@ -85,7 +86,8 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
     return absl::InvalidArgumentError(
         "--heartbeat_interval and --retry_interval must be positive");
   }
-  o.heartbeat_interval_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(hb));
+  o.heartbeat_interval_ms =
+      static_cast<uint64_t>(absl::ToInt64Milliseconds(hb));
   o.retry_interval_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(retry));
   o.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   o.read_threads = absl::GetFlag(FLAGS_read_threads);
@@ -99,15 +101,18 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.max_flows_per_report = absl::GetFlag(FLAGS_max_flows_per_report);
   o.max_nodes = absl::GetFlag(FLAGS_max_nodes);
   o.max_total_flows = absl::GetFlag(FLAGS_max_total_flows);
-  o.max_streams_per_connection = absl::GetFlag(FLAGS_max_streams_per_connection);
+  o.max_streams_per_connection =
+      absl::GetFlag(FLAGS_max_streams_per_connection);
   if (o.max_streams_per_connection < 1) {
-    return absl::InvalidArgumentError("--max_streams_per_connection must be positive");
+    return absl::InvalidArgumentError(
+        "--max_streams_per_connection must be positive");
   }
   o.max_reply_bytes_in_flight = absl::GetFlag(FLAGS_max_reply_bytes_in_flight);
   o.max_queued_reads = absl::GetFlag(FLAGS_max_queued_reads);
   o.grpc_memory_limit = absl::GetFlag(FLAGS_grpc_memory_limit);
   if (o.grpc_memory_limit != 0 && o.grpc_memory_limit < (16 << 20)) {
-    return absl::InvalidArgumentError("--grpc_memory_limit must be 0 or at least 16 MiB");
+    return absl::InvalidArgumentError(
+        "--grpc_memory_limit must be 0 or at least 16 MiB");
   }
   if (o.max_queued_reads < 1) {
     return absl::InvalidArgumentError("--max_queued_reads must be positive");
@@ -120,12 +125,14 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   }
   o.watch_min_interval = absl::GetFlag(FLAGS_watch_min_interval);
   if (o.watch_min_interval < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--watch_min_interval must not be negative");
+    return absl::InvalidArgumentError(
+        "--watch_min_interval must not be negative");
   }
   if (o.max_message_bytes <= 0) {
     return absl::InvalidArgumentError("--max_message_bytes must be positive");
   }
-  if (o.keepalive_time < absl::Seconds(1) || o.keepalive_timeout < absl::Seconds(1)) {
+  if (o.keepalive_time < absl::Seconds(1) ||
+      o.keepalive_timeout < absl::Seconds(1)) {
     return absl::InvalidArgumentError(
         "--keepalive_time and --keepalive_timeout must be at least 1s");
   }
@@ -133,8 +140,9 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
     return absl::InvalidArgumentError("--read_threads must be in [0, 64]");
   }
   o.store_addrs = absl::GetFlag(FLAGS_store_addrs);
-  o.store_addrs.erase(std::remove(o.store_addrs.begin(), o.store_addrs.end(), ""),
-                      o.store_addrs.end());
+  o.store_addrs.erase(
+      std::remove(o.store_addrs.begin(), o.store_addrs.end(), ""),
+      o.store_addrs.end());
   o.election_name = absl::GetFlag(FLAGS_election_name);
   o.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
   if (o.lease_ttl < absl::Seconds(2) ||

@@ -81,8 +81,8 @@ absl::Status FlowStateService::ListNodes(
     const metasrv::v1::ListFlownodesRequest& request,
     metasrv::v1::ListFlownodesResponse* response) const {
   absl::StatusOr<std::vector<core::FlownodeView>> nodes =
-      flow_state_->ListFlownodes(
-          absl::MakeConstSpan(request.node_ids().data(), request.node_ids_size()));
+      flow_state_->ListFlownodes(absl::MakeConstSpan(request.node_ids().data(),
+                                                     request.node_ids_size()));
   if (!nodes.ok()) return nodes.status();
   response->mutable_nodes()->Reserve(static_cast<int>(nodes->size()));
   for (const core::FlownodeView& view : *nodes) {

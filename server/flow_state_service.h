@@ -7,10 +7,10 @@
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
-#include "server/unary_call.h"
 #include "server/flow_state_watch.h"
 #include "server/metrics.h"
 #include "server/read_executor.h"
+#include "server/unary_call.h"
 
 namespace metasrv::server {
 

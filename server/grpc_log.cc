@@ -46,9 +46,11 @@ class RateLimit {
     uint64_t suppressed = 0;                 // Left out since then.
   };
   absl::Mutex mu_;  // Guards the fields below.
-  absl::Duration interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(10);  // Between lines.
+  absl::Duration interval_ ABSL_GUARDED_BY(mu_) =
+      absl::Seconds(10);  // Between lines.
   // By (file, line) of gRPC's source.
-  absl::flat_hash_map<std::pair<std::string, int>, Place> places_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::pair<std::string, int>, Place> places_
+      ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> suppressed_total_{0};  // All left out, ever.
 };
 
@@ -73,10 +75,11 @@ void Log(gpr_log_func_args* args) {
   uint64_t left_out = 0;
   if (!Limit().Admit(args->file, args->line, &left_out)) return;
   if (left_out > 0) {
-    spdlog::log(level, "grpc: {} ({}:{}; {} more like it left out)", args->message,
-                args->file, args->line, left_out);
+    spdlog::log(level, "grpc: {} ({}:{}; {} more like it left out)",
+                args->message, args->file, args->line, left_out);
   } else {
-    spdlog::log(level, "grpc: {} ({}:{})", args->message, args->file, args->line);
+    spdlog::log(level, "grpc: {} ({}:{})", args->message, args->file,
+                args->line);
   }
 }
 

@@ -12,8 +12,9 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   // becomes the grpc-message header, whose value must not start or end with
   // whitespace (RFC 9113 §8.2.1): strict HTTP/2 clients drop the whole
   // response otherwise.
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(absl::StripAsciiWhitespace(status.message())));
+  return grpc::Status(
+      static_cast<grpc::StatusCode>(status.code()),
+      std::string(absl::StripAsciiWhitespace(status.message())));
 }
 
 }  // namespace metasrv::server

@@ -20,7 +20,8 @@ HeartbeatHandler::HeartbeatHandler(core::FlowStateManager* flow_state,
       options_(options),
       metrics_(metrics) {}
 
-std::optional<uint64_t> HeartbeatHandler::NodeId(const HeartbeatRequest& request) {
+std::optional<uint64_t> HeartbeatHandler::NodeId(
+    const HeartbeatRequest& request) {
   if (request.has_header()) return request.header().member_id();
   if (request.has_peer()) return request.peer().id();
   return std::nullopt;
@@ -30,7 +31,8 @@ core::FlowStateValue HeartbeatHandler::ToReport(
     const greptime::v1::meta::FlowStat& stat,
     const google::protobuf::Map<uint32_t, int64_t>* start_times) {
   core::FlowStateValue::Builder builder;
-  builder.Reserve(stat.flow_stat_size_size() + stat.flow_last_exec_time_map_size() +
+  builder.Reserve(stat.flow_stat_size_size() +
+                  stat.flow_last_exec_time_map_size() +
                   (start_times == nullptr ? 0 : start_times->size()));
   for (const auto& [flow_id, size] : stat.flow_stat_size()) {
     builder.SetStateSize(flow_id, size);
@@ -69,7 +71,8 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
   const bool has_report = request.has_flow_stat();
   if (role != greptime::v1::meta::FLOWNODE) {
     if (!has_report) return MergeResult::kNoFlowStat;
-    if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kNotFlownode);
+    if (metrics_ != nullptr)
+      metrics_->ReportIgnored(IgnoredReason::kNotFlownode);
     return MergeResult::kNotFlownode;
   }
   std::optional<uint64_t> node = NodeId(request);
@@ -91,7 +94,8 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     if (ext != request.extensions().end()) {
       extension.emplace();
       if (!extension->ParseFromString(ext->second)) {
-        if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kMalformed);
+        if (metrics_ != nullptr)
+          metrics_->ReportIgnored(IgnoredReason::kMalformed);
         return absl::InvalidArgumentError(absl::StrCat(
             "report of node ", *node, ": extension \"", kFlowStartTimeExtension,
             "\" is not an encoded metasrv.v1.FlowStartTimes"));
@@ -101,16 +105,18 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     const auto& stat = request.flow_stat();
     // A cheap bound first (no map can hold more than the distinct flows),
     // then the exact count: distinct flow ids over the three maps.
-    const uint64_t largest = static_cast<uint64_t>(
-        std::max({stat.flow_stat_size_size(), stat.flow_last_exec_time_map_size(),
-                  start_times == nullptr ? 0 : static_cast<int>(start_times->size())}));
+    const uint64_t largest = static_cast<uint64_t>(std::max(
+        {stat.flow_stat_size_size(), stat.flow_last_exec_time_map_size(),
+         start_times == nullptr ? 0 : static_cast<int>(start_times->size())}));
     std::optional<core::FlowStateValue> report;
     if (largest <= options_.max_flows_per_report) {
       report = ToReport(stat, start_times);
     }
-    const uint64_t flows = report.has_value() ? report->flows().size() : largest;
+    const uint64_t flows =
+        report.has_value() ? report->flows().size() : largest;
     if (flows > options_.max_flows_per_report) {
-      if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kTooManyFlows);
+      if (metrics_ != nullptr)
+        metrics_->ReportIgnored(IgnoredReason::kTooManyFlows);
       return absl::InvalidArgumentError(absl::StrCat(
           "report of node ", *node, " has ", flows,
           " flows, more than the limit of ", options_.max_flows_per_report));

@@ -30,10 +30,10 @@ void SetNotLeader(const core::Leadership& leadership,
 
 // Why a request's flow state was or was not merged.
 enum class MergeResult {
-  kMerged,        // Recorded as the node's latest report.
-  kNotFlownode,   // The role is not FLOWNODE: flow_stat is ignored.
-  kNoFlowStat,    // No flow_stat: only the flownode's record was updated.
-  kNoNodeId,      // Neither a header nor a peer names the node.
+  kMerged,       // Recorded as the node's latest report.
+  kNotFlownode,  // The role is not FLOWNODE: flow_stat is ignored.
+  kNoFlowStat,   // No flow_stat: only the flownode's record was updated.
+  kNoNodeId,     // Neither a header nor a peer names the node.
 };
 
 // The HeartbeatRequest.extensions key of a metasrv.v1.FlowStartTimes.

@@ -6,9 +6,9 @@
 
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.grpc.pb.h"
-#include "server/unary_call.h"
 #include "server/heartbeat_handler.h"
 #include "server/stream_registry.h"
+#include "server/unary_call.h"
 
 namespace metasrv::server {
 

@@ -50,10 +50,10 @@ void HeartbeatStream::OnReadDone(bool ok) {
 
 void HeartbeatStream::HandleRead() {
   arena_.Reset();
-  auto* request =
-      google::protobuf::Arena::CreateMessage<greptime::v1::meta::HeartbeatRequest>(
-          &arena_);
-  absl::Status parsed = DecodeRequest(&read_buffer_, max_request_bytes_, request);
+  auto* request = google::protobuf::Arena::CreateMessage<
+      greptime::v1::meta::HeartbeatRequest>(&arena_);
+  absl::Status parsed =
+      DecodeRequest(&read_buffer_, max_request_bytes_, request);
   if (!parsed.ok()) {
     FinishOnce(ToGrpcStatus(parsed));
     return;
@@ -61,18 +61,20 @@ void HeartbeatStream::HandleRead() {
   absl::Status handled = handler_->Handle(*request, handshake_, &response_);
   handshake_ = false;
   if (!handled.ok() && !absl::IsAborted(handled)) {
-    spdlog::debug("heartbeat stream from {} ended: {}", peer_, handled.ToString());
+    spdlog::debug("heartbeat stream from {} ended: {}", peer_,
+                  handled.ToString());
     FinishOnce(ToGrpcStatus(handled));
     return;
   }
   // A fresh buffer for every answer: Serialize() expects an empty one.
   grpc::ByteBuffer answer;
   bool own_buffer = false;
-  grpc::Status serialized =
-      grpc::SerializationTraits<greptime::v1::meta::HeartbeatResponse>::Serialize(
-          response_, &answer, &own_buffer);
+  grpc::Status serialized = grpc::SerializationTraits<
+      greptime::v1::meta::HeartbeatResponse>::Serialize(response_, &answer,
+                                                        &own_buffer);
   if (!serialized.ok()) {
-    FinishOnce(ToGrpcStatus(absl::InternalError("cannot serialize the response")));
+    FinishOnce(
+        ToGrpcStatus(absl::InternalError("cannot serialize the response")));
     return;
   }
   absl::MutexLock lock(&mu_);

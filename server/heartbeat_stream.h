@@ -9,13 +9,13 @@
 #ifndef METASRV_SERVER_HEARTBEAT_STREAM_H_
 #define METASRV_SERVER_HEARTBEAT_STREAM_H_
 
-#include <cstddef>
-#include <optional>
-#include <string>
-
 #include <google/protobuf/arena.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -53,8 +53,8 @@ class HeartbeatStream final
   const std::string peer_;           // The client's address, for logs.
   bool registered_ = false;          // Whether Add() succeeded.
   bool handshake_ = true;            // The next request is the first.
-  grpc::ByteBuffer read_buffer_;   // The request, as read.
-  grpc::ByteBuffer write_buffer_;  // The response, as written.
+  grpc::ByteBuffer read_buffer_;     // The request, as read.
+  grpc::ByteBuffer write_buffer_;    // The response, as written.
   // Requests are parsed into `arena_`, reset before each parse: its first
   // block is `arena_block_`, so a typical report's map entries cost no malloc.
   alignas(8) char arena_block_[2048];

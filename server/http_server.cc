@@ -19,8 +19,8 @@ MHD_Result Respond(MHD_Connection* connection, const HttpAnswer& answer) {
   if (response == nullptr) return MHD_NO;
   MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE,
                           answer.content_type.c_str());
-  const MHD_Result queued =
-      MHD_queue_response(connection, static_cast<unsigned>(answer.status), response);
+  const MHD_Result queued = MHD_queue_response(
+      connection, static_cast<unsigned>(answer.status), response);
   MHD_destroy_response(response);
   return queued;
 }
@@ -38,7 +38,8 @@ MHD_Result Dispatch(void* cls, MHD_Connection* connection, const char* url,
     return MHD_YES;
   }
   if (std::strcmp(method, "GET") != 0 && std::strcmp(method, "HEAD") != 0) {
-    return Respond(connection, {405, "text/plain; charset=utf-8", "GET only\n"});
+    return Respond(connection,
+                   {405, "text/plain; charset=utf-8", "GET only\n"});
   }
   const auto* server = static_cast<const HttpServer*>(cls);
   return Respond(connection, server->Serve(url));
@@ -59,8 +60,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
   const std::string service = absl::StrCat(port);
-  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints,
-                  &found) != 0 ||
+  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(),
+                  &hints, &found) != 0 ||
       found == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot resolve the HTTP address ", addr));
@@ -68,11 +69,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   std::unique_ptr<HttpServer> server(new HttpServer(std::move(routes)));
   unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD;
   if (found->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
-  server->daemon_ = MHD_start_daemon(
-      flags, static_cast<uint16_t>(port), nullptr, nullptr, &Dispatch, server.get(),
-      MHD_OPTION_SOCK_ADDR, found->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT,
-      static_cast<unsigned>(std::max<int64_t>(1, absl::ToInt64Seconds(idle_timeout))),
-      MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_END);
+  server->daemon_ =
+      MHD_start_daemon(flags, static_cast<uint16_t>(port), nullptr, nullptr,
+                       &Dispatch, server.get(), MHD_OPTION_SOCK_ADDR,
+                       found->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT,
+                       static_cast<unsigned>(std::max<int64_t>(
+                           1, absl::ToInt64Seconds(idle_timeout))),
+                       MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_END);
   freeaddrinfo(found);
   if (server->daemon_ == nullptr) {
     return absl::UnavailableError(absl::StrCat(

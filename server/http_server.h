@@ -18,9 +18,9 @@ namespace metasrv::server {
 
 // What a handler answers.
 struct HttpAnswer {
-  int status = 200;                               // HTTP status code.
+  int status = 200;                                        // HTTP status code.
   std::string content_type = "text/plain; charset=utf-8";  // Its type.
-  std::string body;                               // Its body.
+  std::string body;                                        // Its body.
 };
 
 // Thread safety: handlers run on the server's thread, one at a time; they
@@ -48,9 +48,9 @@ class HttpServer {
  private:
   explicit HttpServer(Routes routes) : routes_(std::move(routes)) {}
 
-  const Routes routes_;         // By path.
+  const Routes routes_;           // By path.
   MHD_Daemon* daemon_ = nullptr;  // libmicrohttpd's; owned.
-  int port_ = 0;                // The port bound.
+  int port_ = 0;                  // The port bound.
 };
 
 }  // namespace metasrv::server

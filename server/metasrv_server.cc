@@ -1,20 +1,20 @@
 #include "server/metasrv_server.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 #include <sstream>
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/resource_quota.h>
-#include <grpcpp/server_builder.h>
-
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/leader_reset.h"
+#include "grpc/health/v1/health.pb.h"
 #include "server/net_util.h"
 #include "spdlog/spdlog.h"
 
@@ -82,7 +82,8 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
       [raw] { return static_cast<double>(raw->watch_->watchers()); }});
   s->watch_ = std::make_unique<WatchHub>(
       &s->flow_state_, &s->kv_,
-      WatchHub::Options{s->options_.watch_min_interval, s->options_.max_streams},
+      WatchHub::Options{s->options_.watch_min_interval,
+                        s->options_.max_streams},
       s->metrics_.get());
   s->flow_state_.SetListener(s->watch_.get());
   s->watch_->Start();
@@ -113,8 +114,8 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
                                 s->options_.retry_interval_ms,
                                 s->options_.max_flows_per_report},
       s->metrics_.get());
-  const CallLimits limits{
-      static_cast<size_t>(s->options_.max_message_bytes), &s->replies_};
+  const CallLimits limits{static_cast<size_t>(s->options_.max_message_bytes),
+                          &s->replies_};
   s->heartbeat_service_ = std::make_unique<HeartbeatService>(
       s->handler_.get(), &s->streams_, s->leadership_.get(), limits);
   s->cluster_service_ = std::make_unique<ClusterService>(
@@ -129,14 +130,18 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   s->admin_service_ = std::make_unique<AdminService>(
       [server = s.get()] { return server->LeaderChange(); }, &s->flow_state_,
       s->leadership_.get(), std::move(auth), limits);
-  s->reflection_v1_ = std::make_unique<ReflectionV1Service>(
-      std::vector<std::string>{
+  s->reflection_v1_ =
+      std::make_unique<ReflectionV1Service>(std::vector<std::string>{
           "greptime.v1.meta.Heartbeat", "greptime.v1.meta.Cluster",
           "metasrv.v1.FlowState", "metasrv.v1.Admin", "grpc.health.v1.Health",
           "grpc.reflection.v1.ServerReflection",
           "grpc.reflection.v1alpha.ServerReflection"});
 
   grpc::EnableDefaultHealthCheckService(true);
+  // gRPC's health service has no protobuf descriptor; ours (from Debian's
+  // grpc-proto) must be linked in for reflection to describe it. A static
+  // library drops an object nothing refers to: this refers to it.
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   // Without this, a second server could silently share the port.
@@ -160,12 +165,12 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   builder.AddChannelArgument(
       GRPC_ARG_KEEPALIVE_TIME_MS,
       static_cast<int>(absl::ToInt64Milliseconds(s->options_.keepalive_time)));
-  builder.AddChannelArgument(
-      GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
-      static_cast<int>(absl::ToInt64Milliseconds(s->options_.keepalive_timeout)));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                             static_cast<int>(absl::ToInt64Milliseconds(
+                                 s->options_.keepalive_timeout)));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-                             1000);
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.AddListeningPort(s->options_.bind_addr, *credentials, &s->port_);
   builder.RegisterService(s->heartbeat_service_.get());
@@ -179,17 +184,20 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
         absl::StrCat("cannot listen on ", s->options_.bind_addr));
   }
   s->server_->GetHealthCheckService()->SetServingStatus(true);
-  spdlog::info("metasrv {} serving on {} (advertised as {}){}", METASRV_VERSION,
-               s->options_.bind_addr, s->advertised_addr_,
-               s->options_.tls_cert.empty()
-                   ? ""
-                   : (s->options_.tls_client_ca.empty() ? " with TLS" : " with mTLS"));
+  spdlog::info(
+      "metasrv {} serving on {} (advertised as {}){}", METASRV_VERSION,
+      s->options_.bind_addr, s->advertised_addr_,
+      s->options_.tls_cert.empty()
+          ? ""
+          : (s->options_.tls_client_ca.empty() ? " with TLS" : " with mTLS"));
   if (s->http_ != nullptr) {
     std::string metrics_host;
     int ignored_port = 0;
-    SplitHostPort(s->options_.metrics_addr, &metrics_host, &ignored_port).IgnoreError();
-    spdlog::info("metrics, health and readiness on http://{}/{{metrics,health,ready}}",
-                 JoinHostPort(metrics_host, s->http_->port()));
+    SplitHostPort(s->options_.metrics_addr, &metrics_host, &ignored_port)
+        .IgnoreError();
+    spdlog::info(
+        "metrics, health and readiness on http://{}/{{metrics,health,ready}}",
+        JoinHostPort(metrics_host, s->http_->port()));
   }
   if (s->election_ != nullptr) s->election_->Start();
   return s;
@@ -204,7 +212,8 @@ HttpServer::Routes MetasrvServer::HttpRoutes() {
   // The process is up and serving gRPC.
   routes["/health"] = [this] {
     absl::MutexLock lock(&shutdown_mu_);
-    if (shut_down_) return HttpAnswer{503, "text/plain; charset=utf-8", "shutting down\n"};
+    if (shut_down_)
+      return HttpAnswer{503, "text/plain; charset=utf-8", "shutting down\n"};
     return HttpAnswer{200, "text/plain; charset=utf-8", "serving\n"};
   };
   // Useful to clients: the leader, or a follower that can name it.
@@ -227,7 +236,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
 MetasrvServer::ServerCredentials(const ServerOptions& options) {
   if (options.tls_cert.empty() && options.tls_key.empty()) {
     if (!options.tls_client_ca.empty()) {
-      return absl::InvalidArgumentError("--tls_client_ca needs --tls_cert and --tls_key");
+      return absl::InvalidArgumentError(
+          "--tls_client_ca needs --tls_cert and --tls_key");
     }
     return grpc::InsecureServerCredentials();
   }
@@ -255,8 +265,10 @@ MetasrvServer::ServerCredentials(const ServerOptions& options) {
 
 uint64_t MetasrvServer::OnBecomeLeader() {
   metrics_->LeaderChanged();
-  absl::StatusOr<uint64_t> dropped = core::ResetForLeaderChange(&kv_, &flow_state_);
-  if (!dropped.ok()) spdlog::error("reset failed: {}", dropped.status().ToString());
+  absl::StatusOr<uint64_t> dropped =
+      core::ResetForLeaderChange(&kv_, &flow_state_);
+  if (!dropped.ok())
+    spdlog::error("reset failed: {}", dropped.status().ToString());
   return kv_.generation();
 }
 
@@ -266,7 +278,8 @@ uint64_t MetasrvServer::OnStepDown() {
                                   "not leader: this metasrv stepped down");
   streams_.AbortAll(stepped_down);
   watch_->AbortAll(stepped_down);
-  absl::StatusOr<uint64_t> dropped = core::ResetForLeaderChange(&kv_, &flow_state_);
+  absl::StatusOr<uint64_t> dropped =
+      core::ResetForLeaderChange(&kv_, &flow_state_);
   if (!dropped.ok()) {
     spdlog::error("reset failed: {}", dropped.status().ToString());
     return 0;
@@ -285,7 +298,8 @@ MetasrvServer::~MetasrvServer() {
   Wait();
   if (watch_ != nullptr) {
     flow_state_.SetListener(nullptr);
-    watch_->Stop(grpc::Status(grpc::StatusCode::UNAVAILABLE, "metasrv stopped"));
+    watch_->Stop(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, "metasrv stopped"));
   }
 }
 

@@ -3,13 +3,13 @@
 #ifndef METASRV_SERVER_METASRV_SERVER_H_
 #define METASRV_SERVER_METASRV_SERVER_H_
 
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
-
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/resource_quota.h>
-#include <grpcpp/server.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -41,7 +41,7 @@ struct ServerOptions {
   // etcd endpoints (host:port). Empty: standalone, always the leader.
   std::vector<std::string> store_addrs;
   std::string election_name = "__metasrv_election";  // With store_addrs.
-  absl::Duration lease_ttl = absl::Seconds(5);        // With store_addrs.
+  absl::Duration lease_ttl = absl::Seconds(5);       // With store_addrs.
   uint64_t heartbeat_interval_ms = 3000;  // Told to clients at handshake.
   uint64_t retry_interval_ms = 3000;      // Told to clients at handshake.
   absl::Duration shutdown_grace = absl::Seconds(1);  // For in-flight calls.
@@ -55,8 +55,8 @@ struct ServerOptions {
   std::string tls_cert, tls_key, tls_client_ca;
   // File holding the admin bearer token; empty: admin calls from loopback only.
   std::string admin_token_file;
-  uint64_t max_streams = 50000;            // Open heartbeat streams; 0: no limit.
-  int max_message_bytes = 4 << 20;         // Largest request accepted.
+  uint64_t max_streams = 50000;     // Open heartbeat streams; 0: no limit.
+  int max_message_bytes = 4 << 20;  // Largest request accepted.
   uint64_t max_flows_per_report = 100000;  // Larger reports are refused.
   // Flownodes known at once, and (node, flow) entries over all reports: a
   // new node or a report that would pass them is refused. 0: no limit.
@@ -122,35 +122,35 @@ class MetasrvServer final : public LeadershipListener {
   // What LeaderChange does.
   absl::StatusOr<uint64_t> LeaderChange();
 
-  const ServerOptions options_;           // As started.
-  int port_ = 0;                          // The port bound.
-  std::string advertised_addr_;           // What AskLeader answers.
-  kv::MemoryKv kv_;                       // The in-memory KV.
+  const ServerOptions options_;  // As started.
+  int port_ = 0;                 // The port bound.
+  std::string advertised_addr_;  // What AskLeader answers.
+  kv::MemoryKv kv_;              // The in-memory KV.
   core::FlowStateManager flow_state_{
       &kv_,
       {options_.clock, options_.node_report_ttl, options_.max_nodes,
-       options_.max_total_flows}};  // Flow state in kv_.
-  std::unique_ptr<core::Leadership> leadership_;    // Who leads.
+       options_.max_total_flows}};                // Flow state in kv_.
+  std::unique_ptr<core::Leadership> leadership_;  // Who leads.
   EtcdElection* election_ = nullptr;  // leadership_ when on etcd, else null.
-  StreamRegistry streams_{options_.max_streams};    // Open heartbeat streams.
-  std::unique_ptr<Metrics> metrics_;                // Prometheus metrics.
+  StreamRegistry streams_{options_.max_streams};  // Open heartbeat streams.
+  std::unique_ptr<Metrics> metrics_;              // Prometheus metrics.
   std::unique_ptr<HttpServer> http_;  // /metrics, /health, /ready; or null.
   // Reads, off gRPC's threads.
   // Declared before the services and the server, so it outlives their calls.
   ReadExecutor reads_{{options_.read_threads, 4096, options_.max_queued_reads}};
   ReplyBudget replies_{options_.max_reply_bytes_in_flight};  // Unread answers.
-  std::unique_ptr<WatchHub> watch_;                 // WatchFlowState pushes.
-  std::unique_ptr<NodeExpirer> expirer_;  // With a node TTL, else null.
-  std::unique_ptr<HeartbeatHandler> handler_;       // Per-request logic.
-  std::unique_ptr<HeartbeatService> heartbeat_service_;    // Heartbeat.
-  std::unique_ptr<ClusterService> cluster_service_;        // Cluster.
-  std::unique_ptr<FlowStateService> flow_state_service_;   // FlowState.
-  std::unique_ptr<AdminService> admin_service_;            // Admin.
-  std::unique_ptr<ReflectionV1Service> reflection_v1_;     // Reflection v1.
+  std::unique_ptr<WatchHub> watch_;            // WatchFlowState pushes.
+  std::unique_ptr<NodeExpirer> expirer_;       // With a node TTL, else null.
+  std::unique_ptr<HeartbeatHandler> handler_;  // Per-request logic.
+  std::unique_ptr<HeartbeatService> heartbeat_service_;   // Heartbeat.
+  std::unique_ptr<ClusterService> cluster_service_;       // Cluster.
+  std::unique_ptr<FlowStateService> flow_state_service_;  // FlowState.
+  std::unique_ptr<AdminService> admin_service_;           // Admin.
+  std::unique_ptr<ReflectionV1Service> reflection_v1_;    // Reflection v1.
   grpc::ResourceQuota quota_{"metasrv"};  // gRPC's memory; lives with it.
-  std::unique_ptr<grpc::Server> server_;                   // The gRPC server.
-  absl::Mutex shutdown_mu_;                                // Guards below.
-  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;   // Shutdown() ran.
+  std::unique_ptr<grpc::Server> server_;  // The gRPC server.
+  absl::Mutex shutdown_mu_;               // Guards below.
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;  // Shutdown() ran.
 };
 
 }  // namespace metasrv::server

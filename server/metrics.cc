@@ -28,13 +28,16 @@ class Metrics::Gauges final : public prometheus::Collectable {
       family.metric.push_back(std::move(metric));
       out.push_back(std::move(family));
     };
-    add("metasrv_open_streams", "Heartbeat streams open now.", sources_.open_streams);
+    add("metasrv_open_streams", "Heartbeat streams open now.",
+        sources_.open_streams);
     add("metasrv_flow_nodes", "Flownodes heard from since this term began.",
         sources_.flow_nodes);
     add("metasrv_flows", "Flows in the aggregate.", sources_.flows);
-    add("metasrv_is_leader", "1 when this replica leads, else 0.", sources_.is_leader);
+    add("metasrv_is_leader", "1 when this replica leads, else 0.",
+        sources_.is_leader);
     add("metasrv_kv_keys", "Keys in the in-memory KV.", sources_.kv_keys);
-    add("metasrv_watchers", "WatchFlowState streams open now.", sources_.watchers);
+    add("metasrv_watchers", "WatchFlowState streams open now.",
+        sources_.watchers);
     return out;
   }
 
@@ -45,10 +48,11 @@ class Metrics::Gauges final : public prometheus::Collectable {
 Metrics::Metrics(Sources sources)
     : registry_(std::make_shared<prometheus::Registry>()),
       gauges_(std::make_shared<Gauges>(std::move(sources))) {
-  auto& heartbeats = prometheus::BuildCounter()
-                         .Name("metasrv_heartbeats_received_total")
-                         .Help("Heartbeat requests received, by the sender's role.")
-                         .Register(*registry_);
+  auto& heartbeats =
+      prometheus::BuildCounter()
+          .Name("metasrv_heartbeats_received_total")
+          .Help("Heartbeat requests received, by the sender's role.")
+          .Register(*registry_);
   heartbeats_ = {&heartbeats.Add({{"role", "datanode"}}),
                  &heartbeats.Add({{"role", "frontend"}}),
                  &heartbeats.Add({{"role", "flownode"}})};
@@ -76,7 +80,11 @@ Metrics::Metrics(Sources sources)
                         .Register(*registry_)
                         .Add({}, bounds);
   auto counter = [this](const char* name, const char* help) {
-    return &prometheus::BuildCounter().Name(name).Help(help).Register(*registry_).Add({});
+    return &prometheus::BuildCounter()
+                .Name(name)
+                .Help(help)
+                .Register(*registry_)
+                .Add({});
   };
   leader_changes_ = counter("metasrv_leader_changes_total",
                             "Times this replica started or stopped leading.");

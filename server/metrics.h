@@ -21,7 +21,7 @@ enum class IgnoredReason {
   kNoNodeId,
   kTooManyFlows,
   kNotLeader,
-  kMalformed,  // A malformed flow_start_time_map extension.
+  kMalformed,     // A malformed flow_start_time_map extension.
   kOverCapacity,  // Past --max_nodes or --max_total_flows.
 };
 
@@ -61,15 +61,15 @@ class Metrics {
  private:
   class Gauges;
 
-  std::shared_ptr<prometheus::Registry> registry_;   // Counters, histogram.
-  std::array<prometheus::Counter*, 3> heartbeats_;   // By role; in registry_.
-  prometheus::Counter* merged_;                      // In registry_.
-  std::array<prometheus::Counter*, 6> ignored_;      // By reason; in registry_.
-  prometheus::Histogram* merge_seconds_;             // In registry_.
-  prometheus::Counter* leader_changes_;              // In registry_.
-  prometheus::Counter* watch_published_;             // In registry_.
-  prometheus::Counter* watch_skipped_;               // In registry_.
-  prometheus::Counter* nodes_expired_;               // In registry_.
+  std::shared_ptr<prometheus::Registry> registry_;  // Counters, histogram.
+  std::array<prometheus::Counter*, 3> heartbeats_;  // By role; in registry_.
+  prometheus::Counter* merged_;                     // In registry_.
+  std::array<prometheus::Counter*, 6> ignored_;     // By reason; in registry_.
+  prometheus::Histogram* merge_seconds_;            // In registry_.
+  prometheus::Counter* leader_changes_;             // In registry_.
+  prometheus::Counter* watch_published_;            // In registry_.
+  prometheus::Counter* watch_skipped_;              // In registry_.
+  prometheus::Counter* nodes_expired_;              // In registry_.
   std::shared_ptr<Gauges> gauges_;                  // Scrape-time gauges.
 };
 

@@ -30,11 +30,12 @@ absl::Status ReadExecutor::Schedule(ReadCost cost, std::function<void()> work) {
   absl::MutexLock lock(&mu_);
   const bool small = cost == ReadCost::kSmall;
   auto& queue = small ? small_ : large_;
-  const size_t limit = small ? options_.max_queued_small : options_.max_queued_large;
+  const size_t limit =
+      small ? options_.max_queued_small : options_.max_queued_large;
   if (queue.size() >= limit) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "too many ", small ? "small" : "large", " reads waiting (", limit,
-        "); retry later"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("too many ", small ? "small" : "large", " reads waiting (",
+                     limit, "); retry later"));
   }
   queue.push_back(std::move(work));
   return absl::OkStatus();

@@ -30,7 +30,7 @@ enum class ReadCost { kSmall, kLarge };
 class ReadExecutor {
  public:
   struct Options {
-    int threads = 2;             // Workers; 0 runs work on the caller's thread.
+    int threads = 2;  // Workers; 0 runs work on the caller's thread.
     size_t max_queued_small = 4096;  // Waiting small reads, at most.
     size_t max_queued_large = 64;    // Waiting large reads, at most.
   };
@@ -54,7 +54,8 @@ class ReadExecutor {
   // Large reads running at once, at most: every worker but one.
   const int max_large_running_;
   mutable absl::Mutex mu_;  // Guards the fields below.
-  std::deque<std::function<void()>> small_ ABSL_GUARDED_BY(mu_);  // To run first.
+  std::deque<std::function<void()>> small_
+      ABSL_GUARDED_BY(mu_);  // To run first.
   std::deque<std::function<void()>> large_ ABSL_GUARDED_BY(mu_);  // Then these.
   int large_running_ ABSL_GUARDED_BY(mu_) = 0;  // Large reads running now.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // Destructor started.

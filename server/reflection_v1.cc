@@ -89,10 +89,12 @@ refl::ServerReflectionResponse ReflectionV1Service::Answer(
       }
       break;
     case refl::ServerReflectionRequest::kFileByFilename: {
-      const FileDescriptor* file = pool->FindFileByName(request.file_by_filename());
+      const FileDescriptor* file =
+          pool->FindFileByName(request.file_by_filename());
       if (file == nullptr) {
         SetError(grpc::StatusCode::NOT_FOUND,
-                 absl::StrCat("file not found: ", request.file_by_filename()), &out);
+                 absl::StrCat("file not found: ", request.file_by_filename()),
+                 &out);
       } else {
         AddFile(file, &seen, out.mutable_file_descriptor_response());
       }
@@ -103,7 +105,8 @@ refl::ServerReflectionResponse ReflectionV1Service::Answer(
           pool->FindFileContainingSymbol(request.file_containing_symbol());
       if (file == nullptr) {
         SetError(grpc::StatusCode::NOT_FOUND,
-                 absl::StrCat("symbol not found: ", request.file_containing_symbol()),
+                 absl::StrCat("symbol not found: ",
+                              request.file_containing_symbol()),
                  &out);
       } else {
         AddFile(file, &seen, out.mutable_file_descriptor_response());
@@ -113,9 +116,9 @@ refl::ServerReflectionResponse ReflectionV1Service::Answer(
     case refl::ServerReflectionRequest::kFileContainingExtension: {
       const auto& ext = request.file_containing_extension();
       const auto* type = pool->FindMessageTypeByName(ext.containing_type());
-      const auto* field =
-          type == nullptr ? nullptr
-                          : pool->FindExtensionByNumber(type, ext.extension_number());
+      const auto* field = type == nullptr ? nullptr
+                                          : pool->FindExtensionByNumber(
+                                                type, ext.extension_number());
       if (field == nullptr) {
         SetError(grpc::StatusCode::NOT_FOUND, "extension not found", &out);
       } else {
@@ -137,11 +140,13 @@ refl::ServerReflectionResponse ReflectionV1Service::Answer(
       pool->FindAllExtensions(type, &extensions);
       auto* numbers = out.mutable_all_extension_numbers_response();
       numbers->set_base_type_name(type->full_name());
-      for (const auto* f : extensions) numbers->add_extension_number(f->number());
+      for (const auto* f : extensions)
+        numbers->add_extension_number(f->number());
       break;
     }
     default:
-      SetError(grpc::StatusCode::INVALID_ARGUMENT, "empty reflection request", &out);
+      SetError(grpc::StatusCode::INVALID_ARGUMENT, "empty reflection request",
+               &out);
   }
   return out;
 }

@@ -27,13 +27,15 @@ class ReplyBudget {
     return true;
   }
   // Gives back what TryTake() took.
-  void Give(uint64_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
+  void Give(uint64_t bytes) {
+    used_.fetch_sub(bytes, std::memory_order_relaxed);
+  }
 
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
   uint64_t limit() const { return limit_; }
 
  private:
-  const uint64_t limit_;            // Bytes allowed in flight; 0: any.
+  const uint64_t limit_;           // Bytes allowed in flight; 0: any.
   std::atomic<uint64_t> used_{0};  // Bytes in flight now.
 };
 

@@ -1,5 +1,6 @@
 #include "server/request_decoder.h"
 
+#include <grpcpp/support/proto_buffer_reader.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -7,8 +8,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/support/proto_buffer_reader.h>
 
 #include "absl/strings/str_cat.h"
 
@@ -43,9 +42,9 @@ int WindowLogFor(size_t max_bytes) {
 absl::Status ZstdError(size_t code, size_t max_bytes) {
   const ZSTD_ErrorCode error = ZSTD_getErrorCode(code);
   if (error == ZSTD_error_frameParameter_windowTooLarge) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "zstd-compressed request needs a window larger than the ",
-        max_bytes, "-byte message limit"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("zstd-compressed request needs a window larger than the ",
+                     max_bytes, "-byte message limit"));
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "zstd-compressed request does not decode: ", ZSTD_getErrorName(code)));
@@ -67,36 +66,20 @@ absl::Status Inflate(const std::vector<grpc::Slice>& slices, size_t max_bytes,
   size_t guess = std::max<size_t>(input_bytes * 4, 16 << 10);
   if (const unsigned long long declared = ZSTD_getFrameContentSize(
           slices.front().begin(), slices.front().size());
-      declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR) {
+      declared != ZSTD_CONTENTSIZE_UNKNOWN &&
+      declared != ZSTD_CONTENTSIZE_ERROR) {
     if (declared > max_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "zstd-compressed request inflates to ", declared,
-          " bytes, more than the limit of ", max_bytes));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("zstd-compressed request inflates to ", declared,
+                       " bytes, more than the limit of ", max_bytes));
     }
     guess = static_cast<size_t>(declared) + 1;
   }
   out.resize(std::min(guess, cap));
   size_t produced = 0;
   size_t pending = 0;  // Nonzero while a frame is not complete.
-  for (const grpc::Slice& s : slices) {
-    ZSTD_inBuffer in{s.begin(), s.size(), 0};
-    while (in.pos < in.size) {
-      if (produced == out.size()) {
-        if (out.size() == cap) {
-          return absl::ResourceExhaustedError(absl::StrCat(
-              "zstd-compressed request inflates to more than the limit of ",
-              max_bytes, " bytes"));
-        }
-        out.resize(std::min(out.size() * 2, cap));
-      }
-      ZSTD_outBuffer o{out.data(), out.size(), produced};
-      pending = ZSTD_decompressStream(dctx, &o, &in);
-      if (ZSTD_isError(pending)) return ZstdError(pending, max_bytes);
-      produced = o.pos;
-    }
-  }
-  // The input is consumed; the decoder may still hold output to flush.
-  while (pending != 0) {
+  // One decoder call, with room made for its output first.
+  auto step = [&](ZSTD_inBuffer* in) -> absl::Status {
     if (produced == out.size()) {
       if (out.size() == cap) {
         return absl::ResourceExhaustedError(absl::StrCat(
@@ -105,12 +88,23 @@ absl::Status Inflate(const std::vector<grpc::Slice>& slices, size_t max_bytes,
       }
       out.resize(std::min(out.size() * 2, cap));
     }
-    ZSTD_inBuffer none{nullptr, 0, 0};
     ZSTD_outBuffer o{out.data(), out.size(), produced};
-    const size_t before = produced;
-    pending = ZSTD_decompressStream(dctx, &o, &none);
+    pending = ZSTD_decompressStream(dctx, &o, in);
     if (ZSTD_isError(pending)) return ZstdError(pending, max_bytes);
     produced = o.pos;
+    return absl::OkStatus();
+  };
+  for (const grpc::Slice& s : slices) {
+    ZSTD_inBuffer in{s.begin(), s.size(), 0};
+    while (in.pos < in.size) {
+      if (absl::Status stepped = step(&in); !stepped.ok()) return stepped;
+    }
+  }
+  // The input is consumed; the decoder may still hold output to flush.
+  while (pending != 0) {
+    ZSTD_inBuffer none{nullptr, 0, 0};
+    const size_t before = produced;
+    if (absl::Status stepped = step(&none); !stepped.ok()) return stepped;
     if (pending != 0 && produced == before && produced < out.size()) {
       return absl::InvalidArgumentError(
           "zstd-compressed request is truncated: its frame does not end");
@@ -140,7 +134,8 @@ bool IsZstdFrame(const grpc::ByteBuffer& raw) {
   // Fast path, without allocating: a small message is one slice.
   grpc::Slice single;
   if (raw.TrySingleSlice(&single).ok()) {
-    return std::equal(kZstdMagic, kZstdMagic + sizeof(kZstdMagic), single.begin());
+    return std::equal(kZstdMagic, kZstdMagic + sizeof(kZstdMagic),
+                      single.begin());
   }
   std::vector<grpc::Slice> slices;
   if (!raw.Dump(&slices).ok()) return false;
@@ -169,8 +164,9 @@ absl::Status DecodeRequest(grpc::ByteBuffer* raw, size_t max_bytes,
   thread_local Inflater inflater;
   absl::Status inflated = Inflate(slices, max_bytes, &inflater);
   const bool parsed =
-      inflated.ok() && message->ParseFromArray(inflater.out.data(),
-                                               static_cast<int>(inflater.out.size()));
+      inflated.ok() &&
+      message->ParseFromArray(inflater.out.data(),
+                              static_cast<int>(inflater.out.size()));
   if (inflater.out.capacity() > kKeepBytes) std::string().swap(inflater.out);
   if (!inflated.ok()) return inflated;
   return parsed ? absl::OkStatus() : Malformed(*message);

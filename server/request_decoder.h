@@ -11,10 +11,10 @@
 #ifndef METASRV_SERVER_REQUEST_DECODER_H_
 #define METASRV_SERVER_REQUEST_DECODER_H_
 
-#include <cstddef>
-
 #include <google/protobuf/message_lite.h>
 #include <grpcpp/support/byte_buffer.h>
+
+#include <cstddef>
 
 #include "absl/status/status.h"
 

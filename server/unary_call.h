@@ -8,14 +8,14 @@
 #ifndef METASRV_SERVER_UNARY_CALL_H_
 #define METASRV_SERVER_UNARY_CALL_H_
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-
 #include <google/protobuf/arena.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -71,7 +71,8 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
     grpc::Status result = ToGrpcStatus(status);
     if (result.ok()) {
       bool own = false;
-      result = grpc::SerializationTraits<Response>::Serialize(*response_, out_, &own);
+      result = grpc::SerializationTraits<Response>::Serialize(*response_, out_,
+                                                              &own);
     }
     if (result.ok() && budget_ != nullptr) {
       const uint64_t bytes = out_->Length();
@@ -92,7 +93,9 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
     grpc::ServerUnaryReactor::Finish(result);
   }
 
-  void OnCancel() override { cancelled_.store(true, std::memory_order_relaxed); }
+  void OnCancel() override {
+    cancelled_.store(true, std::memory_order_relaxed);
+  }
   void OnDone() override {
     if (held_ != 0) budget_->Give(held_);
     delete this;
@@ -127,7 +130,8 @@ void ScheduleRead(ReadExecutor* reads, ReadCost cost,
                   UnaryCall<Request, Response>* call, Read read) {
   absl::Status queued = reads->Schedule(cost, [call, read] {
     if (call->cancelled()) {
-      call->Finish(absl::CancelledError("the call was cancelled while it waited"));
+      call->Finish(
+          absl::CancelledError("the call was cancelled while it waited"));
       return;
     }
     call->Finish(read(call->request(), call->response()));

@@ -132,10 +132,12 @@ TEST_F(FlowStateManagerNodesTest, ForgetFlowsRemovesThemFromEveryNode) {
   EXPECT_EQ(result->forgotten_flows, 1u);
   EXPECT_EQ(result->updated_nodes, 2u);
   EXPECT_EQ(listener_.calls, calls + 1);
-  EXPECT_EQ(*kv_.Get(FlowStateNodeKey(1)),
-            R"({"state_size":{"2":200},"last_exec_time_map":{"2":20},"start_time_map":{}})");
-  EXPECT_EQ(*kv_.Get(FlowStateNodeKey(2)),
-            R"({"state_size":{"3":300},"last_exec_time_map":{"3":30},"start_time_map":{}})");
+  EXPECT_EQ(
+      *kv_.Get(FlowStateNodeKey(1)),
+      R"({"state_size":{"2":200},"last_exec_time_map":{"2":20},"start_time_map":{}})");
+  EXPECT_EQ(
+      *kv_.Get(FlowStateNodeKey(2)),
+      R"({"state_size":{"3":300},"last_exec_time_map":{"3":30},"start_time_map":{}})");
   std::vector<AggregateFlow> flows = Flows();
   ASSERT_EQ(flows.size(), 2u);
   EXPECT_EQ(flows[0].stat.flow_id, 2u);
@@ -239,7 +241,8 @@ TEST_F(FlowStateManagerNodesTest, ConcurrentChangesKeepTheAggregateExact) {
   const std::string prefix(kFlownodePrefix);
   auto records = kv_.Range({prefix, kv::PrefixEnd(prefix), 0, true});
   std::set<std::string> listed, stored;
-  for (const FlownodeView& node : *nodes) listed.insert(FlownodeKey(node.node_id));
+  for (const FlownodeView& node : *nodes)
+    listed.insert(FlownodeKey(node.node_id));
   for (const kv::KeyValue& kv : records->kvs) stored.insert(kv.key);
   EXPECT_EQ(listed, stored);
   EXPECT_EQ(listed.size(), nodes->size());

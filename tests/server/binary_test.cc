@@ -54,7 +54,8 @@ TEST(BinaryTest, SigtermWithThousandOpenStreamsExitsWithinFiveSeconds) {
   std::vector<std::unique_ptr<HeartbeatClient>> clients;
   for (int i = 0; i < 1000; ++i) {
     clients.push_back(std::make_unique<HeartbeatClient>(channels[i % 4]));
-    ASSERT_TRUE(clients.back()->Call(FlowReport(i, {{static_cast<uint32_t>(i), 1, 1}})))
+    ASSERT_TRUE(
+        clients.back()->Call(FlowReport(i, {{static_cast<uint32_t>(i), 1, 1}})))
         << i;
   }
   std::printf("exited %s after SIGTERM\n",
@@ -113,7 +114,8 @@ TEST(BinaryTest, FlagfileConfiguresTheServer) {
 }
 
 TEST(BinaryTest, BadFlagValueExitsWithUsageError) {
-  ChildProcess bad({METASRV_BINARY, "--bind_addr=127.0.0.1:0", "--log_level=loud"});
+  ChildProcess bad(
+      {METASRV_BINARY, "--bind_addr=127.0.0.1:0", "--log_level=loud"});
   std::optional<int> status = bad.Wait(absl::Seconds(10));
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(WEXITSTATUS(*status), 2);

@@ -60,12 +60,14 @@ class HaTest : public ::testing::Test {
   }
 
   // Waits until exactly one replica leads (other than `not_this`); -1 if none.
-  int WaitForOneLeader(absl::Duration timeout = absl::Seconds(20), int not_this = -1) {
+  int WaitForOneLeader(absl::Duration timeout = absl::Seconds(20),
+                       int not_this = -1) {
     int leader = -1;
     WaitFor(
         [&] {
           std::vector<int> leaders = Leaders();
-          leader = leaders.size() == 1 && leaders[0] != not_this ? leaders[0] : -1;
+          leader =
+              leaders.size() == 1 && leaders[0] != not_this ? leaders[0] : -1;
           return leader >= 0;
         },
         timeout);
@@ -136,7 +138,8 @@ TEST_F(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
     grpc::ClientContext peers_ctx;
     meta::MetasrvPeersResponse peers_resp;
     ASSERT_TRUE(
-        cluster->MetasrvPeers(&peers_ctx, meta::MetasrvPeersRequest(), &peers_resp)
+        cluster
+            ->MetasrvPeers(&peers_ctx, meta::MetasrvPeersRequest(), &peers_resp)
             .ok());
     EXPECT_EQ(peers_resp.header().error().code(), kNotLeaderErrorCode);
     EXPECT_FALSE(peers_resp.has_leader());
@@ -147,7 +150,8 @@ TEST_F(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
     metasrv::v1::GetFlowStateResponse state_resp;
     grpc::Status s = state->GetFlowState(&ctx2, {}, &state_resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-    EXPECT_NE(s.error_message().find(leader_addr), std::string::npos) << s.error_message();
+    EXPECT_NE(s.error_message().find(leader_addr), std::string::npos)
+        << s.error_message();
     metasrv::v1::LeaderChangeResponse change;
     EXPECT_EQ(LeaderChange(f, &change).error_code(),
               grpc::StatusCode::FAILED_PRECONDITION);
@@ -212,7 +216,8 @@ TEST_F(HaTest, WatchersOfTheLeaderEndWithAbortedFollowersRefuseThem) {
   auto follower_stub = metasrv::v1::FlowState::NewStub(channels_[follower]);
   WatchClient refused(follower_stub.get());
   ASSERT_TRUE(refused.WaitDone());
-  EXPECT_EQ(refused.status()->error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(refused.status()->error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_TRUE(refused.messages().empty());
   auto leader_stub = metasrv::v1::FlowState::NewStub(channels_[leader]);
   WatchClient watcher(leader_stub.get());
@@ -224,7 +229,8 @@ TEST_F(HaTest, WatchersOfTheLeaderEndWithAbortedFollowersRefuseThem) {
   ASSERT_TRUE(LeaderChange(leader, &resp).ok());
   ASSERT_TRUE(watcher.WaitDone());
   EXPECT_EQ(watcher.status()->error_code(), grpc::StatusCode::ABORTED);
-  EXPECT_TRUE(WaitFor([&] { return replicas_[leader]->watch().watchers() == 0u; }));
+  EXPECT_TRUE(
+      WaitFor([&] { return replicas_[leader]->watch().watchers() == 0u; }));
 }
 
 TEST_F(HaTest, EtcdStoppedLeaderStepsDownWithinTtlAndALeaderReturns) {
@@ -281,15 +287,17 @@ TEST_F(HaTest, ProberNeverSeesTwoLeadersAcceptAtOnce) {
   }
   // And one failover through etcd itself: paused, the leader steps down.
   etcd_.Pause();
-  EXPECT_TRUE(WaitFor([&] { return Leaders().empty(); }, kTtl + absl::Seconds(1)));
+  EXPECT_TRUE(
+      WaitFor([&] { return Leaders().empty(); }, kTtl + absl::Seconds(1)));
   etcd_.Resume();
   EXPECT_GE(WaitForOneLeader(absl::Seconds(20)), 0);
   absl::SleepFor(absl::Milliseconds(200));
   stop = true;
   for (auto& t : probers) t.join();
 
-  std::sort(accepted.begin(), accepted.end(),
-            [](const Accepted& a, const Accepted& b) { return a.sent < b.sent; });
+  std::sort(
+      accepted.begin(), accepted.end(),
+      [](const Accepted& a, const Accepted& b) { return a.sent < b.sent; });
   std::map<int, absl::Time> last_answer;  // Per replica, latest answer so far.
   std::set<int> acceptors;
   int overlaps = 0;
@@ -339,7 +347,8 @@ TEST_F(HaTest, StepDownUnderLoadNeverCrashes) {
         const grpc::Status end = client.Close();
         if (end.error_code() == grpc::StatusCode::ABORTED) {
           aborted.fetch_add(1);
-        } else if (!end.ok() && end.error_code() != grpc::StatusCode::CANCELLED) {
+        } else if (!end.ok() &&
+                   end.error_code() != grpc::StatusCode::CANCELLED) {
           other.fetch_add(1);
         }
       }

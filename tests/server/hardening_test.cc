@@ -24,6 +24,7 @@
 #include "server/reply_budget.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
+#include "tests/server/in_process_server.h"
 #include "tests/server/test_util.h"
 
 namespace metasrv::server {
@@ -41,10 +42,7 @@ using ::metasrv::testing::WaitFor;
 namespace meta = greptime::v1::meta;
 
 std::unique_ptr<MetasrvServer> Start(ServerOptions options) {
-  options.bind_addr = "127.0.0.1:0";
-  auto started = MetasrvServer::Start(options);
-  EXPECT_TRUE(started.ok()) << started.status();
-  return started.ok() ? *std::move(started) : nullptr;
+  return ::metasrv::testing::StartInProcess(std::move(options));
 }
 
 // Sends `request` on a fresh stream; the stream's final status.
@@ -64,13 +62,15 @@ TEST(HardeningLimitsTest, FlowsPerReportCountsDistinctIdsOverTheThreeMaps) {
   // Three flows in each map, all different: six flows, though no map has
   // more than three.
   meta::HeartbeatRequest req = Request(meta::FLOWNODE, 1);
-  for (uint32_t f = 1; f <= 3; ++f) (*req.mutable_flow_stat()->mutable_flow_stat_size())[f] = 1;
+  for (uint32_t f = 1; f <= 3; ++f)
+    (*req.mutable_flow_stat()->mutable_flow_stat_size())[f] = 1;
   for (uint32_t f = 4; f <= 6; ++f) {
     (*req.mutable_flow_stat()->mutable_flow_last_exec_time_map())[f] = 1;
   }
   grpc::Status s = SendOnce(channel, req);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_NE(s.error_message().find("has 6 flows"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("has 6 flows"), std::string::npos)
+      << s.error_message();
   // The same three ids in both maps are three flows: accepted.
   meta::HeartbeatRequest ok = FlowReport(1, {{1, 1, 1}, {2, 2, 2}, {3, 3, 3}});
   EXPECT_TRUE(SendOnce(channel, ok).ok());
@@ -87,7 +87,8 @@ TEST(HardeningLimitsTest, MaxNodesRefusesOnlyTheNewNode) {
   ASSERT_TRUE(SendOnce(channel, FlowReport(2, {{2, 20, 2}})).ok());
   grpc::Status s = SendOnce(channel, FlowReport(3, {{3, 30, 3}}));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_NE(s.error_message().find("--max_nodes"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("--max_nodes"), std::string::npos)
+      << s.error_message();
   // A handshake of a new node is refused the same way; known nodes go on.
   EXPECT_EQ(SendOnce(channel, Request(meta::FLOWNODE, 4)).error_code(),
             grpc::StatusCode::RESOURCE_EXHAUSTED);
@@ -136,7 +137,8 @@ TEST(HardeningLimitsTest, OneConnectionCannotTakeEveryStream) {
   for (int i = 0; i < 11; ++i) {
     openers.emplace_back([&, i] {
       HeartbeatClient stream(greedy);
-      if (stream.Call(Request(meta::FLOWNODE, 100 + i)).has_value()) opened.fetch_add(1);
+      if (stream.Call(Request(meta::FLOWNODE, 100 + i)).has_value())
+        opened.fetch_add(1);
       release.WaitForNotification();
       stream.Cancel();
     });
@@ -164,7 +166,8 @@ TEST(HardeningHttpTest, ScrapesWorkWithAHundredIdleSockets) {
   ASSERT_NE(server, nullptr);
   std::vector<int> idle;
   for (int i = 0; i < 100; ++i) {
-    const int fd = ConnectTcp(absl::StrCat("127.0.0.1:", server->metrics_port()));
+    const int fd =
+        ConnectTcp(absl::StrCat("127.0.0.1:", server->metrics_port()));
     ASSERT_GE(fd, 0);
     idle.push_back(fd);
   }
@@ -258,28 +261,37 @@ TEST(HardeningReadExecutorTest, QueuesAreBoundedAndSmallReadsGoFirst) {
   std::vector<std::string> order;
   absl::Mutex order_mu;
   // One large read holds the one worker large reads may use.
-  ASSERT_TRUE(reads.Schedule(ReadCost::kLarge, [&] {
-    large_running.fetch_add(1);
-    release.WaitForNotification();
-  }).ok());
+  ASSERT_TRUE(reads
+                  .Schedule(ReadCost::kLarge,
+                            [&] {
+                              large_running.fetch_add(1);
+                              release.WaitForNotification();
+                            })
+                  .ok());
   ASSERT_TRUE(WaitFor([&] { return large_running.load() == 1; }));
-  ASSERT_TRUE(reads.Schedule(ReadCost::kLarge, [&] {
-    absl::MutexLock lock(&order_mu);
-    order.push_back("large");
-  }).ok());
+  ASSERT_TRUE(reads
+                  .Schedule(ReadCost::kLarge,
+                            [&] {
+                              absl::MutexLock lock(&order_mu);
+                              order.push_back("large");
+                            })
+                  .ok());
   ASSERT_TRUE(reads.Schedule(ReadCost::kLarge, [] {}).ok());
   // The large queue is full (2): refused, not queued.
   EXPECT_EQ(reads.Schedule(ReadCost::kLarge, [] {}).code(),
             absl::StatusCode::kResourceExhausted);
   // A small read runs on the other worker at once, large ones waiting.
   absl::Notification small_ran;
-  ASSERT_TRUE(reads.Schedule(ReadCost::kSmall, [&] {
-    {
-      absl::MutexLock lock(&order_mu);
-      order.push_back("small");
-    }
-    small_ran.Notify();
-  }).ok());
+  ASSERT_TRUE(reads
+                  .Schedule(ReadCost::kSmall,
+                            [&] {
+                              {
+                                absl::MutexLock lock(&order_mu);
+                                order.push_back("small");
+                              }
+                              small_ran.Notify();
+                            })
+                  .ok());
   EXPECT_TRUE(small_ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
   release.Notify();
   ASSERT_TRUE(WaitFor([&] { return reads.queued(ReadCost::kLarge) == 0; }));

@@ -10,6 +10,16 @@
 
 namespace metasrv::testing {
 
+// Starts a metasrv with `options` on a free loopback port; null (and a test
+// failure) if it cannot start.
+inline std::unique_ptr<server::MetasrvServer> StartInProcess(
+    server::ServerOptions options) {
+  options.bind_addr = "127.0.0.1:0";
+  auto started = server::MetasrvServer::Start(options);
+  EXPECT_TRUE(started.ok()) << started.status();
+  return started.ok() ? *std::move(started) : nullptr;
+}
+
 class InProcessServerTest : public ::testing::Test {
  protected:
   // Options to start with; tests may override.

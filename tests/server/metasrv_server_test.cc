@@ -42,8 +42,9 @@ class MetasrvServerTest : public ::metasrv::testing::InProcessServerTest {
   }
 
   // Sends one report on a fresh stream (handshake first).
-  void Report(uint64_t node,
-              const std::vector<std::tuple<uint32_t, uint64_t, int64_t>>& flows) {
+  void Report(
+      uint64_t node,
+      const std::vector<std::tuple<uint32_t, uint64_t, int64_t>>& flows) {
     HeartbeatClient client(channel_);
     ASSERT_TRUE(client.Call(Request(meta::FLOWNODE, node)).has_value());
     ASSERT_TRUE(client.Call(FlowReport(node, flows)).has_value());
@@ -70,7 +71,8 @@ TEST_F(MetasrvServerTest, OneResponsePerRequestInOrder) {
     ASSERT_TRUE(resp.has_value());
     EXPECT_FALSE(resp->has_heartbeat_config());
     // The response to report i comes after report i was merged.
-    EXPECT_EQ(GetFlowState(channel_).flows[0].state_size, static_cast<uint64_t>(i));
+    EXPECT_EQ(GetFlowState(channel_).flows[0].state_size,
+              static_cast<uint64_t>(i));
   }
   EXPECT_TRUE(client.Close().ok());
 }
@@ -89,8 +91,9 @@ TEST_F(MetasrvServerTest, TwoFlownodesVisibleThroughBothReadPaths) {
   EXPECT_EQ(RangeGet(channel_, "__flow/state"),
             R"({"state_size":{"10":1024,"20":2048},"last_exec_time_map":)"
             R"({"10":300,"20":200},"start_time_map":{}})");
-  EXPECT_EQ(RangeGet(channel_, "__flow/state/node/1"),
-            R"({"state_size":{"10":1024},"last_exec_time_map":{"10":100},"start_time_map":{}})");
+  EXPECT_EQ(
+      RangeGet(channel_, "__flow/state/node/1"),
+      R"({"state_size":{"10":1024},"last_exec_time_map":{"10":100},"start_time_map":{}})");
   // The filter.
   state = GetFlowState(channel_, {20, 99});
   ASSERT_EQ(state.flows.size(), 1);
@@ -137,7 +140,8 @@ TEST_F(MetasrvServerTest, LeaderChangeClearsAllStateAndReportsWorkAfter) {
 }
 
 TEST_F(MetasrvServerTest, RangeByPrefixWithLimitMoreAndKeysOnly) {
-  for (uint64_t node : {1, 2, 3}) Report(node, {{static_cast<uint32_t>(node), 1, 1}});
+  for (uint64_t node : {1, 2, 3})
+    Report(node, {{static_cast<uint32_t>(node), 1, 1}});
   const std::string prefix(core::kFlowStateNodePrefix);
   meta::RangeResponse all = Range(prefix, kv::PrefixEnd(prefix));
   ASSERT_EQ(all.kvs_size(), 3);
@@ -201,7 +205,8 @@ TEST_F(MetasrvServerTest, ClusterCallsWithoutHeaderAreServedBadRangesRejected) {
   {
     grpc::ClientContext ctx;
     meta::MetasrvPeersResponse resp;
-    ASSERT_TRUE(stub->MetasrvPeers(&ctx, meta::MetasrvPeersRequest(), &resp).ok());
+    ASSERT_TRUE(
+        stub->MetasrvPeers(&ctx, meta::MetasrvPeersRequest(), &resp).ok());
     EXPECT_EQ(resp.leader().peer().addr(), server_->advertised_addr());
   }
   {

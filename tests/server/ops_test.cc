@@ -20,6 +20,7 @@
 #include "server/metasrv_server.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
+#include "tests/server/in_process_server.h"
 #include "tests/server/test_util.h"
 
 namespace metasrv::server {
@@ -35,16 +36,14 @@ using ::metasrv::testing::WaitFor;
 namespace meta = greptime::v1::meta;
 
 std::unique_ptr<MetasrvServer> StartServer(ServerOptions options) {
-  options.bind_addr = "127.0.0.1:0";
-  auto started = MetasrvServer::Start(options);
-  EXPECT_TRUE(started.ok()) << started.status();
-  return started.ok() ? *std::move(started) : nullptr;
+  return ::metasrv::testing::StartInProcess(std::move(options));
 }
 
 // GET /metrics; returns metric line -> value.
 std::map<std::string, double> Scrape(int port) {
   std::map<std::string, double> out;
-  const ::metasrv::testing::HttpResult got = ::metasrv::testing::HttpGet(port, "/metrics");
+  const ::metasrv::testing::HttpResult got =
+      ::metasrv::testing::HttpGet(port, "/metrics");
   EXPECT_EQ(got.status, 200);
   const std::string& body = got.body;
   for (absl::string_view line : absl::StrSplit(body, '\n')) {
@@ -97,7 +96,9 @@ TEST(MetricsTest, ValuesMoveWithTraffic) {
 
   ASSERT_TRUE(a.Close().ok());
   ASSERT_TRUE(b.Close().ok());
-  EXPECT_TRUE(WaitFor([&] { return Scrape(server->metrics_port())["metasrv_open_streams"] == 0; }));
+  EXPECT_TRUE(WaitFor([&] {
+    return Scrape(server->metrics_port())["metasrv_open_streams"] == 0;
+  }));
 }
 
 // Certificates made with openssl in a fresh folder.
@@ -126,21 +127,26 @@ class Certs {
 
  private:
   void Run(const std::string& cmd) {
-    ASSERT_EQ(std::system(("cd " + dir_ + " && " + cmd + " >/dev/null 2>&1").c_str()), 0)
+    ASSERT_EQ(
+        std::system(("cd " + dir_ + " && " + cmd + " >/dev/null 2>&1").c_str()),
+        0)
         << cmd;
   }
-  void Issue(const std::string& name, const std::string& ca, const std::string& ext) {
-    Run("openssl req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " + name +
-        ".key -out " + name + ".csr");
-    Run("printf '" + ext + "\\n' > " + name + ".ext && openssl x509 -req -in " + name +
-        ".csr -CA " + ca + ".pem -CAkey " + ca + ".key -CAcreateserial -days 2 -extfile " +
-        name + ".ext -out " + name + ".pem");
+  void Issue(const std::string& name, const std::string& ca,
+             const std::string& ext) {
+    Run("openssl req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " +
+        name + ".key -out " + name + ".csr");
+    Run("printf '" + ext + "\\n' > " + name + ".ext && openssl x509 -req -in " +
+        name + ".csr -CA " + ca + ".pem -CAkey " + ca +
+        ".key -CAcreateserial -days 2 -extfile " + name + ".ext -out " + name +
+        ".pem");
   }
   std::string dir_;  // Holds everything.
 };
 
 // Whether GetFlowState succeeds with `creds`.
-bool Reachable(const std::string& addr, std::shared_ptr<grpc::ChannelCredentials> creds) {
+bool Reachable(const std::string& addr,
+               std::shared_ptr<grpc::ChannelCredentials> creds) {
   auto channel = grpc::CreateChannel(addr, creds);
   auto stub = metasrv::v1::FlowState::NewStub(channel);
   grpc::ClientContext ctx;
@@ -168,7 +174,8 @@ TEST(TlsTest, TlsClientConnectsPlaintextClientIsRefused) {
   auto server = StartServer(options);
   ASSERT_NE(server, nullptr);
   EXPECT_TRUE(Reachable(server->advertised_addr(), Tls(certs)));
-  EXPECT_FALSE(Reachable(server->advertised_addr(), grpc::InsecureChannelCredentials()));
+  EXPECT_FALSE(
+      Reachable(server->advertised_addr(), grpc::InsecureChannelCredentials()));
 }
 
 TEST(TlsTest, MutualTlsNeedsAClientCertificateFromTheConfiguredCa) {
@@ -182,7 +189,8 @@ TEST(TlsTest, MutualTlsNeedsAClientCertificateFromTheConfiguredCa) {
   EXPECT_TRUE(Reachable(server->advertised_addr(), Tls(certs, "client1")));
   EXPECT_FALSE(Reachable(server->advertised_addr(), Tls(certs)));
   EXPECT_FALSE(Reachable(server->advertised_addr(), Tls(certs, "client2")));
-  EXPECT_FALSE(Reachable(server->advertised_addr(), grpc::InsecureChannelCredentials()));
+  EXPECT_FALSE(
+      Reachable(server->advertised_addr(), grpc::InsecureChannelCredentials()));
 }
 
 TEST(TlsTest, HalfConfiguredTlsIsAStartError) {
@@ -205,7 +213,8 @@ class AdminAuthTest : public ::testing::Test {
     // Capture the log, to check that no token ever reaches it.
     sink_ = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
     previous_ = spdlog::default_logger();
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink_));
+    spdlog::set_default_logger(
+        std::make_shared<spdlog::logger>("capture", sink_));
     ServerOptions options;
     options.admin_token_file = token_path_;
     server_ = StartServer(options);
@@ -321,7 +330,8 @@ TEST(LimitsTest, StreamLimitRefusesOnlyTheNewStream) {
 // `bad` on the same stream: it must end with `code` (and a message containing
 // `message`), and the previous report must stay.
 void ExpectRefusedAndPreviousReportKept(
-    ServerOptions options, const std::vector<std::tuple<uint32_t, uint64_t, int64_t>>& bad,
+    ServerOptions options,
+    const std::vector<std::tuple<uint32_t, uint64_t, int64_t>>& bad,
     grpc::StatusCode code, const std::string& message) {
   auto server = StartServer(options);
   ASSERT_NE(server, nullptr);
@@ -331,7 +341,8 @@ void ExpectRefusedAndPreviousReportKept(
   EXPECT_FALSE(client.Call(FlowReport(1, bad)).has_value());
   grpc::Status s = client.Close();
   EXPECT_EQ(s.error_code(), code);
-  EXPECT_NE(s.error_message().find(message), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find(message), std::string::npos)
+      << s.error_message();
   auto state = GetFlowState(channel);
   ASSERT_EQ(state.flows.size(), 1u);
   EXPECT_EQ(state.flows[0].state_size, 100u);
@@ -342,7 +353,8 @@ TEST(LimitsTest, TooManyFlowsIsInvalidArgumentAndKeepsThePreviousReport) {
   options.max_flows_per_report = 5;
   std::vector<std::tuple<uint32_t, uint64_t, int64_t>> six;
   for (uint32_t f = 10; f < 16; ++f) six.push_back({f, 1, 1});
-  ExpectRefusedAndPreviousReportKept(options, six, grpc::StatusCode::INVALID_ARGUMENT,
+  ExpectRefusedAndPreviousReportKept(options, six,
+                                     grpc::StatusCode::INVALID_ARGUMENT,
                                      "more than the limit of 5");
 }
 
@@ -351,8 +363,8 @@ TEST(LimitsTest, OversizedMessageIsRefusedAndChangesNothing) {
   options.max_message_bytes = 1024;
   std::vector<std::tuple<uint32_t, uint64_t, int64_t>> many;
   for (uint32_t f = 0; f < 500; ++f) many.push_back({f, 1, 1});
-  ExpectRefusedAndPreviousReportKept(options, many, grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                     "");
+  ExpectRefusedAndPreviousReportKept(options, many,
+                                     grpc::StatusCode::RESOURCE_EXHAUSTED, "");
 }
 
 // A client that stops answering (SIGSTOP: its kernel still holds the TCP
@@ -367,7 +379,8 @@ TEST(KeepaliveTest, UnresponsivePeerIsDroppedAndItsStreamReleased) {
   ASSERT_EQ(probe.ReadLine(), "ready");
   EXPECT_EQ(server->streams().size(), 1u);
   probe.Signal(SIGSTOP);
-  EXPECT_TRUE(WaitFor([&] { return server->streams().size() == 0; }, absl::Seconds(15)));
+  EXPECT_TRUE(WaitFor([&] { return server->streams().size() == 0; },
+                      absl::Seconds(15)));
   probe.Signal(SIGCONT);
   // Its report stays.
   EXPECT_EQ(GetFlowState(Connect(server->advertised_addr())).flows.size(), 1u);

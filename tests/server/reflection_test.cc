@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/server/test_util.h"
@@ -35,7 +36,8 @@ TEST_F(ReflectionTest, ListsEveryService) {
   req.set_list_services("");
   refl::ServerReflectionResponse resp = Ask(req);
   std::set<std::string> names;
-  for (const auto& s : resp.list_services_response().service()) names.insert(s.name());
+  for (const auto& s : resp.list_services_response().service())
+    names.insert(s.name());
   for (const char* want :
        {"greptime.v1.meta.Heartbeat", "greptime.v1.meta.Cluster",
         "metasrv.v1.FlowState", "metasrv.v1.Admin", "grpc.health.v1.Health",
@@ -70,6 +72,64 @@ TEST_F(ReflectionTest, DescribesTheHeartbeatService) {
     }
   }
   EXPECT_TRUE(found_flow_stat);
+}
+
+// What grpcurl does for `list` then `describe`, through either version:
+// every listed service must resolve to a file that declares it.
+template <typename Service, typename Request, typename Response>
+void DescribeEveryListedService(const std::shared_ptr<grpc::Channel>& channel) {
+  auto stub = Service::NewStub(channel);
+  grpc::ClientContext ctx;
+  auto stream = stub->ServerReflectionInfo(&ctx);
+  Request req;
+  req.set_list_services("");
+  Response resp;
+  ASSERT_TRUE(stream->Write(req));
+  ASSERT_TRUE(stream->Read(&resp));
+  std::vector<std::string> services;
+  for (const auto& s : resp.list_services_response().service())
+    services.push_back(s.name());
+  EXPECT_GE(services.size(), 7u);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+  // One stream per service: v1alpha leaves out files it sent before on the
+  // same stream.
+  for (const std::string& service : services) {
+    grpc::ClientContext describe_ctx;
+    auto describe = stub->ServerReflectionInfo(&describe_ctx);
+    Request ask;
+    ask.set_file_containing_symbol(service);
+    ASSERT_TRUE(describe->Write(ask));
+    Response answer;
+    ASSERT_TRUE(describe->Read(&answer));
+    ASSERT_FALSE(answer.has_error_response())
+        << service << ": " << answer.error_response().error_message();
+    ASSERT_GE(answer.file_descriptor_response().file_descriptor_proto_size(), 1)
+        << service;
+    google::protobuf::FileDescriptorProto file;
+    ASSERT_TRUE(file.ParseFromString(
+        answer.file_descriptor_response().file_descriptor_proto(0)));
+    bool declared = false;
+    for (const auto& svc : file.service()) {
+      declared = declared || file.package() + "." + svc.name() == service;
+    }
+    EXPECT_TRUE(declared) << service << " not in " << file.name();
+    describe->WritesDone();
+    EXPECT_TRUE(describe->Finish().ok());
+  }
+}
+
+TEST_F(ReflectionTest, EveryListedServiceCanBeDescribedThroughV1alpha) {
+  namespace v = grpc::reflection::v1alpha;
+  DescribeEveryListedService<v::ServerReflection, v::ServerReflectionRequest,
+                             v::ServerReflectionResponse>(server_.channel());
+}
+
+// Current grpcurl and buf curl ask v1 first.
+TEST_F(ReflectionTest, EveryListedServiceCanBeDescribedThroughV1) {
+  namespace v = grpc::reflection::v1;
+  DescribeEveryListedService<v::ServerReflection, v::ServerReflectionRequest,
+                             v::ServerReflectionResponse>(server_.channel());
 }
 
 }  // namespace

@@ -3,10 +3,10 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -94,7 +94,8 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& addr) {
 std::shared_ptr<grpc::Channel> ConnectOwn(const std::string& addr,
                                           grpc::ChannelArguments args) {
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(),
+                                   args);
 }
 
 int ConnectTcp(const std::string& addr) {
@@ -131,7 +132,8 @@ HttpResult HttpGet(int port, const std::string& path) {
     std::string all;
     char buf[8192];
     ssize_t n;
-    while ((n = read(fd, buf, sizeof(buf))) > 0) all.append(buf, static_cast<size_t>(n));
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+      all.append(buf, static_cast<size_t>(n));
     const size_t sp = all.find(' ');
     const size_t body = all.find("\r\n\r\n");
     if (sp != std::string::npos && body != std::string::npos) {
@@ -167,8 +169,8 @@ FlowStateRows GetFlowState(const std::shared_ptr<grpc::Channel>& channel,
   return rows;
 }
 
-std::optional<std::string> RangeGet(const std::shared_ptr<grpc::Channel>& channel,
-                                    const std::string& key) {
+std::optional<std::string> RangeGet(
+    const std::shared_ptr<grpc::Channel>& channel, const std::string& key) {
   auto stub = meta::Cluster::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -203,9 +205,11 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
   std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) {
+  if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) !=
+      0) {
     ADD_FAILURE() << "cannot start " << argv[0];
     pid_ = -1;
   }
@@ -234,7 +238,8 @@ std::optional<std::string> ChildProcess::ReadLine(absl::Duration timeout) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) return std::nullopt;
     pollfd pfd{stdout_fd_, POLLIN, 0};
-    if (poll(&pfd, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1) <= 0) {
+    if (poll(&pfd, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1) <=
+        0) {
       continue;
     }
     char buf[4096];

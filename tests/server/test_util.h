@@ -2,6 +2,7 @@
 #ifndef METASRV_TESTS_SERVER_TEST_UTIL_H_
 #define METASRV_TESTS_SERVER_TEST_UTIL_H_
 
+#include <grpcpp/grpcpp.h>
 #include <sys/types.h>
 
 #include <functional>
@@ -10,8 +11,6 @@
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/time/time.h"
 #include "greptime/v1/meta/cluster.grpc.pb.h"
@@ -45,7 +44,8 @@ class HeartbeatClient {
   ~HeartbeatClient();
 
   // Sends `request` and reads its response; nullopt if the stream ended.
-  std::optional<meta::HeartbeatResponse> Call(const meta::HeartbeatRequest& request);
+  std::optional<meta::HeartbeatResponse> Call(
+      const meta::HeartbeatRequest& request);
   // Closes the sending side and returns the final status.
   grpc::Status Close();
   // Cancels the call, as if the client vanished.
@@ -56,7 +56,7 @@ class HeartbeatClient {
   grpc::ClientContext context_;                  // The call's context.
   std::unique_ptr<grpc::ClientReaderWriter<meta::HeartbeatRequest,
                                            meta::HeartbeatResponse>>
-      stream_;        // The call.
+      stream_;           // The call.
   bool closed_ = false;  // Close() ran.
 };
 
@@ -80,8 +80,8 @@ FlowStateRows GetFlowState(const std::shared_ptr<grpc::Channel>& channel,
                            const std::vector<uint32_t>& flow_ids = {});
 
 // The value of one key through Cluster.Range, or nullopt if absent.
-std::optional<std::string> RangeGet(const std::shared_ptr<grpc::Channel>& channel,
-                                    const std::string& key);
+std::optional<std::string> RangeGet(
+    const std::shared_ptr<grpc::Channel>& channel, const std::string& key);
 
 // Whether the standard health service answers SERVING.
 bool IsServing(const std::shared_ptr<grpc::Channel>& channel);
@@ -90,7 +90,8 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& addr);
 // A channel with its own TCP connection (gRPC shares one between channels to
 // the same address otherwise), with `args` on top.
 std::shared_ptr<grpc::Channel> ConnectOwn(
-    const std::string& addr, grpc::ChannelArguments args = grpc::ChannelArguments());
+    const std::string& addr,
+    grpc::ChannelArguments args = grpc::ChannelArguments());
 
 // Whether a TCP connection to the IPv4 "host:port" `addr` succeeds now.
 bool AcceptsTcp(const std::string& addr);
@@ -114,16 +115,17 @@ class ChildProcess {
 
   pid_t pid() const { return pid_; }
   // Reads one line of its stdout, waiting up to `timeout`.
-  std::optional<std::string> ReadLine(absl::Duration timeout = absl::Seconds(10));
+  std::optional<std::string> ReadLine(
+      absl::Duration timeout = absl::Seconds(10));
   // Sends `signal`.
   void Signal(int signal);
   // Waits up to `timeout` for it to exit; its wait status, or nullopt.
   std::optional<int> Wait(absl::Duration timeout);
 
  private:
-  pid_t pid_ = -1;           // The child; -1 once reaped.
-  int stdout_fd_ = -1;       // Read end of its stdout.
-  std::string buffered_;     // Read but not yet returned.
+  pid_t pid_ = -1;        // The child; -1 once reaped.
+  int stdout_fd_ = -1;    // Read end of its stdout.
+  std::string buffered_;  // Read but not yet returned.
 };
 
 // The metasrv binary on a free loopback port, up and serving.

@@ -120,3 +120,15 @@ def parse(cls, data):
     return msg
 
 
+
+
+def run_tests():
+    """main() of a wire test: --binary and --pydir, then unittest."""
+    import argparse
+    import unittest
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--pydir", required=True)
+    args, rest = parser.parse_known_args()
+    setup(args.binary, args.pydir)
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)

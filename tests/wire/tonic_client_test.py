@@ -7,7 +7,6 @@ Every request here is what tonic sends for GreptimeDB's meta client
   python3 tonic_client_test.py --binary=build/server/metasrv --pydir=build/gen_py
 """
 
-import argparse
 import shutil
 import subprocess
 import sys
@@ -311,14 +310,5 @@ class FollowerTest(unittest.TestCase):
         call.finish()
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    parser.add_argument("--pydir", required=True)
-    args, rest = parser.parse_known_args()
-    harness.setup(args.binary, args.pydir)
-    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    harness.run_tests()
