@@ -231,7 +231,7 @@ std::string WriteTempFile(const std::string& contents) {
 }
 
 TEST(HardeningAdminTokenTest, ATokenThatCannotTravelInAHeaderIsRefusedAtStart) {
-  const std::string control = WriteTempFile("abc\x01def\n");
+  const std::string control = WriteTempFile(std::string("abc\x01") + "def\n");
   auto refused = AdminAuth::FromTokenFile(control);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("offset 3"), std::string::npos);
