@@ -110,7 +110,8 @@ class UnreadAnswersTest(unittest.TestCase):
         print(f"\nunread reads: idle RSS {idle // MIB} MiB, with 1,000 unread full "
               f"reads {peak // MIB} MiB; {len(calls) - len(refused)} held, "
               f"{len(refused)} refused", file=sys.stderr)
-        self.assertLess(peak, 2 * idle + 256 * MIB)
+        if not harness.SANITIZED:
+            self.assertLess(peak, 2 * idle + 256 * MIB)
         self.assertTrue(heartbeat_answered(server.addr, 77))
         took, answer = one_flow_read(server.addr, 5)
         self.assertEqual(list(answer.state_sizes), [1005])

@@ -31,6 +31,11 @@ def setup(binary, pydir):
     meta.heartbeat_pb2, meta.metasrv_pb2 = heartbeat_pb2, metasrv_pb2
 
 
+# Built with sanitizers (ASan keeps freed memory in quarantine): RSS bounds
+# are not checked then.
+SANITIZED = bool(os.environ.get("METASRV_SANITIZED"))
+
+
 def cpu_seconds(pid):
     """User plus system CPU time of `pid` so far."""
     with open(f"/proc/{pid}/stat") as f:
