@@ -172,6 +172,13 @@ int Peers(const Client& c) {
   meta::MetasrvPeersResponse resp;
   grpc::Status s = stub->MetasrvPeers(&ctx, req, &resp);
   if (!s.ok()) return Fail(s);
+  // A follower answers with the not-leader error and no peers, as
+  // GreptimeDB's do: say so rather than print nothing.
+  if (resp.header().has_error()) {
+    std::fprintf(stderr, "metasrvctl peers: %s (ask the leader: metasrvctl leader)\n",
+                 resp.header().error().err_msg().c_str());
+    return kError;
+  }
   if (resp.has_leader()) std::printf("leader    %s\n", resp.leader().peer().addr().c_str());
   for (const auto& f : resp.followers()) std::printf("follower  %s\n", f.peer().addr().c_str());
   return kOk;
