@@ -11,7 +11,6 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "core/flow_state_manager.h"
-#include "kv/memory_kv.h"
 
 ABSL_FLAG(int, nodes, 10000, "flownodes");
 ABSL_FLAG(int, flows, 100, "flows per node (each node owns its own)");
@@ -31,8 +30,7 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const int nodes = absl::GetFlag(FLAGS_nodes), flows = absl::GetFlag(FLAGS_flows);
   const long before = RssBytes();
-  metasrv::kv::MemoryKv kv;
-  metasrv::core::FlowStateManager manager(&kv);
+  metasrv::core::FlowStateManager manager;
   for (int n = 0; n < nodes; ++n) {
     metasrv::core::FlowStateValue::Builder b;
     for (int f = 0; f < flows; ++f) {
@@ -42,7 +40,7 @@ int main(int argc, char** argv) {
     if (!manager.Merge(n, b.Build()).ok()) return 1;
   }
   const long merged = RssBytes();
-  const size_t json = kv.Get("__flow/state")->size();
+  const size_t json = manager.Get(std::string("__flow/state"))->size();
   const long read = RssBytes();
   const double entries = static_cast<double>(nodes) * flows;
   std::printf(

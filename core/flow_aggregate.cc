@@ -46,35 +46,40 @@ AggregateFlow FlowAggregate::FlowSlot::ToFlow(uint32_t flow_id) const {
   return out;
 }
 
-FlowAggregate::Chunk::Flows::iterator FlowAggregate::Chunk::Find(uint32_t id) {
-  const size_t guess = id & ((1u << kChunkBits) - 1);
-  if (guess < flows.size() && flows[guess].first == id) return flows.begin() + guess;
+namespace {
+
+// The entry of `id` in `flows` (sorted by id), or where it would go.
+template <typename It>
+It FindIn(It begin, It end, uint32_t id, size_t guess) {
+  if (guess < static_cast<size_t>(end - begin) && begin[guess].first == id) {
+    return begin + guess;
+  }
   return std::lower_bound(
-      flows.begin(), flows.end(), id,
-      [](const std::pair<uint32_t, FlowSlot>& e, uint32_t v) { return e.first < v; });
+      begin, end, id, [](const auto& e, uint32_t v) { return e.first < v; });
 }
 
-FlowAggregate::Chunk* FlowAggregate::GetOrCreateChunk(uint32_t chunk_id) {
-  {
-    ReaderMutexLock lock(&dir_mu_);
-    auto it = chunks_.find(chunk_id);
-    if (it != chunks_.end()) return it->second.get();
-  }
-  MutexLock lock(&dir_mu_);
-  auto& slot = chunks_[chunk_id];
-  if (slot == nullptr) slot = std::make_unique<Chunk>();
-  return slot.get();
+}  // namespace
+
+FlowAggregate::Chunk::Flows::iterator FlowAggregate::Chunk::Find(uint32_t id) {
+  return FindIn(flows.begin(), flows.end(), id, id & ((1u << kChunkBits) - 1));
+}
+
+FlowAggregate::Chunk::Flows::const_iterator FlowAggregate::Chunk::Find(
+    uint32_t id) const {
+  return FindIn(flows.cbegin(), flows.cend(), id,
+                id & ((1u << kChunkBits) - 1));
 }
 
 void FlowAggregate::ApplyFlow(Chunk& chunk, uint64_t node,
                               const FlowStat* old_stat,
                               const FlowStat* new_stat) {
-  const uint32_t id = old_stat != nullptr ? old_stat->flow_id : new_stat->flow_id;
+  const uint32_t id =
+      old_stat != nullptr ? old_stat->flow_id : new_stat->flow_id;
   auto it = chunk.Find(id);
   if (it == chunk.flows.end() || it->first != id) {
     if (new_stat == nullptr) return;
     it = chunk.flows.emplace(it, id, FlowSlot());
-    flow_count_.fetch_add(1, std::memory_order_relaxed);
+    ++flow_count_;
   }
   FlowSlot& slot = it->second;
   ApplyField(slot.state_size, node, kStateSize, old_stat, new_stat,
@@ -86,7 +91,7 @@ void FlowAggregate::ApplyFlow(Chunk& chunk, uint64_t node,
   if (slot.empty()) {
     chunk.flows.erase(it);
     if (chunk.flows.empty()) Chunk::Flows().swap(chunk.flows);
-    flow_count_.fetch_sub(1, std::memory_order_relaxed);
+    --flow_count_;
   }
 }
 
@@ -116,64 +121,90 @@ void FlowAggregate::Replace(uint64_t node, const FlowStateValue& old_report,
       ++j;
     }
   }
-  // One chunk lock per run of changes in the same chunk.
-  for (size_t begin = 0; begin < changes.size();) {
-    const uint32_t chunk_id = changes[begin].id() >> kChunkBits;
-    size_t end = begin + 1;
-    while (end < changes.size() && (changes[end].id() >> kChunkBits) == chunk_id) {
-      ++end;
-    }
-    Chunk* chunk = GetOrCreateChunk(chunk_id);
-    MutexLock lock(&chunk->mu);
-    chunk->json.reset();
-    for (size_t k = begin; k < end; ++k) {
-      ApplyFlow(*chunk, node, changes[k].old_stat, changes[k].new_stat);
-    }
-    begin = end;
+  for (const Change& change : changes) {
+    Chunk& chunk = chunks_[change.id() >> kChunkBits];
+    chunk.json.reset();
+    chunk.version = ++next_version_;
+    ApplyFlow(chunk, node, change.old_stat, change.new_stat);
   }
 }
 
-std::string FlowAggregate::EncodeJson() const {
-  std::vector<std::shared_ptr<const FlowStateJsonParts>> parts;
-  {
-    ReaderMutexLock dir(&dir_mu_);
-    parts.reserve(chunks_.size());
-    for (const auto& [id, chunk] : chunks_) {
-      MutexLock lock(&chunk->mu);
-      if (chunk->json == nullptr) {
-        auto json = std::make_shared<FlowStateJsonParts>();
-        for (const auto& [flow_id, slot] : chunk->flows) {
-          AppendFlowStateParts(slot.ToFlow(flow_id).stat, json.get());
-        }
-        chunk->json = std::move(json);
+FlowAggregate::JsonPlan FlowAggregate::PlanJson() const {
+  JsonPlan plan;
+  plan.pieces.reserve(chunks_.size());
+  for (const auto& [id, chunk] : chunks_) {
+    JsonPlan::Piece& piece = plan.pieces.emplace_back();
+    piece.chunk_id = id;
+    piece.version = chunk.version;
+    piece.parts = chunk.json;
+    if (piece.parts != nullptr) continue;
+    piece.flows.reserve(chunk.flows.size());
+    for (const auto& [flow_id, slot] : chunk.flows) {
+      piece.flows.push_back(slot.ToFlow(flow_id).stat);
+    }
+  }
+  return plan;
+}
+
+std::string FlowAggregate::EncodePlan(JsonPlan* plan) {
+  std::vector<const FlowStateJsonParts*> parts;
+  parts.reserve(plan->pieces.size());
+  for (JsonPlan::Piece& piece : plan->pieces) {
+    if (piece.parts == nullptr) {
+      auto encoded = std::make_shared<FlowStateJsonParts>();
+      for (const FlowStat& stat : piece.flows) {
+        AppendFlowStateParts(stat, encoded.get());
       }
-      parts.push_back(chunk->json);
+      piece.parts = std::move(encoded);
+      std::vector<FlowStat>().swap(piece.flows);
+      plan->encoded_any = true;
     }
+    parts.push_back(piece.parts.get());
   }
-  std::vector<const FlowStateJsonParts*> ptrs;
-  ptrs.reserve(parts.size());
-  for (const auto& p : parts) ptrs.push_back(p.get());
-  return AssembleFlowState(ptrs);
+  return AssembleFlowState(parts);
 }
 
-void FlowAggregate::Visit(absl::Span<const uint32_t> flow_ids,
-                          const Visitor& visit) const {
-  std::vector<AggregateFlow> batch;
-  ReaderMutexLock dir(&dir_mu_);
+void FlowAggregate::CacheJson(const JsonPlan& plan) {
+  if (!plan.encoded_any) return;
+  for (const JsonPlan::Piece& piece : plan.pieces) {
+    auto it = chunks_.find(piece.chunk_id);
+    if (it != chunks_.end() && it->second.version == piece.version &&
+        it->second.json == nullptr) {
+      it->second.json = piece.parts;
+    }
+  }
+}
+
+std::string FlowAggregate::EncodeJson() {
+  JsonPlan plan = PlanJson();
+  std::string json = EncodePlan(&plan);
+  CacheJson(plan);
+  return json;
+}
+
+std::optional<uint32_t> FlowAggregate::CopyChunk(
+    uint32_t from, std::vector<AggregateFlow>* out) const {
+  out->clear();
+  auto it = chunks_.lower_bound(from);
+  if (it == chunks_.end()) return std::nullopt;
+  out->reserve(it->second.flows.size());
+  for (const auto& [flow_id, slot] : it->second.flows) {
+    out->push_back(slot.ToFlow(flow_id));
+  }
+  return it->first + 1;
+}
+
+std::vector<AggregateFlow> FlowAggregate::Read(
+    absl::Span<const uint32_t> flow_ids) const {
+  std::vector<AggregateFlow> out;
   if (flow_ids.empty()) {
-    // One batch per chunk, copied under its lock and visited after.
+    out.reserve(flow_count_);
     for (const auto& [id, chunk] : chunks_) {
-      batch.clear();
-      {
-        MutexLock lock(&chunk->mu);
-        batch.reserve(chunk->flows.size());
-        for (const auto& [flow_id, slot] : chunk->flows) {
-          batch.push_back(slot.ToFlow(flow_id));
-        }
+      for (const auto& [flow_id, slot] : chunk.flows) {
+        out.push_back(slot.ToFlow(flow_id));
       }
-      if (!batch.empty()) visit(batch);
     }
-    return;
+    return out;
   }
   std::vector<uint32_t> ids(flow_ids.begin(), flow_ids.end());
   std::sort(ids.begin(), ids.end());
@@ -181,22 +212,11 @@ void FlowAggregate::Visit(absl::Span<const uint32_t> flow_ids,
   for (uint32_t id : ids) {
     auto c = chunks_.find(id >> kChunkBits);
     if (c == chunks_.end()) continue;
-    MutexLock lock(&c->second->mu);
-    auto it = c->second->Find(id);
-    if (it != c->second->flows.end() && it->first == id) {
-      batch.push_back(it->second.ToFlow(id));
+    auto it = c->second.Find(id);
+    if (it != c->second.flows.end() && it->first == id) {
+      out.push_back(it->second.ToFlow(id));
     }
   }
-  if (!batch.empty()) visit(batch);
-}
-
-std::vector<AggregateFlow> FlowAggregate::Read(
-    absl::Span<const uint32_t> flow_ids) const {
-  std::vector<AggregateFlow> out;
-  if (flow_ids.empty()) out.reserve(flow_count());
-  Visit(flow_ids, [&](absl::Span<const AggregateFlow> flows) {
-    out.insert(out.end(), flows.begin(), flows.end());
-  });
   return out;
 }
 

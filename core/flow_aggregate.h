@@ -2,17 +2,14 @@
 #ifndef METASRV_CORE_FLOW_AGGREGATE_H_
 #define METASRV_CORE_FLOW_AGGREGATE_H_
 
-#include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
-#include <utility>
-#include "kv/mutex.h"
 #include "absl/types/span.h"
 #include "core/field_max.h"
 #include "core/flow_state_codec.h"
@@ -22,50 +19,69 @@ namespace metasrv::core {
 
 // One flow of the aggregate, with the node that holds each field's max.
 struct AggregateFlow {
-  FlowStat stat;                    // The per-field maxima.
-  uint64_t state_size_node = 0;     // Node with the max state size.
-  uint64_t last_exec_time_node = 0; // Node with the max last execution time.
-  uint64_t start_time_node = 0;     // Node with the max start time.
+  FlowStat stat;                     // The per-field maxima.
+  uint64_t state_size_node = 0;      // Node with the max state size.
+  uint64_t last_exec_time_node = 0;  // Node with the max last execution time.
+  uint64_t start_time_node = 0;      // Node with the max start time.
 };
 
 // Per flow, the max of each field over all nodes' reports.
 //
 // Replace() costs O(report size * log) and never looks at other nodes' flows.
-// The JSON of the whole aggregate is built on read: flows are grouped in chunks
-// of 1024 consecutive ids, each chunk caches its encoded members until one of
-// its flows changes, so a read re-encodes only chunks that changed.
+// Flows are grouped in chunks of 1024 consecutive ids. The JSON of the whole
+// aggregate is built on read, and each chunk caches its encoded members until
+// one of its flows changes, so a read re-encodes only chunks that changed.
+// Encoding is split in three steps (PlanJson, EncodePlan, CacheJson) so that
+// an owner that shares the aggregate between threads holds its lock only to
+// copy what changed, not to encode it.
 //
-// Thread safety: all methods are safe to call concurrently. Each chunk has its
-// own lock, so a reader encoding one chunk blocks only writers of that chunk.
-// A read concurrent with Replace() sees every flow either before or after it,
-// but not necessarily all flows of one Replace() at the same moment.
+// Not thread-safe: the owner serializes access (const methods may run
+// concurrently with each other).
 class FlowAggregate {
  public:
+  // What a JSON read needs, taken from the aggregate at one instant: per
+  // chunk, its cached encoding, or a copy of its flows to encode.
+  struct JsonPlan {
+    struct Piece {
+      uint32_t chunk_id = 0;  // Which chunk.
+      uint64_t version = 0;   // Its version when planned.
+      std::shared_ptr<const FlowStateJsonParts> parts;  // Encoded, or null.
+      std::vector<FlowStat> flows;  // To encode when `parts` is null.
+    };
+    std::vector<Piece> pieces;  // Ascending by chunk id.
+    bool encoded_any = false;   // Whether EncodePlan() encoded a piece.
+  };
+
   FlowAggregate() = default;
-  FlowAggregate(const FlowAggregate&) = delete;
-  FlowAggregate& operator=(const FlowAggregate&) = delete;
+  FlowAggregate(FlowAggregate&&) = default;
+  FlowAggregate& operator=(FlowAggregate&&) = default;
 
   // Replaces `node`'s contribution `old_report` with `new_report`. The caller
-  // keeps each node's reports and must not replace one node concurrently.
+  // keeps each node's reports.
   void Replace(uint64_t node, const FlowStateValue& old_report,
                const FlowStateValue& new_report);
 
-  // The aggregate as JSON (see flow_state_codec.h).
-  std::string EncodeJson() const;
+  // Step 1 of a JSON read: the plan, O(chunks + flows of changed chunks).
+  JsonPlan PlanJson() const;
+  // Step 2, needs no access to the aggregate: encodes the pieces without a
+  // cached encoding and returns the JSON (see flow_state_codec.h).
+  static std::string EncodePlan(JsonPlan* plan);
+  // Step 3: keeps the encodings of pieces whose chunk has not changed since.
+  void CacheJson(const JsonPlan& plan);
+  // The three steps at once.
+  std::string EncodeJson();
 
-  // Calls `visit` with the aggregate's flows in batches, ascending by id;
-  // with `flow_ids` non-empty, only those of them that exist. `visit` must not
-  // call back into the aggregate.
-  using Visitor = std::function<void(absl::Span<const AggregateFlow>)>;
-  void Visit(absl::Span<const uint32_t> flow_ids, const Visitor& visit) const;
-
-  // Visit() into a vector.
+  // Copies the flows of the first chunk from chunk id `from` on into `out`
+  // (replacing its contents), ascending by id, and returns the chunk id to
+  // continue from; nullopt when no chunk is left.
+  std::optional<uint32_t> CopyChunk(uint32_t from,
+                                    std::vector<AggregateFlow>* out) const;
+  // The flows of `flow_ids` that exist, ascending by id (duplicates once);
+  // all flows when `flow_ids` is empty.
   std::vector<AggregateFlow> Read(absl::Span<const uint32_t> flow_ids) const;
 
   // Flows in the aggregate now.
-  uint64_t flow_count() const {
-    return flow_count_.load(std::memory_order_relaxed);
-  }
+  uint64_t flow_count() const { return flow_count_; }
 
  private:
   // One flow's maxima.
@@ -85,28 +101,24 @@ class FlowAggregate {
   struct Chunk {
     using Flows = std::vector<std::pair<uint32_t, FlowSlot>>;
     // The entry of `id`, or where it would be inserted.
-    Flows::iterator Find(uint32_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+    Flows::iterator Find(uint32_t id);
+    Flows::const_iterator Find(uint32_t id) const;
 
-    mutable Mutex mu;  // Guards the fields below.
-    Flows flows ABSL_GUARDED_BY(mu);  // Sorted by id.
+    Flows flows;           // Sorted by id.
+    uint64_t version = 0;  // Bumped by every change of `flows`.
     // Encoded members of `flows`; null when a flow changed since encoding.
-    mutable std::shared_ptr<const FlowStateJsonParts> json ABSL_GUARDED_BY(mu);
+    std::shared_ptr<const FlowStateJsonParts> json;
   };
 
   static constexpr int kChunkBits = 10;
 
-  // Returns the chunk of `chunk_id`, creating it.
-  Chunk* GetOrCreateChunk(uint32_t chunk_id);
   // Applies one flow's change in `chunk`.
   void ApplyFlow(Chunk& chunk, uint64_t node, const FlowStat* old_stat,
-                 const FlowStat* new_stat) ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk.mu);
+                 const FlowStat* new_stat);
 
-  // Guards the chunk directory. Chunks are never removed, so a Chunk* stays
-  // valid for the aggregate's lifetime.
-  mutable Mutex dir_mu_;
-  absl::btree_map<uint32_t, std::unique_ptr<Chunk>> chunks_
-      ABSL_GUARDED_BY(dir_mu_);       // Chunks by chunk id.
-  std::atomic<uint64_t> flow_count_{0};  // Flows with at least one field.
+  absl::btree_map<uint32_t, Chunk> chunks_;  // Chunks by chunk id.
+  uint64_t next_version_ = 0;                // Last chunk version given.
+  uint64_t flow_count_ = 0;                  // Flows with at least one field.
 };
 
 }  // namespace metasrv::core

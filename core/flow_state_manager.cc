@@ -7,133 +7,24 @@
 #include "absl/strings/str_cat.h"
 #include "core/flow_state_codec.h"
 #include "core/flow_state_keys.h"
-#include "core/flownode_record.h"
 
 namespace metasrv::core {
-namespace {
 
-// The value of `__flow/state` while merges maintain it: the aggregate's JSON,
-// built on read. It keeps its aggregate alive, so a reader that fetched it
-// before a reset still reads the state as of its read.
-class AggregateJsonValue final : public kv::Value {
- public:
-  explicit AggregateJsonValue(std::shared_ptr<const FlowAggregate> aggregate)
-      : aggregate_(std::move(aggregate)) {}
-  std::string Read() const override { return aggregate_->EncodeJson(); }
-
- private:
-  const std::shared_ptr<const FlowAggregate> aggregate_;  // What it encodes.
+struct FlowStateManager::Found {
+  std::vector<kv::StoredEntry> entries;  // Keys in order, with their bytes.
+  bool more = false;                     // The limit cut the range.
+  // To encode `__flow/state`, whose entries have null bytes; nullopt when
+  // it was not asked for, or asked for keys only.
+  std::optional<FlowAggregate::JsonPlan> plan;
+  uint64_t term = 0;  // The term it was read in.
 };
 
-// A change retries this often when the KV is reset under it.
-constexpr int kMaxCommitAttempts = 8;
+FlowStateManager::FlowStateManager(Options options)
+    : options_(options), store_(StoreLimits()) {}
 
-// `report` without the flows of `sorted_ids`; nullopt if it had none of them.
-std::optional<FlowStateValue> Without(const FlowStateValue& report,
-                                      const std::vector<uint32_t>& sorted_ids) {
-  bool found = false;
-  for (uint32_t id : sorted_ids) found = found || report.Find(id) != nullptr;
-  if (!found) return std::nullopt;
-  FlowStateValue::Builder builder;
-  builder.Reserve(report.flows().size() * 3);
-  for (const FlowStat& stat : report.flows()) {
-    if (std::binary_search(sorted_ids.begin(), sorted_ids.end(),
-                           stat.flow_id)) {
-      continue;
-    }
-    if (stat.has(kStateSize))
-      builder.SetStateSize(stat.flow_id, stat.state_size);
-    if (stat.has(kLastExecTime)) {
-      builder.SetLastExecTime(stat.flow_id, stat.last_exec_time);
-    }
-    if (stat.has(kStartTime))
-      builder.SetStartTime(stat.flow_id, stat.start_time);
-  }
-  return builder.Build();
-}
-
-}  // namespace
-
-FlowStateManager::FlowStateManager(kv::KvBackend* kv, Options options)
-    : kv_(kv), options_(options) {}
-
-absl::Status FlowStateManager::SyncLocked() const {
-  const uint64_t generation = kv_->generation();
-  if (generation_ == generation) return absl::OkStatus();
-  // Forget everything, then rebuild from the keys the KV holds now (none
-  // right after a reset). Should the KV be reset again meanwhile, the next
-  // write is refused for the stale generation and the change retries.
-  nodes_.clear();
-  by_silence_.clear();
-  aggregate_ = std::make_shared<FlowAggregate>();
-  aggregate_value_ = std::make_shared<AggregateJsonValue>(aggregate_);
-  global_is_aggregate_ = false;
-  generation_.reset();
-  absl::flat_hash_map<uint64_t, NodeEntry> rebuilt;
-  for (absl::string_view prefix : {kFlownodePrefix, kFlowStateNodePrefix}) {
-    kv::RangeRequest range;
-    range.key = std::string(prefix);
-    range.range_end = kv::PrefixEnd(range.key);
-    absl::StatusOr<kv::RangeResponse> stored = kv_->Range(range);
-    if (!stored.ok()) return stored.status();
-    const bool records = prefix == kFlownodePrefix;
-    for (kv::KeyValue& kv : stored->kvs) {
-      std::optional<uint64_t> node =
-          records ? ParseFlownodeKey(kv.key) : ParseFlowStateNodeKey(kv.key);
-      if (!node.has_value()) continue;  // Not a node key (a longer name).
-      absl::Status decoded;
-      if (records) {
-        absl::StatusOr<FlownodeRecord> record = DecodeFlownodeRecord(kv.value);
-        decoded = record.status();
-        if (record.ok()) {
-          NodeEntry& entry = rebuilt[*node];
-          entry.record = std::make_shared<LiveRecord>(*std::move(record));
-        }
-      } else {
-        absl::StatusOr<FlowStateValue> report = DecodeFlowState(kv.value);
-        decoded = report.status();
-        if (report.ok()) {
-          rebuilt[*node].report = *std::move(report);
-        }
-      }
-      if (!decoded.ok()) {
-        return absl::DataLossError(
-            absl::StrCat("key ", kv.key, ": ", decoded.message()));
-      }
-    }
-  }
-  for (auto& [node, entry] : rebuilt) {
-    if (entry.record == nullptr) {
-      // A report without a record counts as heard from now.
-      FlownodeRecord record;
-      record.last_heartbeat_ms = NowMs();
-      entry.record = std::make_shared<LiveRecord>(std::move(record));
-    }
-    // The KV holds the record's bytes, not this live value: the node's next
-    // heartbeat writes it. Its TTL starts now.
-    entry.record_in_kv = false;
-    entry.heartbeat_mono_ms = MonoMs();
-    aggregate_->Replace(node, FlowStateValue(), entry.report);
-    if (options_.node_report_ttl > absl::ZeroDuration()) {
-      by_silence_.insert({entry.heartbeat_mono_ms, node});
-    }
-  }
-  total_flows_ = 0;
-  for (const auto& [node, entry] : rebuilt)
-    total_flows_ += entry.report.flows().size();
-  nodes_ = std::move(rebuilt);
-  generation_ = generation;
-  return absl::OkStatus();
-}
-
-absl::Status FlowStateManager::Sync() {
-  {
-    MutexLock lock(&mu_);
-    absl::Status synced = SyncLocked();
-    if (!synced.ok()) return synced;
-  }
-  Notify();
-  return absl::OkStatus();
+FlowStateStore::Limits FlowStateManager::StoreLimits() const {
+  return {options_.max_nodes, options_.max_total_flows,
+          options_.node_report_ttl > absl::ZeroDuration()};
 }
 
 void FlowStateManager::Notify() const {
@@ -141,165 +32,38 @@ void FlowStateManager::Notify() const {
   if (listener != nullptr) listener->OnFlowStateChanged();
 }
 
-absl::StatusOr<std::optional<FlowStateValue>> FlowStateManager::Get() const {
-  absl::StatusOr<std::string> json = kv_->Get(std::string(kFlowStateKey));
-  if (absl::IsNotFound(json.status())) return std::nullopt;
-  if (!json.ok()) return json.status();
-  absl::StatusOr<FlowStateValue> value = DecodeFlowState(*json);
-  if (!value.ok()) return value.status();
-  return std::optional<FlowStateValue>(*std::move(value));
-}
-
-absl::Status FlowStateManager::Put(const FlowStateValue& value) {
-  std::string json = EncodeFlowState(value);
-  MutexLock lock(&mu_);
-  absl::Status synced = SyncLocked();
-  if (!synced.ok()) return synced;
-  absl::Status written =
-      kv_->Write({{std::string(kFlowStateKey), kv::MakeBytes(std::move(json))}},
-                 generation_);
-  if (written.ok()) global_is_aggregate_ = false;
-  return written;
-}
-
-absl::Status FlowStateManager::CommitLocked(
-    std::optional<uint64_t> kv_generation,
-    absl::FunctionRef<std::string()> what, absl::FunctionRef<Change()> plan,
-    absl::FunctionRef<void()> apply) {
-  for (int attempt = 0; attempt < kMaxCommitAttempts; ++attempt) {
-    absl::Status synced = SyncLocked();
-    if (!synced.ok()) return synced;
-    if (kv_generation.has_value() && *kv_generation != generation_) {
+absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
+                                         NodeHeartbeat heartbeat,
+                                         std::optional<uint64_t> term) {
+  // Encoding the report is O(report) and needs no lock.
+  kv::Bytes report_json;
+  const bool has_report = heartbeat.report.has_value();
+  if (has_report)
+    report_json = kv::MakeBytes(EncodeFlowState(*heartbeat.report));
+  const int64_t now = absl::ToUnixMillis(options_.clock->Now());
+  const int64_t mono = absl::ToUnixMillis(options_.clock->Monotonic());
+  {
+    MutexLock lock(&mu_);
+    if (term.has_value() && *term != term_) {
       return absl::AbortedError(
-          absl::StrCat("the KV was reset since generation ", *kv_generation,
-                       " (leadership changed); ", what(), " not recorded"));
+          absl::StrCat("heartbeat of node ", node_id,
+                       " not recorded: the state was reset "
+                       "since term ",
+                       *term, " (leadership changed)"));
     }
-    Change change = plan();
-    if (!change.refused.ok()) return change.refused;
-    if (change.touches_aggregate && !global_is_aggregate_) {
-      change.batch.push_back({std::string(kFlowStateKey), aggregate_value_});
-    }
-    if (!change.batch.empty()) {
-      // Written only if the KV was not reset since SyncLocked() looked.
-      absl::Status written = kv_->Write(change.batch, generation_);
-      if (absl::IsAborted(written)) continue;
-      if (!written.ok()) return written;
-      if (change.touches_aggregate) global_is_aggregate_ = true;
-    }
-    apply();
-    return absl::OkStatus();
+    absl::Status stored = store_.Heartbeat(node_id, std::move(heartbeat),
+                                           std::move(report_json), now, mono);
+    if (!stored.ok()) return stored;
   }
-  return absl::UnavailableError(
-      absl::StrCat(what(), " gave up: the KV was reset on every attempt"));
-}
-
-absl::Status FlowStateManager::CheckCapacityLocked(
-    uint64_t node, const NodeEntry* entry, uint64_t report_flows) const {
-  if (entry == nullptr && options_.max_nodes != 0 &&
-      nodes_.size() >= options_.max_nodes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("flownode ", node, " refused: ", nodes_.size(),
-                     " flownodes are known, the limit (--max_nodes) is ",
-                     options_.max_nodes));
-  }
-  const uint64_t old_flows =
-      entry == nullptr ? 0 : entry->report.flows().size();
-  if (options_.max_total_flows != 0 && report_flows > old_flows &&
-      total_flows_ - old_flows + report_flows > options_.max_total_flows) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "report of node ", node, " refused: ", report_flows,
-        " flows would bring ", "the total to ",
-        total_flows_ - old_flows + report_flows,
-        ", past the limit (--max_total_flows) of ", options_.max_total_flows));
-  }
+  if (has_report) Notify();
   return absl::OkStatus();
 }
 
-FlowStateManager::NodeEntry& FlowStateManager::EntryLocked(uint64_t node,
-                                                           int64_t mono_ms) {
-  auto [it, inserted] = nodes_.try_emplace(node);
-  NodeEntry& entry = it->second;
-  if (options_.node_report_ttl > absl::ZeroDuration()) {
-    if (!inserted) by_silence_.erase({entry.heartbeat_mono_ms, node});
-    by_silence_.insert({mono_ms, node});
-  }
-  entry.heartbeat_mono_ms = mono_ms;
-  return entry;
-}
-
-absl::Status FlowStateManager::Heartbeat(
-    uint64_t node_id, NodeHeartbeat heartbeat,
-    std::optional<uint64_t> kv_generation) {
-  // Encoding the report is O(report) and needs no lock.
-  kv::ValuePtr report_value;
-  if (heartbeat.report.has_value()) {
-    report_value = kv::MakeBytes(EncodeFlowState(*heartbeat.report));
-  }
-  const int64_t now = NowMs();
-  const int64_t mono = MonoMs();
-  const bool has_report = report_value != nullptr;
-  // What this heartbeat changes in the node's record.
-  auto update = [&](FlownodeRecord& record) {
-    record.last_heartbeat_ms = now;
-    if (has_report) record.last_report_ms = now;
-    if (!heartbeat.peer_addr.empty()) record.peer_addr = heartbeat.peer_addr;
-    if (heartbeat.info.has_value()) record.info = heartbeat.info;
-  };
-  std::shared_ptr<LiveRecord> fresh;  // The record of a node new to the index.
-  absl::Status committed;
-  {
-    MutexLock lock(&mu_);
-    committed = CommitLocked(
-        kv_generation,
-        [&] { return absl::StrCat("heartbeat of node ", node_id); },
-        [&] {
-          Change change;
-          auto it = nodes_.find(node_id);
-          fresh.reset();
-          change.refused = CheckCapacityLocked(
-              node_id, it == nodes_.end() ? nullptr : &it->second,
-              has_report ? heartbeat.report->flows().size() : 0);
-          if (!change.refused.ok()) return change;
-          if (it == nodes_.end()) {
-            // Complete before the KV shows it.
-            FlownodeRecord record;
-            update(record);
-            fresh = std::make_shared<LiveRecord>(std::move(record));
-            change.batch.push_back({FlownodeKey(node_id), fresh});
-          } else if (!it->second.record_in_kv) {
-            change.batch.push_back({FlownodeKey(node_id), it->second.record});
-          }
-          if (has_report) {
-            change.batch.push_back({FlowStateNodeKey(node_id), report_value});
-            change.touches_aggregate = true;
-          }
-          return change;
-        },
-        [&] {
-          NodeEntry& entry = EntryLocked(node_id, mono);
-          if (fresh != nullptr) {
-            entry.record = std::move(fresh);
-          } else {
-            entry.record->Update(update);
-          }
-          entry.record_in_kv = true;
-          if (has_report) {
-            total_flows_ += heartbeat.report->flows().size();
-            total_flows_ -= entry.report.flows().size();
-            aggregate_->Replace(node_id, entry.report, *heartbeat.report);
-            entry.report = *std::move(heartbeat.report);
-          }
-        });
-  }
-  if (committed.ok() && has_report) Notify();
-  return committed;
-}
-
 absl::Status FlowStateManager::Merge(uint64_t node_id, FlowStateValue report,
-                                     std::optional<uint64_t> kv_generation) {
+                                     std::optional<uint64_t> term) {
   NodeHeartbeat heartbeat;
   heartbeat.report = std::move(report);
-  return Heartbeat(node_id, std::move(heartbeat), kv_generation);
+  return Heartbeat(node_id, std::move(heartbeat), term);
 }
 
 absl::StatusOr<ForgetResult> FlowStateManager::ForgetFlows(
@@ -311,165 +75,212 @@ absl::StatusOr<ForgetResult> FlowStateManager::ForgetFlows(
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   ForgetResult result;
-  std::vector<std::pair<uint64_t, FlowStateValue>> rewrites;
-  absl::Status committed;
   {
     MutexLock lock(&mu_);
-    committed = CommitLocked(
-        std::nullopt, [] { return std::string("forgetting flows"); },
-        [&] {
-          rewrites.clear();
-          Change change;
-          for (const auto& [node, entry] : nodes_) {
-            std::optional<FlowStateValue> kept = Without(entry.report, ids);
-            if (!kept.has_value()) continue;
-            change.batch.push_back({FlowStateNodeKey(node),
-                                    kv::MakeBytes(EncodeFlowState(*kept))});
-            rewrites.emplace_back(node, *std::move(kept));
-          }
-          change.touches_aggregate = !rewrites.empty();
-          result.forgotten_flows = aggregate_->Read(ids).size();
-          result.updated_nodes = rewrites.size();
-          return change;
-        },
-        [&] {
-          for (auto& [node, kept] : rewrites) {
-            NodeEntry& entry = nodes_[node];
-            total_flows_ -= entry.report.flows().size() - kept.flows().size();
-            aggregate_->Replace(node, entry.report, kept);
-            entry.report = std::move(kept);
-          }
-        });
+    result = store_.ForgetFlows(ids);
   }
-  if (!committed.ok()) return committed;
   if (result.updated_nodes > 0) Notify();
   return result;
 }
 
-absl::StatusOr<uint64_t> FlowStateManager::ExpireSilentNodes() {
-  if (options_.node_report_ttl <= absl::ZeroDuration()) return 0;
-  const int64_t cutoff =
-      MonoMs() - absl::ToInt64Milliseconds(options_.node_report_ttl);
+std::vector<uint64_t> FlowStateManager::ExpireSilentNodes() {
+  if (options_.node_report_ttl <= absl::ZeroDuration()) return {};
+  const int64_t cutoff = absl::ToUnixMillis(options_.clock->Monotonic()) -
+                         absl::ToInt64Milliseconds(options_.node_report_ttl);
   std::vector<uint64_t> expired;
-  absl::Status committed;
   {
     MutexLock lock(&mu_);
-    committed = CommitLocked(
-        std::nullopt, [] { return std::string("node expiry"); },
-        [&] {
-          expired.clear();
-          Change change;
-          for (auto it = by_silence_.begin();
-               it != by_silence_.end() && it->first < cutoff; ++it) {
-            const uint64_t node = it->second;
-            expired.push_back(node);
-            change.batch.push_back({FlowStateNodeKey(node), nullptr});
-            change.batch.push_back({FlownodeKey(node), nullptr});
-            if (!nodes_[node].report.empty()) change.touches_aggregate = true;
-          }
-          return change;
-        },
-        [&] {
-          for (uint64_t node : expired) {
-            auto it = nodes_.find(node);
-            by_silence_.erase({it->second.heartbeat_mono_ms, node});
-            total_flows_ -= it->second.report.flows().size();
-            aggregate_->Replace(node, it->second.report, FlowStateValue());
-            nodes_.erase(it);
-          }
-        });
+    expired = store_.ExpireSilent(cutoff);
   }
-  if (!committed.ok()) return committed;
   if (!expired.empty()) Notify();
-  return expired.size();
+  return expired;
 }
 
-absl::StatusOr<bool> FlowStateManager::Visit(
-    absl::Span<const uint32_t> flow_ids,
-    const FlowAggregate::Visitor& visit) const {
-  std::shared_ptr<const FlowAggregate> aggregate;
+ResetResult FlowStateManager::Reset() {
+  FlowStateStore old(StoreLimits());
+  ResetResult result;
   {
     MutexLock lock(&mu_);
-    absl::Status synced = SyncLocked();
-    if (!synced.ok()) return synced;
-    if (global_is_aggregate_) aggregate = aggregate_;
+    std::swap(old, store_);
+    result = {old.key_count(), ++term_};
   }
-  if (aggregate != nullptr) {
-    aggregate->Visit(flow_ids, visit);
-    return true;
-  }
-  // No merge since the reset, or a Put() value: read what the key holds.
-  absl::StatusOr<std::optional<FlowStateValue>> value = Get();
-  if (!value.ok()) return value.status();
-  if (!value->has_value()) return false;
-  std::vector<uint32_t> ids(flow_ids.begin(), flow_ids.end());
-  std::sort(ids.begin(), ids.end());
-  std::vector<AggregateFlow> flows;
-  for (const FlowStat& stat : (*value)->flows()) {
-    if (ids.empty() ||
-        std::binary_search(ids.begin(), ids.end(), stat.flow_id)) {
-      flows.push_back(AggregateFlow{stat});
-    }
-  }
-  if (!flows.empty()) visit(flows);
-  return true;
+  Notify();
+  return result;  // `old` is freed here, without the lock.
 }
 
-absl::StatusOr<std::optional<std::vector<AggregateFlow>>>
-FlowStateManager::Read(absl::Span<const uint32_t> flow_ids) const {
+uint64_t FlowStateManager::term() const {
+  ReaderMutexLock lock(&mu_);
+  return term_;
+}
+
+std::optional<FlowStateValue> FlowStateManager::Get() const {
+  std::optional<std::vector<AggregateFlow>> flows = Read({});
+  if (!flows.has_value()) return std::nullopt;
+  FlowStateValue::Builder builder;
+  builder.Reserve(flows->size() * 3);
+  for (const AggregateFlow& flow : *flows) {
+    const FlowStat& stat = flow.stat;
+    if (stat.has(kStateSize))
+      builder.SetStateSize(stat.flow_id, stat.state_size);
+    if (stat.has(kLastExecTime)) {
+      builder.SetLastExecTime(stat.flow_id, stat.last_exec_time);
+    }
+    if (stat.has(kStartTime))
+      builder.SetStartTime(stat.flow_id, stat.start_time);
+  }
+  return builder.Build();
+}
+
+std::optional<std::vector<AggregateFlow>> FlowStateManager::Read(
+    absl::Span<const uint32_t> flow_ids) const {
   std::vector<AggregateFlow> out;
-  absl::StatusOr<bool> found =
+  const bool found =
       Visit(flow_ids, [&](absl::Span<const AggregateFlow> flows) {
         out.insert(out.end(), flows.begin(), flows.end());
       });
-  if (!found.ok()) return found.status();
-  if (!*found) return std::nullopt;
-  return std::optional<std::vector<AggregateFlow>>(std::move(out));
-}
-
-absl::StatusOr<std::vector<FlownodeView>> FlowStateManager::ListFlownodes(
-    absl::Span<const uint64_t> node_ids) const {
-  std::vector<FlownodeView> out;
-  {
-    MutexLock lock(&mu_);
-    absl::Status synced = SyncLocked();
-    if (!synced.ok()) return synced;
-    auto add = [&out](uint64_t node, const NodeEntry& entry) {
-      out.push_back(
-          {node, entry.record->Snapshot(), entry.report.flows().size()});
-    };
-    if (node_ids.empty()) {
-      out.reserve(nodes_.size());
-      for (const auto& [node, entry] : nodes_) add(node, entry);
-    } else {
-      for (uint64_t node : node_ids) {
-        auto it = nodes_.find(node);
-        if (it != nodes_.end()) add(node, it->second);
-      }
-    }
-  }
-  std::sort(out.begin(), out.end(),
-            [](const FlownodeView& a, const FlownodeView& b) {
-              return a.node_id < b.node_id;
-            });
-  out.erase(std::unique(out.begin(), out.end(),
-                        [](const FlownodeView& a, const FlownodeView& b) {
-                          return a.node_id == b.node_id;
-                        }),
-            out.end());
+  if (!found) return std::nullopt;
   return out;
 }
 
+bool FlowStateManager::Visit(absl::Span<const uint32_t> flow_ids,
+                             const Visitor& visit) const {
+  std::vector<AggregateFlow> batch;
+  if (!flow_ids.empty()) {
+    {
+      ReaderMutexLock lock(&mu_);
+      if (!store_.has_aggregate()) return false;
+      batch = store_.aggregate().Read(flow_ids);
+    }
+    if (!batch.empty()) visit(batch);
+    return true;
+  }
+  // One chunk at a time, so that a large read never holds the lock long.
+  std::optional<uint32_t> next = 0;
+  std::optional<uint64_t> term;
+  while (next.has_value()) {
+    {
+      ReaderMutexLock lock(&mu_);
+      if (!term.has_value()) {
+        if (!store_.has_aggregate()) return false;
+        term = term_;
+      }
+      if (*term != term_) break;
+      next = store_.aggregate().CopyChunk(*next, &batch);
+    }
+    if (!batch.empty()) visit(batch);
+  }
+  return true;
+}
+
+std::vector<FlownodeView> FlowStateManager::ListFlownodes(
+    absl::Span<const uint64_t> node_ids) const {
+  ReaderMutexLock lock(&mu_);
+  return store_.ListFlownodes(node_ids);
+}
+
 uint64_t FlowStateManager::node_count() const {
-  MutexLock lock(&mu_);
-  return generation_ == kv_->generation() ? nodes_.size() : 0;
+  ReaderMutexLock lock(&mu_);
+  return store_.node_count();
 }
 
 uint64_t FlowStateManager::flow_count() const {
-  MutexLock lock(&mu_);
-  return generation_ == kv_->generation() && aggregate_
-             ? aggregate_->flow_count()
-             : 0;
+  ReaderMutexLock lock(&mu_);
+  return store_.aggregate().flow_count();
+}
+
+void FlowStateManager::PlanAggregateLocked(Found* found) const {
+  found->plan = store_.aggregate().PlanJson();
+  found->term = term_;
+}
+
+std::vector<kv::KeyValue> FlowStateManager::Finish(Found found) const {
+  std::string aggregate_json;
+  if (found.plan.has_value()) {
+    aggregate_json = FlowAggregate::EncodePlan(&*found.plan);
+    if (found.plan->encoded_any) {
+      MutexLock lock(&mu_);
+      if (term_ == found.term)
+        store_.mutable_aggregate().CacheJson(*found.plan);
+    }
+  }
+  std::vector<kv::KeyValue> out;
+  out.reserve(found.entries.size());
+  for (size_t i = 0; i < found.entries.size(); ++i) {
+    kv::StoredEntry& entry = found.entries[i];
+    kv::KeyValue& kv = out.emplace_back();
+    kv.key = std::move(entry.key);
+    if (entry.value == nullptr && found.plan.has_value() &&
+        kv.key == kFlowStateKey) {
+      kv.value = aggregate_json;
+    } else if (entry.value != nullptr) {
+      kv.value = *entry.value;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> FlowStateManager::Get(
+    const std::string& key) const {
+  absl::StatusOr<std::vector<kv::KeyValue>> found = BatchGet({key});
+  if (!found.ok()) return found.status();
+  if (found->empty()) return absl::NotFoundError(absl::StrCat("no key ", key));
+  return std::move(found->front().value);
+}
+
+absl::StatusOr<std::vector<kv::KeyValue>> FlowStateManager::BatchGet(
+    const std::vector<std::string>& keys) const {
+  Found found;
+  {
+    ReaderMutexLock lock(&mu_);
+    for (const std::string& key : keys) {
+      if (key == kFlowStateKey) {
+        if (!store_.has_aggregate()) continue;
+        // Asked for more than once, it is encoded once.
+        if (!found.plan.has_value()) PlanAggregateLocked(&found);
+        found.entries.push_back({key, nullptr});
+        continue;
+      }
+      kv::Bytes value = store_.node_keys().Find(key);
+      if (value != nullptr) found.entries.push_back({key, std::move(value)});
+    }
+  }
+  return Finish(std::move(found));
+}
+
+absl::StatusOr<kv::RangeResponse> FlowStateManager::Range(
+    const kv::RangeRequest& req) const {
+  Found found;
+  {
+    ReaderMutexLock lock(&mu_);
+    absl::StatusOr<kv::StoredRange> stored = store_.node_keys().Range(req);
+    if (!stored.ok()) return stored.status();
+    found.entries = std::move(stored->entries);
+    found.more = stored->more;
+    const std::string key(kFlowStateKey);
+    auto at = std::lower_bound(found.entries.begin(), found.entries.end(), key,
+                               [](const kv::StoredEntry& e,
+                                  const std::string& k) { return e.key < k; });
+    // Past a cut, it is not part of this page.
+    if (store_.has_aggregate() && kv::InRange(req, key) &&
+        !(found.more && at == found.entries.end())) {
+      found.entries.insert(at, {key, nullptr});
+      if (req.limit > 0 &&
+          found.entries.size() > static_cast<uint64_t>(req.limit)) {
+        found.entries.pop_back();
+        found.more = true;
+      }
+      if (!req.keys_only) PlanAggregateLocked(&found);
+    }
+  }
+  kv::RangeResponse out;
+  out.more = found.more;
+  out.kvs = Finish(std::move(found));
+  return out;
+}
+
+uint64_t FlowStateManager::size() const {
+  ReaderMutexLock lock(&mu_);
+  return store_.key_count();
 }
 
 }  // namespace metasrv::core

@@ -20,10 +20,11 @@ class Leadership {
   // This replica's current leadership.
   struct Term {
     bool leading = false;  // Whether it leads now.
-    // The KV generation its leadership began with. A write decided under this
-    // term must be refused once the KV moved on (the replica stepped down
-    // and reset it). nullopt: no such pinning (standalone).
-    std::optional<uint64_t> kv_generation;
+    // The flow-state term (FlowStateManager::term()) its leadership began
+    // in. A write decided under this leadership must be refused once the
+    // state moved on (the replica stepped down and reset it). nullopt: no
+    // such pinning (standalone).
+    std::optional<uint64_t> state_term;
   };
 
   virtual ~Leadership() = default;
@@ -31,7 +32,7 @@ class Leadership {
   // Whether this replica leads now.
   virtual bool IsLeader() const { return CurrentTerm().leading; }
 
-  // Whether it leads, and since which KV generation.
+  // Whether it leads, and since which flow-state term.
   virtual Term CurrentTerm() const = 0;
 
   // The leader's advertised address, or empty when no leader is known.
@@ -39,6 +40,19 @@ class Leadership {
 
   // Advertised addresses of the replicas that do not lead, as far as known.
   virtual std::vector<std::string> FollowerAddrs() const = 0;
+};
+
+// What an election tells the rest of the replica about its transitions.
+// Called on the election's threads, one transition at a time.
+class LeadershipListener {
+ public:
+  virtual ~LeadershipListener() = default;
+  // Before this replica starts leading: start from an empty state. Returns
+  // the flow-state term the leadership begins in.
+  virtual uint64_t OnBecomeLeader() = 0;
+  // Right after it stopped leading: end its streams and drop its state.
+  // Returns the number of KV keys dropped.
+  virtual uint64_t OnStepDown() = 0;
 };
 
 // A single metasrv with no election: always the leader.

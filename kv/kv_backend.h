@@ -1,18 +1,17 @@
-// The KV backend interface: a byte-ordered map with etcd-style range reads.
+// The KV read interface: a byte-ordered map with etcd-style range reads.
 //
-// This is the "in-memory KV" of a metasrv leader: flow-state lives here, and a
-// leader change resets it. Implementations must be thread-safe.
+// This is the "in-memory KV" of a metasrv leader as clients read it
+// (GreptimeDB's Cluster.Range and Cluster.BatchGet). Whoever owns the data
+// implements it; kv/ itself knows nothing of what the keys mean.
 #ifndef METASRV_KV_KV_BACKEND_H_
 #define METASRV_KV_KV_BACKEND_H_
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kv/value.h"
 
 namespace metasrv::kv {
 
@@ -30,10 +29,10 @@ struct KeyValue {
 // - range_end == "\0": every key >= `key`; key == range_end == "\0": all keys;
 // - otherwise the half-open interval [key, range_end).
 struct RangeRequest {
-  std::string key;        // Start of the range (inclusive).
-  std::string range_end;  // End of the range (exclusive), see above.
-  int64_t limit = 0;      // Max keys to return; 0 means no limit.
-  bool keys_only = false; // Return keys without values.
+  std::string key;         // Start of the range (inclusive).
+  std::string range_end;   // End of the range (exclusive), see above.
+  int64_t limit = 0;       // Max keys to return; 0 means no limit.
+  bool keys_only = false;  // Return keys without values.
 };
 
 // The answer to a range read. Keys come back in byte order.
@@ -42,17 +41,17 @@ struct RangeResponse {
   bool more = false;          // True when the limit cut the result.
 };
 
-// One mutation in an atomic batch.
-struct Mutation {
-  std::string key;  // The key to write or delete.
-  ValuePtr value;   // The new value; null deletes the key.
-};
-
 // Returns the smallest key greater than every key that has `prefix` as a
 // prefix: the prefix with its last byte incremented after dropping trailing
 // 0xff bytes. Returns "\0" (all keys from `prefix` on) when no such key exists.
 std::string PrefixEnd(const std::string& prefix);
 
+// Whether `key` is one of the keys `req` asks for (ignoring its limit).
+bool InRange(const RangeRequest& req, const std::string& key);
+
+// Read access to a KV. Implementations must be thread-safe: every method may
+// be called from any thread, concurrently with the owner's writes. A read
+// sees the KV at one instant.
 class KvBackend {
  public:
   virtual ~KvBackend() = default;
@@ -67,28 +66,8 @@ class KvBackend {
 
   // Reads a range, see RangeRequest. kInvalidArgument for an empty key or a
   // negative limit.
-  virtual absl::StatusOr<RangeResponse> Range(const RangeRequest& req) const = 0;
-
-  // Writes `value` under `key`, replacing any previous value.
-  virtual absl::Status Put(const std::string& key, std::string value) = 0;
-
-  // Deletes `key`. Returns whether it existed.
-  virtual absl::StatusOr<bool> Delete(const std::string& key) = 0;
-
-  // Applies all mutations atomically, in order. When `expected_generation` is
-  // set and differs from generation(), nothing is written and kAborted is
-  // returned: a reset happened since the caller looked, so whatever it derived
-  // from the old contents is void.
-  virtual absl::Status Write(const std::vector<Mutation>& batch,
-                             std::optional<uint64_t> expected_generation) = 0;
-
-  // Drops every key (a leader change). Returns how many keys were dropped.
-  // Bumps generation().
-  virtual absl::StatusOr<uint64_t> Reset() = 0;
-
-  // The number of resets so far. Callers that cache anything derived from the
-  // KV compare it to know that their cache died with a reset.
-  virtual uint64_t generation() const = 0;
+  virtual absl::StatusOr<RangeResponse> Range(
+      const RangeRequest& req) const = 0;
 
   // The number of keys held now.
   virtual uint64_t size() const = 0;

@@ -15,7 +15,13 @@ std::string PrefixEnd(const std::string& prefix) {
   return std::string(1, '\0');
 }
 
-ValuePtr KvStore::Find(const std::string& key) const {
+bool InRange(const RangeRequest& req, const std::string& key) {
+  if (req.range_end.empty()) return key == req.key;
+  if (key < req.key) return false;
+  return req.range_end == std::string(1, '\0') || key < req.range_end;
+}
+
+Bytes KvStore::Find(const std::string& key) const {
   auto it = map_.find(key);
   return it == map_.end() ? nullptr : it->second;
 }
@@ -39,7 +45,7 @@ absl::StatusOr<StoredRange> KvStore::Range(const RangeRequest& req) const {
   const std::string kZero(1, '\0');
   const bool to_end = req.range_end == kZero;
   auto it = (to_end && req.key == kZero) ? order_.begin()
-                                          : order_.lower_bound(req.key);
+                                         : order_.lower_bound(req.key);
   const uint64_t limit = static_cast<uint64_t>(req.limit);
   for (; it != order_.end(); ++it) {
     const Entry& kv = **it;
@@ -53,7 +59,7 @@ absl::StatusOr<StoredRange> KvStore::Range(const RangeRequest& req) const {
   return out;
 }
 
-bool KvStore::Apply(const std::string& key, ValuePtr value) {
+bool KvStore::Apply(const std::string& key, Bytes value) {
   if (value == nullptr) {
     auto it = map_.find(key);
     if (it == map_.end()) return false;
@@ -68,13 +74,6 @@ bool KvStore::Apply(const std::string& key, ValuePtr value) {
     it->second = std::move(value);
   }
   return !inserted;
-}
-
-KvStore::Map KvStore::TakeAll() {
-  order_.clear();
-  Map out;
-  out.swap(map_);
-  return out;
 }
 
 }  // namespace metasrv::kv

@@ -1,70 +1,88 @@
-// The plain storage logic of the in-memory KV: an ordered map and the etcd
-// range rules over it. Single-threaded; MemoryKv owns the locking.
+// The plain storage logic of an in-memory KV: keys to immutable bytes, and
+// the etcd range rules over them. Single-threaded; its owner does the locking.
 #ifndef METASRV_KV_KV_STORE_H_
 #define METASRV_KV_KV_STORE_H_
 
 #include <cstdint>
-#include "absl/container/btree_set.h"
-#include "absl/container/node_hash_map.h"
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "kv/kv_backend.h"
 
 namespace metasrv::kv {
 
-// A key with its (not yet read) value.
+// A stored value: immutable bytes, shared so that a reader copies the pointer
+// under its owner's lock and the bytes after releasing it.
+using Bytes = std::shared_ptr<const std::string>;
+
+// Wraps bytes in a shared value.
+inline Bytes MakeBytes(std::string bytes) {
+  return std::make_shared<const std::string>(std::move(bytes));
+}
+
+// A key with its value, as a range found it.
 struct StoredEntry {
   std::string key;  // The key.
-  ValuePtr value;   // Its value; null for keys_only reads.
+  Bytes value;      // Its value; null for keys_only reads.
 };
 
-// The result of KvStore::Range, before values are read.
+// The result of KvStore::Range.
 struct StoredRange {
   std::vector<StoredEntry> entries;  // Entries in byte order.
   bool more = false;                 // True when the limit cut the result.
 };
 
 // Keys live in a hash map, so that a point read or an overwrite (every
-// heartbeat rewrites its node's key) costs O(1) whatever the number of keys;
+// heartbeat rewrites its node's keys) costs O(1) whatever the number of keys;
 // an ordered index over the same entries serves ranges. Inserting or deleting
 // a key touches both.
 //
-// Not thread-safe: the caller serializes access.
+// Not thread-safe: the owner serializes access. Movable, so an owner can swap
+// a full store for an empty one under its lock and free it after.
 class KvStore {
  public:
-  // node_hash_map: entries stay put, so the ordered index can point at them.
-  using Map = absl::node_hash_map<std::string, ValuePtr>;
+  KvStore() = default;
+  KvStore(KvStore&&) = default;
+  KvStore& operator=(KvStore&&) = default;
 
   // Returns the value under `key`, or null.
-  ValuePtr Find(const std::string& key) const;
+  Bytes Find(const std::string& key) const;
 
   // Collects a range; see RangeRequest for the rules. kInvalidArgument for an
   // empty key or a negative limit.
   absl::StatusOr<StoredRange> Range(const RangeRequest& req) const;
 
-  // Sets or deletes one key (null value deletes). Returns whether it existed.
-  bool Apply(const std::string& key, ValuePtr value);
-
-  // Removes and returns everything.
-  Map TakeAll();
+  // Sets `key` to `value`, or deletes it when `value` is null. Returns whether
+  // the key existed.
+  bool Apply(const std::string& key, Bytes value);
 
   uint64_t size() const { return map_.size(); }
 
  private:
+  // node_hash_map: entries stay put, so the ordered index can point at them.
+  using Map = absl::node_hash_map<std::string, Bytes>;
   using Entry = Map::value_type;
   // Orders entries by key bytes.
   struct ByKey {
     using is_transparent = void;
-    bool operator()(const Entry* a, const Entry* b) const { return a->first < b->first; }
-    bool operator()(const Entry* a, const std::string& b) const { return a->first < b; }
-    bool operator()(const std::string& a, const Entry* b) const { return a < b->first; }
+    bool operator()(const Entry* a, const Entry* b) const {
+      return a->first < b->first;
+    }
+    bool operator()(const Entry* a, const std::string& b) const {
+      return a->first < b;
+    }
+    bool operator()(const std::string& a, const Entry* b) const {
+      return a < b->first;
+    }
   };
 
-  Map map_;                              // All entries, by key.
-  absl::btree_set<const Entry*, ByKey> order_;  // The same entries, byte-ordered.
+  Map map_;                                     // All entries, by key.
+  absl::btree_set<const Entry*, ByKey> order_;  // The same, byte-ordered.
 };
 
 }  // namespace metasrv::kv

@@ -29,7 +29,7 @@ class Backoff {
 
 EtcdElection::EtcdElection(EtcdElectionOptions options,
                            const core::Clock* clock,
-                           LeadershipListener* listener)
+                           core::LeadershipListener* listener)
     : options_(std::move(options)),
       clock_(clock),
       listener_(listener),
@@ -66,7 +66,7 @@ void EtcdElection::Stop() {
 core::Leadership::Term EtcdElection::CurrentTerm() const {
   absl::MutexLock lock(&mu_);
   if (!leading_ || !lease_.Valid()) return {};
-  return {true, term_generation_};
+  return {true, state_term_};
 }
 
 std::string EtcdElection::LeaderAddr() const {
@@ -205,11 +205,11 @@ void EtcdElection::BecomeLeader(int64_t lease,
   }
   if (!lease_.Valid()) return;  // Too late: the session is about to end.
   // Start from an empty state before accepting anything.
-  const uint64_t generation = listener_->OnBecomeLeader();
+  const uint64_t term = listener_->OnBecomeLeader();
   {
     absl::MutexLock lock(&mu_);
     leading_ = true;
-    term_generation_ = generation;
+    state_term_ = term;
     leader_key_ = key;
     observed_leader_ = options_.self_addr;
   }

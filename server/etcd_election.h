@@ -20,19 +20,6 @@
 
 namespace metasrv::server {
 
-// What the election tells the rest of the replica about its transitions.
-// Called on the election's threads, one transition at a time.
-class LeadershipListener {
- public:
-  virtual ~LeadershipListener() = default;
-  // Before this replica starts leading: start from an empty state. Returns
-  // the KV generation the new term begins with.
-  virtual uint64_t OnBecomeLeader() = 0;
-  // Right after it stopped leading: end its streams and drop its state.
-  // Returns the number of KV keys dropped.
-  virtual uint64_t OnStepDown() = 0;
-};
-
 struct EtcdElectionOptions {
   std::vector<std::string> endpoints;       // etcd client endpoints, host:port.
   std::string name = "__metasrv_election";  // The election's name.
@@ -51,7 +38,7 @@ class EtcdElection final : public core::Leadership {
  public:
   // Borrows `clock` and `listener`; they must outlive the election.
   EtcdElection(EtcdElectionOptions options, const core::Clock* clock,
-               LeadershipListener* listener);
+               core::LeadershipListener* listener);
   ~EtcdElection() override;
 
   void Start();
@@ -84,7 +71,7 @@ class EtcdElection final : public core::Leadership {
 
   const EtcdElectionOptions options_;   // As given.
   const core::Clock* const clock_;      // Time; borrowed.
-  LeadershipListener* const listener_;  // Transition hooks; borrowed.
+  core::LeadershipListener* const listener_;  // Transition hooks; borrowed.
   mutable EtcdClient client_;           // etcd connections.
   core::LeaderLease lease_;             // How long we may act as leader.
 
@@ -92,8 +79,7 @@ class EtcdElection final : public core::Leadership {
   mutable absl::Mutex mu_;     // Guards the fields below.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // Stop() was called.
   bool leading_ ABSL_GUARDED_BY(mu_) = false;   // We lead.
-  uint64_t term_generation_ ABSL_GUARDED_BY(mu_) =
-      0;  // KV generation of our term.
+  uint64_t state_term_ ABSL_GUARDED_BY(mu_) = 0;  // Flow-state term we lead in.
   // Our key in the election while we lead.
   std::optional<v3electionpb::LeaderKey> leader_key_ ABSL_GUARDED_BY(mu_);
   int64_t session_lease_ ABSL_GUARDED_BY(mu_) = 0;  // The lease in use; 0 none.

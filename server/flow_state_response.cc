@@ -17,7 +17,7 @@ absl::Status FillFlowState(const core::FlowStateManager& flow_state,
     response->mutable_last_exec_time_nodes()->Reserve(expected);
     response->mutable_start_time_nodes()->Reserve(expected);
   }
-  absl::StatusOr<bool> found = flow_state.Visit(
+  const bool found = flow_state.Visit(
       flow_ids, [response, with_nodes](absl::Span<const core::AggregateFlow> flows) {
         for (const core::AggregateFlow& flow : flows) {
           response->add_flow_ids(flow.stat.flow_id);
@@ -32,8 +32,7 @@ absl::Status FillFlowState(const core::FlowStateManager& flow_state,
           }
         }
       });
-  if (!found.ok()) return found.status();
-  response->set_found(*found);
+  response->set_found(found);
   return absl::OkStatus();
 }
 

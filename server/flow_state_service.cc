@@ -80,12 +80,11 @@ grpc::ServerUnaryReactor* FlowStateService::ListFlownodes(
 absl::Status FlowStateService::ListNodes(
     const metasrv::v1::ListFlownodesRequest& request,
     metasrv::v1::ListFlownodesResponse* response) const {
-  absl::StatusOr<std::vector<core::FlownodeView>> nodes =
+  const std::vector<core::FlownodeView> nodes =
       flow_state_->ListFlownodes(absl::MakeConstSpan(request.node_ids().data(),
                                                      request.node_ids_size()));
-  if (!nodes.ok()) return nodes.status();
-  response->mutable_nodes()->Reserve(static_cast<int>(nodes->size()));
-  for (const core::FlownodeView& view : *nodes) {
+  response->mutable_nodes()->Reserve(static_cast<int>(nodes.size()));
+  for (const core::FlownodeView& view : nodes) {
     metasrv::v1::Flownode* node = response->add_nodes();
     node->set_node_id(view.node_id);
     node->set_peer_addr(view.record.peer_addr);

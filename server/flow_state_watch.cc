@@ -12,10 +12,9 @@
 
 namespace metasrv::server {
 
-WatchHub::WatchHub(const core::FlowStateManager* flow_state,
-                   const kv::KvBackend* kv, Options options, Metrics* metrics)
+WatchHub::WatchHub(const core::FlowStateManager* flow_state, Options options,
+                   Metrics* metrics)
     : flow_state_(flow_state),
-      kv_(kv),
       options_(options),
       metrics_(metrics),
       streams_(options.max_watchers, "watch") {}
@@ -25,7 +24,7 @@ WatchHub::~WatchHub() {
 }
 
 void WatchHub::Start() {
-  published_generation_ = kv_->generation();
+  published_term_ = flow_state_->term();
   publisher_ = std::thread([this] { Run(); });
 }
 
@@ -104,8 +103,8 @@ void WatchHub::Run() {
       sequence = changes_;
       published_ = sequence;
     }
-    const uint64_t generation = kv_->generation();
-    const bool reset = generation != published_generation_;
+    const uint64_t term = flow_state_->term();
+    const bool reset = term != published_term_;
     absl::StatusOr<std::shared_ptr<const WatchSnapshot>> snapshot =
         Build(sequence, reset);
     last_push = absl::Now();
@@ -114,7 +113,7 @@ void WatchHub::Run() {
                    snapshot.status().ToString());
       continue;
     }
-    published_generation_ = generation;
+    published_term_ = term;
     {
       absl::MutexLock lock(&mu_);
       if (current_ == nullptr || current_->sequence < sequence) {

@@ -22,7 +22,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/flow_state_manager.h"
-#include "kv/kv_backend.h"
 #include "server/metrics.h"
 #include "server/stream_end.h"
 #include "server/stream_registry.h"
@@ -45,10 +44,10 @@ class WatchHub final : public core::FlowStateListener {
     uint64_t max_watchers = 50000;  // Open watch streams; 0: no limit.
   };
 
-  // Borrows all three (`metrics` may be null); they must outlive the hub.
+  // Borrows both (`metrics` may be null); they must outlive the hub.
   // Call Start() to begin publishing.
-  WatchHub(const core::FlowStateManager* flow_state, const kv::KvBackend* kv,
-           Options options, Metrics* metrics);
+  WatchHub(const core::FlowStateManager* flow_state, Options options,
+           Metrics* metrics);
   ~WatchHub() override;
   WatchHub(const WatchHub&) = delete;
   WatchHub& operator=(const WatchHub&) = delete;
@@ -84,7 +83,6 @@ class WatchHub final : public core::FlowStateListener {
                                                              bool reset) const;
 
   const core::FlowStateManager* const flow_state_;  // The state; borrowed.
-  const kv::KvBackend* const kv_;  // Its KV, whose generation marks resets.
   const Options options_;          // Interval and limit.
   Metrics* const metrics_;         // May be null; borrowed.
   StreamRegistry streams_;         // The open watchers (all WatchStreams).
@@ -94,8 +92,8 @@ class WatchHub final : public core::FlowStateListener {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;   // Stop() was called.
   // The newest state built (for new watchers); null before the first.
   std::shared_ptr<const WatchSnapshot> current_ ABSL_GUARDED_BY(mu_);
-  // KV generation of the last push; used by the publisher thread only.
-  uint64_t published_generation_ = 0;
+  // Flow-state term of the last push; used by the publisher thread only.
+  uint64_t published_term_ = 0;
   std::thread publisher_;  // Runs Run(); joinable between Start() and Stop().
 };
 

@@ -67,7 +67,7 @@ core::NodeInfo ToNodeInfo(const greptime::v1::meta::NodeInfo& info) {
 
 absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     const HeartbeatRequest& request, greptime::v1::meta::Role role,
-    std::optional<uint64_t> kv_generation) {
+    std::optional<uint64_t> state_term) {
   const bool has_report = request.has_flow_stat();
   if (role != greptime::v1::meta::FLOWNODE) {
     if (!has_report) return MergeResult::kNoFlowStat;
@@ -125,7 +125,7 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
   }
   const absl::Time start = absl::Now();
   absl::Status recorded =
-      flow_state_->Heartbeat(*node, std::move(heartbeat), kv_generation);
+      flow_state_->Heartbeat(*node, std::move(heartbeat), state_term);
   if (!recorded.ok()) {
     if (metrics_ != nullptr && absl::IsAborted(recorded) && has_report) {
       metrics_->ReportIgnored(IgnoredReason::kNotLeader);
@@ -178,7 +178,7 @@ absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
   const core::Leadership::Term term = leadership_->CurrentTerm();
   if (term.leading) {
     absl::StatusOr<MergeResult> merged =
-        MergeFlowStat(request, request.header().role(), term.kv_generation);
+        MergeFlowStat(request, request.header().role(), term.state_term);
     // kAborted: leadership was lost while merging; answer as a follower.
     if (merged.ok() || !absl::IsAborted(merged.status())) {
       return merged.status();

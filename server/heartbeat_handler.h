@@ -72,13 +72,13 @@ class HeartbeatHandler {
   // merges its flow state (with the start times of the
   // kFlowStartTimeExtension extension, if any) if `role` (the sender's,
   // normally from the header) and its identity (see NodeId) allow.
-  // `kv_generation` is the leadership term's (see
+  // `state_term` is the leadership term's (see
   // FlowStateManager::Heartbeat): kAborted if it ended. kInvalidArgument for
   // too many flows or a malformed extension; nothing is recorded then.
   absl::StatusOr<MergeResult> MergeFlowStat(
       const greptime::v1::meta::HeartbeatRequest& request,
       greptime::v1::meta::Role role,
-      std::optional<uint64_t> kv_generation = std::nullopt);
+      std::optional<uint64_t> state_term = std::nullopt);
 
   // The node a report belongs to: header.member_id when a header is present
   // (even 0), else peer.id when a peer is present, else none.

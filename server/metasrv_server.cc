@@ -13,7 +13,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "core/leader_reset.h"
 #include "grpc/health/v1/health.pb.h"
 #include "server/net_util.h"
 #include "spdlog/spdlog.h"
@@ -78,10 +77,10 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
       [raw] { return static_cast<double>(raw->flow_state_.node_count()); },
       [raw] { return static_cast<double>(raw->flow_state_.flow_count()); },
       [raw] { return raw->leadership_->IsLeader() ? 1.0 : 0.0; },
-      [raw] { return static_cast<double>(raw->kv_.size()); },
+      [raw] { return static_cast<double>(raw->flow_state_.size()); },
       [raw] { return static_cast<double>(raw->watch_->watchers()); }});
   s->watch_ = std::make_unique<WatchHub>(
-      &s->flow_state_, &s->kv_,
+      &s->flow_state_,
       WatchHub::Options{s->options_.watch_min_interval,
                         s->options_.max_streams},
       s->metrics_.get());
@@ -119,7 +118,7 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   s->heartbeat_service_ = std::make_unique<HeartbeatService>(
       s->handler_.get(), &s->streams_, s->leadership_.get(), limits);
   s->cluster_service_ = std::make_unique<ClusterService>(
-      &s->kv_, s->leadership_.get(), &s->reads_,
+      &s->flow_state_, s->leadership_.get(), &s->reads_,
       SelfInfo{s->advertised_addr_, METASRV_VERSION,
                static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())),
                HostName()},
@@ -265,11 +264,7 @@ MetasrvServer::ServerCredentials(const ServerOptions& options) {
 
 uint64_t MetasrvServer::OnBecomeLeader() {
   metrics_->LeaderChanged();
-  absl::StatusOr<uint64_t> dropped =
-      core::ResetForLeaderChange(&kv_, &flow_state_);
-  if (!dropped.ok())
-    spdlog::error("reset failed: {}", dropped.status().ToString());
-  return kv_.generation();
+  return flow_state_.Reset().term;
 }
 
 uint64_t MetasrvServer::OnStepDown() {
@@ -278,18 +273,12 @@ uint64_t MetasrvServer::OnStepDown() {
                                   "not leader: this metasrv stepped down");
   streams_.AbortAll(stepped_down);
   watch_->AbortAll(stepped_down);
-  absl::StatusOr<uint64_t> dropped =
-      core::ResetForLeaderChange(&kv_, &flow_state_);
-  if (!dropped.ok()) {
-    spdlog::error("reset failed: {}", dropped.status().ToString());
-    return 0;
-  }
-  return *dropped;
+  return flow_state_.Reset().dropped_keys;
 }
 
 absl::StatusOr<uint64_t> MetasrvServer::LeaderChange() {
   if (election_ != nullptr) return election_->Resign();
-  return core::ResetForLeaderChange(&kv_, &flow_state_);
+  return flow_state_.Reset().dropped_keys;
 }
 
 MetasrvServer::~MetasrvServer() {

@@ -16,7 +16,6 @@
 #include "core/clock.h"
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
-#include "kv/memory_kv.h"
 #include "server/admin_service.h"
 #include "server/cluster_service.h"
 #include "server/etcd_election.h"
@@ -85,7 +84,7 @@ struct ServerOptions {
 };
 
 // Thread safety: Shutdown() and Wait() may be called from any thread.
-class MetasrvServer final : public LeadershipListener {
+class MetasrvServer final : public core::LeadershipListener {
  public:
   // Builds everything and starts serving. kUnavailable if it cannot listen.
   static absl::StatusOr<std::unique_ptr<MetasrvServer>> Start(
@@ -102,13 +101,13 @@ class MetasrvServer final : public LeadershipListener {
   // Port of /metrics, /health and /ready; 0 when not served.
   int metrics_port() const { return http_ == nullptr ? 0 : http_->port(); }
   const std::string& advertised_addr() const { return advertised_addr_; }
-  kv::MemoryKv& kv() { return kv_; }
   core::FlowStateManager& flow_state() { return flow_state_; }
   StreamRegistry& streams() { return streams_; }
   WatchHub& watch() { return *watch_; }
   const core::Leadership& leadership() const { return *leadership_; }
 
-  // LeadershipListener: every leadership change resets the in-memory KV.
+  // core::LeadershipListener: every leadership change resets the flow state
+  // (and so the in-memory KV).
   uint64_t OnBecomeLeader() override;
   uint64_t OnStepDown() override;
 
@@ -125,11 +124,10 @@ class MetasrvServer final : public LeadershipListener {
   const ServerOptions options_;  // As started.
   int port_ = 0;                 // The port bound.
   std::string advertised_addr_;  // What AskLeader answers.
-  kv::MemoryKv kv_;              // The in-memory KV.
+  // Flow state and the in-memory KV that shows it.
   core::FlowStateManager flow_state_{
-      &kv_,
       {options_.clock, options_.node_report_ttl, options_.max_nodes,
-       options_.max_total_flows}};                // Flow state in kv_.
+       options_.max_total_flows}};
   std::unique_ptr<core::Leadership> leadership_;  // Who leads.
   EtcdElection* election_ = nullptr;  // leadership_ when on etcd, else null.
   StreamRegistry streams_{options_.max_streams};  // Open heartbeat streams.

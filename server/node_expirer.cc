@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -31,12 +33,18 @@ void NodeExpirer::Run() {
       mu_.AwaitWithTimeout(absl::Condition(&stopping_), period_);
       if (stopping_) return;
     }
-    absl::StatusOr<uint64_t> expired = flow_state_->ExpireSilentNodes();
-    if (!expired.ok()) {
-      spdlog::warn("node expiry failed: {}", expired.status().ToString());
-    } else if (*expired > 0) {
-      spdlog::info("{} silent flownodes expired", *expired);
-      if (metrics_ != nullptr) metrics_->NodesExpired(*expired);
+    const std::vector<uint64_t> expired = flow_state_->ExpireSilentNodes();
+    if (!expired.empty()) {
+      // Named, up to a bound: an expiry of thousands is one short line.
+      constexpr size_t kNamed = 20;
+      std::string named = absl::StrJoin(
+          expired.begin(), expired.begin() + std::min(expired.size(), kNamed),
+          ", ");
+      if (expired.size() > kNamed) {
+        absl::StrAppend(&named, " and ", expired.size() - kNamed, " more");
+      }
+      spdlog::info("{} silent flownodes expired: {}", expired.size(), named);
+      if (metrics_ != nullptr) metrics_->NodesExpired(expired.size());
     }
   }
 }

@@ -53,22 +53,30 @@ absl::StatusOr<core::FlowStateValue> BruteForceAggregate(const kv::KvBackend& kv
   return b.Build();
 }
 
-std::string CheckAggregate(const core::FlowStateManager& manager,
-                           const kv::KvBackend& kv) {
-  absl::StatusOr<std::optional<core::FlowStateValue>> got = manager.Get();
-  if (!got.ok()) return absl::StrCat("Get failed: ", got.status().ToString());
+std::string CheckAggregate(const core::FlowStateManager& manager) {
+  std::optional<core::FlowStateValue> got = manager.Get();
+  absl::StatusOr<std::string> json =
+      manager.Get(std::string(core::kFlowStateKey));
+  if (got.has_value() != json.ok()) {
+    return absl::StrCat("typed Get() and the KV disagree on whether ",
+                        "there is an aggregate: ", json.status().ToString());
+  }
   const std::string prefix(core::kFlowStateNodePrefix);
   absl::StatusOr<kv::RangeResponse> nodes =
-      kv.Range({prefix, kv::PrefixEnd(prefix), 0, true});
+      manager.Range({prefix, kv::PrefixEnd(prefix), 0, true});
   if (!nodes.ok()) return nodes.status().ToString();
-  if (!got->has_value()) {
+  if (!got.has_value()) {
     return nodes->kvs.empty() ? "" : "no aggregate, but node keys exist";
   }
-  absl::StatusOr<core::FlowStateValue> want = BruteForceAggregate(kv);
+  absl::StatusOr<core::FlowStateValue> decoded = core::DecodeFlowState(*json);
+  if (!decoded.ok()) return decoded.status().ToString();
+  absl::StatusOr<core::FlowStateValue> want = BruteForceAggregate(manager);
   if (!want.ok()) return want.status().ToString();
-  if (**got != *want) {
-    return absl::StrCat("aggregate ", core::EncodeFlowState(**got),
-                        " != brute force ", core::EncodeFlowState(*want));
+  for (const core::FlowStateValue* seen : {&*got, &*decoded}) {
+    if (*seen != *want) {
+      return absl::StrCat("aggregate ", core::EncodeFlowState(*seen),
+                          " != brute force ", core::EncodeFlowState(*want));
+    }
   }
   return "";
 }

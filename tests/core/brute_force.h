@@ -25,10 +25,10 @@ core::FlowStateValue Report(
 // does not decode.
 absl::StatusOr<core::FlowStateValue> BruteForceAggregate(const kv::KvBackend& kv);
 
-// Empty when `manager.Get()` agrees with BruteForceAggregate(kv) (and says
-// "none" exactly when no node key exists); otherwise what differs.
-std::string CheckAggregate(const core::FlowStateManager& manager,
-                           const kv::KvBackend& kv);
+// Empty when the aggregate `manager` serves, as its typed Get() and as the
+// JSON of its KV's `__flow/state`, agrees with BruteForceAggregate() of its
+// KV (and is absent only when no node key exists); otherwise what differs.
+std::string CheckAggregate(const core::FlowStateManager& manager);
 
 }  // namespace metasrv::testing
 

@@ -9,7 +9,6 @@
 #include "core/flow_state_keys.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kv/memory_kv.h"
 #include "tests/core/brute_force.h"
 
 namespace metasrv::core {
@@ -21,23 +20,37 @@ using testing::Report;
 
 class FlowStateManagerTest : public ::testing::Test {
  protected:
+  // The aggregate as the KV's JSON says it; the typed Get() must agree.
   FlowStateValue GetValue() {
-    absl::StatusOr<std::optional<FlowStateValue>> v = manager_.Get();
-    EXPECT_TRUE(v.ok()) << v.status();
-    EXPECT_TRUE(v->has_value());
-    return v->value_or(FlowStateValue());
+    std::optional<FlowStateValue> typed = manager_.Get();
+    EXPECT_TRUE(typed.has_value());
+    absl::StatusOr<FlowStateValue> decoded = DecodeFlowState(RawGlobal());
+    EXPECT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_EQ(typed.value_or(FlowStateValue()), decoded.value_or(FlowStateValue()));
+    return decoded.value_or(FlowStateValue());
   }
-  std::string RawGlobal() { return kv_.Get(std::string(kFlowStateKey)).value_or(""); }
+  std::string RawGlobal() {
+    return manager_.Get(std::string(kFlowStateKey)).value_or("");
+  }
+  std::vector<std::string> RangeKeys(const kv::RangeRequest& req,
+                                     bool* more = nullptr) {
+    absl::StatusOr<kv::RangeResponse> r = manager_.Range(req);
+    EXPECT_TRUE(r.ok()) << r.status();
+    std::vector<std::string> keys;
+    if (!r.ok()) return keys;
+    for (const kv::KeyValue& e : r->kvs) keys.push_back(e.key);
+    if (more != nullptr) *more = r->more;
+    return keys;
+  }
 
-  kv::MemoryKv kv_;
-  FlowStateManager manager_{&kv_};
+  FlowStateManager manager_;
+  FlowStateManager& kv_ = manager_;  // The KV view, read as a client does.
 };
 
 TEST_F(FlowStateManagerTest, NothingBeforeFirstMerge) {
-  absl::StatusOr<std::optional<FlowStateValue>> v = manager_.Get();
-  ASSERT_TRUE(v.ok());
-  EXPECT_FALSE(v->has_value());
-  EXPECT_FALSE(manager_.Read({})->has_value());
+  EXPECT_FALSE(manager_.Get().has_value());
+  EXPECT_FALSE(manager_.Read({}).has_value());
+  EXPECT_EQ(manager_.size(), 0u);
 }
 
 TEST_F(FlowStateManagerTest, TwoNodesReportingDifferentFlowsBothAppear) {
@@ -71,12 +84,11 @@ TEST_F(FlowStateManagerTest, SharedFlowTakesMaxOfEachFieldAcrossNodes) {
   ASSERT_TRUE(manager_.Merge(1, Report({{10, 4096, 100}})).ok());
   ASSERT_TRUE(manager_.Merge(2, Report({{10, 1024, 900}})).ok());
   EXPECT_EQ(GetValue(), Report({{10, 4096, 900}}));
-  absl::StatusOr<std::optional<std::vector<AggregateFlow>>> read =
-      manager_.Read({});
-  ASSERT_TRUE(read.ok() && read->has_value());
-  ASSERT_EQ((*read)->size(), 1u);
-  EXPECT_EQ((**read)[0].state_size_node, 1u);
-  EXPECT_EQ((**read)[0].last_exec_time_node, 2u);
+  std::optional<std::vector<AggregateFlow>> read = manager_.Read({});
+  ASSERT_TRUE(read.has_value());
+  ASSERT_EQ(read->size(), 1u);
+  EXPECT_EQ((*read)[0].state_size_node, 1u);
+  EXPECT_EQ((*read)[0].last_exec_time_node, 2u);
   // Node 1 lowers its size: the max falls back to node 2's.
   ASSERT_TRUE(manager_.Merge(1, Report({{10, 10, 100}})).ok());
   EXPECT_EQ(GetValue(), Report({{10, 1024, 900}}));
@@ -104,9 +116,13 @@ TEST_F(FlowStateManagerTest, ResetClearsEverythingAndMergeWorksAfter) {
   ASSERT_TRUE(manager_.Merge(1, Report({{10, 100, 1000}})).ok());
   ASSERT_TRUE(manager_.Merge(2, Report({{20, 200, 2000}})).ok());
   // Two report keys, two flownode records and the global key.
-  EXPECT_EQ(*kv_.Reset(), 5u);
-  EXPECT_FALSE(manager_.Get()->has_value());
-  EXPECT_FALSE(manager_.Read({})->has_value());
+  const uint64_t term = manager_.term();
+  const ResetResult reset = manager_.Reset();
+  EXPECT_EQ(reset.dropped_keys, 5u);
+  EXPECT_EQ(reset.term, term + 1);
+  EXPECT_EQ(manager_.term(), term + 1);
+  EXPECT_FALSE(manager_.Get().has_value());
+  EXPECT_FALSE(manager_.Read({}).has_value());
   EXPECT_EQ(kv_.Get(std::string(kFlowStateKey)).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(kv_.Get(FlowStateNodeKey(1)).status().code(),
@@ -116,59 +132,103 @@ TEST_F(FlowStateManagerTest, ResetClearsEverythingAndMergeWorksAfter) {
   ASSERT_TRUE(manager_.Merge(2, Report({{21, 1, 1}})).ok());
   EXPECT_EQ(GetValue(), Report({{21, 1, 1}}));
   EXPECT_EQ(kv_.size(), 3u);  // Node 2's report and record, the aggregate.
-  EXPECT_EQ(manager_.ListFlownodes({})->size(), 1u);
+  EXPECT_EQ(manager_.ListFlownodes({}).size(), 1u);
 }
 
-TEST_F(FlowStateManagerTest, ReaderHoldingOldValueAcrossResetSeesOldState) {
+TEST_F(FlowStateManagerTest, HeartbeatOfAnEarlierTermIsRefused) {
+  const uint64_t term = manager_.term();
+  ASSERT_TRUE(manager_.Merge(1, Report({{10, 100, 1000}}), term).ok());
+  manager_.Reset();
+  absl::Status stale = manager_.Merge(1, Report({{10, 1, 1}}), term);
+  EXPECT_EQ(stale.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(std::string(stale.message()), ::testing::HasSubstr("node 1"));
+  EXPECT_EQ(manager_.size(), 0u);
+  EXPECT_TRUE(manager_.Merge(1, Report({{10, 1, 1}}), manager_.term()).ok());
+  EXPECT_EQ(GetValue(), Report({{10, 1, 1}}));
+}
+
+TEST_F(FlowStateManagerTest, AggregateAfterResetIsTheNewTermsOnly) {
   ASSERT_TRUE(manager_.Merge(1, Report({{10, 100, 1000}})).ok());
   const std::string before = RawGlobal();
-  ASSERT_TRUE(kv_.Reset().ok());
+  manager_.Reset();
   ASSERT_TRUE(manager_.Merge(1, Report({{11, 1, 1}})).ok());
   EXPECT_NE(RawGlobal(), before);
   EXPECT_EQ(GetValue(), Report({{11, 1, 1}}));
 }
 
-TEST_F(FlowStateManagerTest, PutWritesValueUntilNextMerge) {
-  ASSERT_TRUE(manager_.Merge(1, Report({{10, 100, 1000}})).ok());
-  FlowStateValue put = Report({{99, 9, 9}});
-  ASSERT_TRUE(manager_.Put(put).ok());
-  EXPECT_EQ(GetValue(), put);
-  EXPECT_EQ((*manager_.Read({}))->at(0).stat.flow_id, 99u);
-  ASSERT_TRUE(manager_.Merge(2, Report({{20, 2, 2}})).ok());
-  EXPECT_EQ(GetValue(), Report({{10, 100, 1000}, {20, 2, 2}}));
-}
-
 TEST_F(FlowStateManagerTest, ReadFiltersByFlowIds) {
   ASSERT_TRUE(manager_.Merge(1, Report({{1, 1, 1}, {2, 2, 2}, {3000, 3, 3}})).ok());
-  absl::StatusOr<std::optional<std::vector<AggregateFlow>>> read =
+  std::optional<std::vector<AggregateFlow>> read =
       manager_.Read({3000, 7, 1, 3000});
-  ASSERT_TRUE(read.ok() && read->has_value());
-  ASSERT_EQ((*read)->size(), 2u);
-  EXPECT_EQ((**read)[0].stat.flow_id, 1u);
-  EXPECT_EQ((**read)[1].stat.flow_id, 3000u);
-  EXPECT_EQ((**read)[1].stat.state_size, 3u);
+  ASSERT_TRUE(read.has_value());
+  ASSERT_EQ(read->size(), 2u);
+  EXPECT_EQ((*read)[0].stat.flow_id, 1u);
+  EXPECT_EQ((*read)[1].stat.flow_id, 3000u);
+  EXPECT_EQ((*read)[1].stat.state_size, 3u);
 }
 
-TEST_F(FlowStateManagerTest, RebuildsIndexFromNodeKeysAlreadyInKv) {
-  ASSERT_TRUE(kv_.Put(FlowStateNodeKey(5), EncodeFlowState(Report({{1, 50, 5}}))).ok());
-  ASSERT_TRUE(manager_.Merge(6, Report({{1, 60, 4}})).ok());
-  EXPECT_EQ(GetValue(), Report({{1, 60, 5}}));
-  EXPECT_EQ(manager_.node_count(), 2u);
+// The KV view: keys in etcd's byte order, `__flow/state` among them, limits
+// and keys_only as a stored key would have them.
+TEST_F(FlowStateManagerTest, KvViewRangesLikeAnOrderedMap) {
+  ASSERT_TRUE(manager_.Merge(2, Report({{1, 1, 1}})).ok());
+  ASSERT_TRUE(manager_.Merge(10, Report({{2, 2, 2}})).ok());
+  const std::string kZero(1, '\0');
+  EXPECT_THAT(RangeKeys({kZero, kZero}),
+              ::testing::ElementsAre("__flow/state", "__flow/state/node/10",
+                                     "__flow/state/node/2",
+                                     "__metasrv/flownode/10",
+                                     "__metasrv/flownode/2"));
+  bool more = false;
+  EXPECT_THAT(RangeKeys({"__flow/", kv::PrefixEnd("__flow/"), 2}, &more),
+              ::testing::ElementsAre("__flow/state", "__flow/state/node/10"));
+  EXPECT_TRUE(more);
+  EXPECT_THAT(RangeKeys({"__flow/", kv::PrefixEnd("__flow/"), 1}, &more),
+              ::testing::ElementsAre("__flow/state"));
+  EXPECT_TRUE(more);
+  EXPECT_THAT(RangeKeys({"__flow/state", "", 1}, &more),
+              ::testing::ElementsAre("__flow/state"));
+  EXPECT_FALSE(more);
+  EXPECT_THAT(RangeKeys({"__flow/state0", kZero}),
+              ::testing::ElementsAre("__metasrv/flownode/10",
+                                     "__metasrv/flownode/2"));
+  absl::StatusOr<kv::RangeResponse> keys_only =
+      manager_.Range({"__flow/", kv::PrefixEnd("__flow/"), 0, true});
+  ASSERT_TRUE(keys_only.ok());
+  ASSERT_EQ(keys_only->kvs.size(), 3u);
+  for (const kv::KeyValue& e : keys_only->kvs) EXPECT_EQ(e.value, "");
+  absl::StatusOr<kv::RangeResponse> values =
+      manager_.Range({"__flow/", kv::PrefixEnd("__flow/")});
+  ASSERT_TRUE(values.ok());
+  EXPECT_EQ(values->kvs[0].value, RawGlobal());
+  EXPECT_EQ(values->kvs[2].value, EncodeFlowState(Report({{1, 1, 1}})));
+  EXPECT_EQ(manager_.Range({"", ""}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(manager_.Range({"a", kZero, -1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
-TEST_F(FlowStateManagerTest, CorruptNodeKeyIsReportedNotIgnored) {
-  ASSERT_TRUE(kv_.Put(FlowStateNodeKey(5), "{not json").ok());
-  absl::Status s = manager_.Merge(6, Report({{1, 60, 4}}));
-  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(s.message().find("__flow/state/node/5"), std::string::npos);
+TEST_F(FlowStateManagerTest, KvViewPointReads) {
+  EXPECT_EQ(manager_.Get(std::string(kFlowStateKey)).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(manager_.Merge(3, Report({{1, 5, 6}})).ok());
+  absl::StatusOr<std::vector<kv::KeyValue>> got = manager_.BatchGet(
+      {FlowStateNodeKey(3), "nope", std::string(kFlowStateKey),
+       std::string(kFlowStateKey)});
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 3u);
+  EXPECT_EQ((*got)[0].value, EncodeFlowState(Report({{1, 5, 6}})));
+  EXPECT_EQ((*got)[1].key, "__flow/state");
+  EXPECT_EQ((*got)[1].value, RawGlobal());
+  EXPECT_EQ((*got)[2].value, (*got)[1].value);
+  EXPECT_EQ(manager_.Get("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(manager_.size(), 3u);
 }
 
 // Many threads merge disjoint nodes' reports at once; run several rounds.
 TEST_F(FlowStateManagerTest, ConcurrentMergesLoseNothing) {
   constexpr int kThreads = 8, kNodesPerThread = 25, kRounds = 20;
   for (int round = 0; round < kRounds; ++round) {
-    kv::MemoryKv kv;
-    FlowStateManager manager(&kv);
+    FlowStateManager manager;
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
@@ -184,15 +244,16 @@ TEST_F(FlowStateManagerTest, ConcurrentMergesLoseNothing) {
     // A reader runs alongside and must always decode a valid value.
     std::thread reader([&] {
       for (int i = 0; i < 50; ++i) {
-        absl::StatusOr<std::optional<FlowStateValue>> v = manager.Get();
-        EXPECT_TRUE(v.ok()) << v.status();
+        absl::StatusOr<std::string> json =
+            manager.Get(std::string(kFlowStateKey));
+        if (json.ok()) EXPECT_TRUE(DecodeFlowState(*json).ok());
       }
     });
     for (auto& th : threads) th.join();
     reader.join();
-    absl::StatusOr<std::optional<FlowStateValue>> v = manager.Get();
-    ASSERT_TRUE(v.ok() && v->has_value());
-    const FlowStateValue& value = **v;
+    std::optional<FlowStateValue> v = manager.Get();
+    ASSERT_TRUE(v.has_value());
+    const FlowStateValue& value = *v;
     ASSERT_EQ(value.flows().size(), static_cast<size_t>(kThreads * kNodesPerThread));
     for (const FlowStat& s : value.flows()) {
       EXPECT_EQ(s.state_size, s.flow_id + 1u);
@@ -215,7 +276,7 @@ TEST_F(FlowStateManagerTest, MergesRacingResetsLeaveConsistentState) {
     });
   }
   threads.emplace_back([&] {
-    for (int i = 0; i < 30; ++i) ASSERT_TRUE(kv_.Reset().ok());
+    for (int i = 0; i < 30; ++i) manager_.Reset();
   });
   for (auto& th : threads) th.join();
   // The last reset may have come after every merge; one more merge makes sure

@@ -1,10 +1,10 @@
 // libFuzzer target: the heartbeat path. The input is a script of steps; each
 // step is a HeartbeatRequest (arbitrary bytes, as they come off the wire) run
-// through the server's own HeartbeatHandler against a real manager and KV, or
-// a KV reset. After every step the aggregate must equal a brute-force
+// through the server's own HeartbeatHandler against a real manager, or a
+// reset. After every step the aggregate must equal a brute-force
 // recomputation from the per-node keys.
 //
-// Step encoding: one byte `op`; op % 8 == 0 resets the KV; otherwise two
+// Step encoding: one byte `op`; op % 8 == 0 resets the state; otherwise two
 // bytes of length L follow, then L bytes of the request.
 #include <cstdint>
 #include <cstdio>
@@ -14,7 +14,6 @@
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
-#include "kv/memory_kv.h"
 #include "server/heartbeat_handler.h"
 #include "tests/core/brute_force.h"
 
@@ -24,8 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return true;
   }();
   (void)init;
-  metasrv::kv::MemoryKv kv;
-  metasrv::core::FlowStateManager manager(&kv);
+  metasrv::core::FlowStateManager manager;
   metasrv::core::StandaloneLeadership leadership("127.0.0.1:3002");
   metasrv::server::HeartbeatHandler::Options options;
   options.max_flows_per_report = 64;
@@ -35,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (pos < size) {
     const uint8_t op = data[pos++];
     if (op % 8 == 0) {
-      if (!kv.Reset().ok()) std::abort();
+      manager.Reset();
     } else {
       if (pos + 2 > size) break;
       size_t len = static_cast<size_t>(data[pos]) | (static_cast<size_t>(data[pos + 1]) << 8);
@@ -51,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       pos += len;
     }
-    const std::string problem = metasrv::testing::CheckAggregate(manager, kv);
+    const std::string problem = metasrv::testing::CheckAggregate(manager);
     if (!problem.empty()) {
       std::fprintf(stderr, "%s\n", problem.c_str());
       std::abort();

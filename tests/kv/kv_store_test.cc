@@ -96,7 +96,7 @@ TEST_F(KvStoreTest, KeysAreByteOrdered) {
 
 TEST_F(KvStoreTest, ApplyReportsWhetherKeyExisted) {
   EXPECT_TRUE(store_.Apply("a", MakeBytes("new")));
-  EXPECT_EQ(store_.Find("a")->Read(), "new");
+  EXPECT_EQ(*store_.Find("a"), "new");
   EXPECT_FALSE(store_.Apply("zz", MakeBytes("x")));
   EXPECT_TRUE(store_.Apply("zz", nullptr));
   EXPECT_FALSE(store_.Apply("zz", nullptr));

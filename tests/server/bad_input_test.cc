@@ -125,15 +125,14 @@ TEST_F(BadInputTest, DatanodeWithFlowStatIsIgnored) {
   EXPECT_TRUE(Send(req, &answered).ok());
   EXPECT_TRUE(answered);
   EXPECT_FALSE(GetFlowState(channel_).found);
-  EXPECT_EQ(server_->kv().size(), 0u);
+  EXPECT_EQ(server_->flow_state().size(), 0u);
 }
 
 // Map entries repeated in the protobuf encoding: the last one wins, as the
 // protobuf spec says. Bytes are crafted by hand and parsed by protobuf as gRPC
 // does, then handled by the server's handler.
 TEST(DuplicateMapKeysTest, LastEntryWins) {
-  kv::MemoryKv kv;
-  core::FlowStateManager manager(&kv);
+  core::FlowStateManager manager;
   core::StandaloneLeadership leadership("127.0.0.1:3002");
   HeartbeatHandler handler(&manager, &leadership, {});
   meta::HeartbeatRequest base = Request(meta::FLOWNODE, 4);
@@ -149,7 +148,7 @@ TEST(DuplicateMapKeysTest, LastEntryWins) {
   ASSERT_TRUE(parsed.ParseFromString(bytes));
   meta::HeartbeatResponse resp;
   ASSERT_TRUE(handler.Handle(parsed, true, &resp).ok());
-  EXPECT_EQ(*kv.Get(core::FlowStateNodeKey(4)),
+  EXPECT_EQ(*manager.Get(core::FlowStateNodeKey(4)),
             R"({"state_size":{"1":20},"last_exec_time_map":{"1":3},"start_time_map":{}})");
 }
 

@@ -124,7 +124,7 @@ TEST_F(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
     EXPECT_EQ(resp->heartbeat_config().heartbeat_interval_ms(), 3000u);
     EXPECT_EQ(resp->heartbeat_config().retry_interval_ms(), 3000u);
     EXPECT_EQ(client.Close().error_code(), grpc::StatusCode::ABORTED);
-    EXPECT_EQ(replicas_[f]->kv().size(), 0u);
+    EXPECT_EQ(replicas_[f]->flow_state().size(), 0u);
     // Cluster reads: error code 2 in the header, no data.
     auto cluster = meta::Cluster::NewStub(channels_[f]);
     grpc::ClientContext ctx;
@@ -179,13 +179,13 @@ TEST_F(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
   ASSERT_TRUE(Report(old_leader, 1, 10, 100));
   ASSERT_TRUE(Report(old_leader, 2, 20, 200));
   // Two reports, two flownode records, the aggregate.
-  EXPECT_EQ(replicas_[old_leader]->kv().size(), 5u);
+  EXPECT_EQ(replicas_[old_leader]->flow_state().size(), 5u);
   metasrv::v1::LeaderChangeResponse resp;
   ASSERT_TRUE(LeaderChange(old_leader, &resp).ok());
   EXPECT_EQ(resp.dropped_keys(), 5u);
   // The old leader stepped down and holds nothing.
   EXPECT_FALSE(replicas_[old_leader]->leadership().IsLeader());
-  EXPECT_EQ(replicas_[old_leader]->kv().size(), 0u);
+  EXPECT_EQ(replicas_[old_leader]->flow_state().size(), 0u);
   EXPECT_FALSE(Report(old_leader, 1, 10, 100));
   // Another replica took over, starting empty; reports work there.
   const int new_leader = WaitForOneLeader(absl::Seconds(10), old_leader);
@@ -195,7 +195,7 @@ TEST_F(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
   auto state = GetFlowState(channels_[new_leader]);
   ASSERT_EQ(state.flows.size(), 1);
   EXPECT_EQ(state.flows[0].flow_id, 11u);
-  EXPECT_EQ(replicas_[old_leader]->kv().size(), 0u);
+  EXPECT_EQ(replicas_[old_leader]->flow_state().size(), 0u);
 }
 
 TEST_F(HaTest, LeaderStreamsEndWithAbortedWhenItStepsDown) {
@@ -243,7 +243,7 @@ TEST_F(HaTest, EtcdStoppedLeaderStepsDownWithinTtlAndALeaderReturns) {
   const absl::Duration step_down = absl::Now() - stopped;
   EXPECT_LE(step_down, kTtl);
   EXPECT_FALSE(Report(leader, 1, 10, 100));
-  EXPECT_EQ(replicas_[leader]->kv().size(), 0u);
+  EXPECT_EQ(replicas_[leader]->flow_state().size(), 0u);
   etcd_.Start();
   EXPECT_GE(WaitForOneLeader(absl::Seconds(20)), 0);
 }

@@ -3,7 +3,6 @@
 #include "core/flow_state_codec.h"
 #include "core/flow_state_keys.h"
 #include "gtest/gtest.h"
-#include "kv/memory_kv.h"
 #include "tests/server/test_util.h"
 
 namespace metasrv::server {
@@ -15,11 +14,11 @@ namespace meta = greptime::v1::meta;
 
 class FlippableLeadership final : public core::Leadership {
  public:
-  Term CurrentTerm() const override { return {leader, generation}; }
+  Term CurrentTerm() const override { return {leader, state_term}; }
   std::string LeaderAddr() const override { return "10.0.0.9:3002"; }
   std::vector<std::string> FollowerAddrs() const override { return {}; }
   bool leader = true;
-  std::optional<uint64_t> generation;
+  std::optional<uint64_t> state_term;
 };
 
 class HeartbeatHandlerTest : public ::testing::Test {
@@ -30,8 +29,8 @@ class HeartbeatHandlerTest : public ::testing::Test {
     return *core::DecodeFlowState(*json);
   }
 
-  kv::MemoryKv kv_;
-  core::FlowStateManager manager_{&kv_};
+  core::FlowStateManager manager_;
+  core::FlowStateManager& kv_ = manager_;  // Its KV, as clients read it.
   FlippableLeadership leadership_;
   HeartbeatHandler handler_{&manager_, &leadership_, {1500, 2500}};
 };
@@ -134,16 +133,16 @@ TEST_F(HeartbeatHandlerTest, FollowerAnswersNotLeaderAndMergesNothing) {
 }
 
 TEST_F(HeartbeatHandlerTest, ReportDecidedUnderAnEndedTermIsNotMerged) {
-  // The term began at generation 0; the KV was reset since (a step-down).
-  leadership_.generation = kv_.generation();
-  ASSERT_TRUE(kv_.Reset().ok());
+  // The leadership began in term 0; the state was reset since (a step-down).
+  leadership_.state_term = manager_.term();
+  manager_.Reset();
   meta::HeartbeatResponse resp;
   absl::Status s = handler_.Handle(FlowReport(1, {{1, 1, 1}}), false, &resp);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
   EXPECT_EQ(resp.header().error().code(), kNotLeaderErrorCode);
   EXPECT_EQ(kv_.size(), 0u);
-  // A term at the current generation merges.
-  leadership_.generation = kv_.generation();
+  // A leadership in the current term merges.
+  leadership_.state_term = manager_.term();
   EXPECT_TRUE(handler_.Handle(FlowReport(1, {{1, 1, 1}}), false, &resp).ok());
   EXPECT_EQ(kv_.size(), 3u);  // Report, record, aggregate.
 }

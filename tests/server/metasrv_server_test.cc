@@ -1,6 +1,7 @@
 // The services end to end over gRPC, against an in-process server.
 #include "server/metasrv_server.h"
 
+#include "core/flow_state_codec.h"
 #include "core/flow_state_keys.h"
 #include "gtest/gtest.h"
 #include "tests/server/in_process_server.h"
@@ -113,7 +114,7 @@ TEST_F(MetasrvServerTest, DatanodeReportsAreIgnored) {
   ASSERT_TRUE(client.Call(req).has_value());
   EXPECT_TRUE(client.Close().ok());
   EXPECT_FALSE(GetFlowState(channel_).found);
-  EXPECT_EQ(server_->kv().size(), 0u);
+  EXPECT_EQ(server_->flow_state().size(), 0u);
 }
 
 TEST_F(MetasrvServerTest, MemberIdZeroIsANode) {
@@ -180,27 +181,29 @@ TEST_F(MetasrvServerTest, BatchGetReturnsOnlyExistingKeys) {
 TEST_F(MetasrvServerTest, ClusterCallsWithoutHeaderAreServedBadRangesRejected) {
   // GreptimeDB's clients send Range, BatchGet and MetasrvPeers without a
   // header (src/common/meta/src/rpc/store.rs); the reference never looks.
-  ASSERT_TRUE(server_->kv().Put("a", "1").ok());
+  ASSERT_TRUE(server_->flow_state().Merge(7, core::FlowStateValue()).ok());
+  const std::string key = core::FlowStateNodeKey(7);
+  const std::string value = core::EncodeFlowState(core::FlowStateValue());
   auto stub = meta::Cluster::NewStub(channel_);
   {
     grpc::ClientContext ctx;
     meta::RangeRequest req;
-    req.set_key("a");
+    req.set_key(key);
     meta::RangeResponse resp;
     ASSERT_TRUE(stub->Range(&ctx, req, &resp).ok());
     EXPECT_EQ(resp.header().protocol_version(), 1u);
     EXPECT_FALSE(resp.header().has_error());
     ASSERT_EQ(resp.kvs_size(), 1);
-    EXPECT_EQ(resp.kvs(0).value(), "1");
+    EXPECT_EQ(resp.kvs(0).value(), value);
   }
   {
     grpc::ClientContext ctx;
     meta::BatchGetRequest req;
-    req.add_keys("a");
+    req.add_keys(key);
     meta::BatchGetResponse resp;
     ASSERT_TRUE(stub->BatchGet(&ctx, req, &resp).ok());
     ASSERT_EQ(resp.kvs_size(), 1);
-    EXPECT_EQ(resp.kvs(0).value(), "1");
+    EXPECT_EQ(resp.kvs(0).value(), value);
   }
   {
     grpc::ClientContext ctx;
@@ -213,7 +216,7 @@ TEST_F(MetasrvServerTest, ClusterCallsWithoutHeaderAreServedBadRangesRejected) {
     grpc::ClientContext ctx;
     meta::RangeRequest req;
     req.mutable_header();
-    req.set_key("a");
+    req.set_key(key);
     req.set_limit(-1);
     meta::RangeResponse resp;
     grpc::Status s = stub->Range(&ctx, req, &resp);

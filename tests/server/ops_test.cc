@@ -253,7 +253,7 @@ TEST_F(AdminAuthTest, MissingOrWrongTokenChangesNothing) {
   EXPECT_EQ(wrong.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   grpc::Status not_bearer = LeaderChange(std::string("Basic ") + kToken);
   EXPECT_EQ(not_bearer.error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_EQ(server_->kv().size(), 3u);
+  EXPECT_EQ(server_->flow_state().size(), 3u);
   EXPECT_TRUE(GetFlowState(channel_).found);
   // The right token works.
   EXPECT_TRUE(LeaderChange(std::string("Bearer ") + kToken).ok());

@@ -1,0 +1,165 @@
+#include "core/flow_state_store.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/flow_state_codec.h"
+#include "core/flow_state_keys.h"
+
+namespace metasrv::core {
+namespace {
+
+// `report` without the flows of `sorted_ids`; nullopt if it had none of them.
+std::optional<FlowStateValue> Without(const FlowStateValue& report,
+                                      const std::vector<uint32_t>& sorted_ids) {
+  bool found = false;
+  for (uint32_t id : sorted_ids) found = found || report.Find(id) != nullptr;
+  if (!found) return std::nullopt;
+  FlowStateValue::Builder builder;
+  builder.Reserve(report.flows().size() * 3);
+  for (const FlowStat& stat : report.flows()) {
+    if (std::binary_search(sorted_ids.begin(), sorted_ids.end(),
+                           stat.flow_id)) {
+      continue;
+    }
+    if (stat.has(kStateSize))
+      builder.SetStateSize(stat.flow_id, stat.state_size);
+    if (stat.has(kLastExecTime)) {
+      builder.SetLastExecTime(stat.flow_id, stat.last_exec_time);
+    }
+    if (stat.has(kStartTime))
+      builder.SetStartTime(stat.flow_id, stat.start_time);
+  }
+  return builder.Build();
+}
+
+}  // namespace
+
+absl::Status FlowStateStore::CheckCapacity(uint64_t node,
+                                           const NodeEntry* entry,
+                                           uint64_t report_flows) const {
+  if (entry == nullptr && limits_.max_nodes != 0 &&
+      nodes_.size() >= limits_.max_nodes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("flownode ", node, " refused: ", nodes_.size(),
+                     " flownodes are known, the limit (--max_nodes) is ",
+                     limits_.max_nodes));
+  }
+  const uint64_t old_flows =
+      entry == nullptr ? 0 : entry->report.flows().size();
+  if (limits_.max_total_flows != 0 && report_flows > old_flows &&
+      total_flows_ - old_flows + report_flows > limits_.max_total_flows) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "report of node ", node, " refused: ", report_flows,
+        " flows would bring the total to ",
+        total_flows_ - old_flows + report_flows,
+        ", past the limit (--max_total_flows) of ", limits_.max_total_flows));
+  }
+  return absl::OkStatus();
+}
+
+void FlowStateStore::SetReport(uint64_t node, NodeEntry& entry,
+                               FlowStateValue report, kv::Bytes json) {
+  total_flows_ += report.flows().size();
+  total_flows_ -= entry.report.flows().size();
+  aggregate_.Replace(node, entry.report, report);
+  entry.report = std::move(report);
+  node_keys_.Apply(FlowStateNodeKey(node), std::move(json));
+  has_aggregate_ = true;
+}
+
+void FlowStateStore::Touch(uint64_t node, NodeEntry& entry, int64_t mono_ms) {
+  if (limits_.track_silence) {
+    by_silence_.erase({entry.heartbeat_mono, node});
+    by_silence_.insert({mono_ms, node});
+  }
+  entry.heartbeat_mono = mono_ms;
+}
+
+absl::Status FlowStateStore::Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
+                                       kv::Bytes report_json, int64_t now_ms,
+                                       int64_t mono_ms) {
+  auto it = nodes_.find(node);
+  const bool has_report = heartbeat.report.has_value();
+  absl::Status capacity =
+      CheckCapacity(node, it == nodes_.end() ? nullptr : &it->second,
+                    has_report ? heartbeat.report->flows().size() : 0);
+  if (!capacity.ok()) return capacity;
+  if (it == nodes_.end()) it = nodes_.try_emplace(node).first;
+  NodeEntry& entry = it->second;
+  Touch(node, entry, mono_ms);
+  FlownodeRecord& record = entry.record;
+  record.last_heartbeat_ms = now_ms;
+  if (has_report) record.last_report_ms = now_ms;
+  if (!heartbeat.peer_addr.empty()) {
+    record.peer_addr = std::move(heartbeat.peer_addr);
+  }
+  if (heartbeat.info.has_value()) record.info = std::move(heartbeat.info);
+  node_keys_.Apply(FlownodeKey(node),
+                   kv::MakeBytes(EncodeFlownodeRecord(record)));
+  if (has_report) {
+    SetReport(node, entry, *std::move(heartbeat.report),
+              std::move(report_json));
+  }
+  return absl::OkStatus();
+}
+
+ForgetResult FlowStateStore::ForgetFlows(
+    const std::vector<uint32_t>& sorted_ids) {
+  ForgetResult result;
+  result.forgotten_flows = aggregate_.Read(sorted_ids).size();
+  for (auto& [node, entry] : nodes_) {
+    std::optional<FlowStateValue> kept = Without(entry.report, sorted_ids);
+    if (!kept.has_value()) continue;
+    kv::Bytes json = kv::MakeBytes(EncodeFlowState(*kept));
+    SetReport(node, entry, *std::move(kept), std::move(json));
+    ++result.updated_nodes;
+  }
+  return result;
+}
+
+std::vector<uint64_t> FlowStateStore::ExpireSilent(int64_t cutoff_mono_ms) {
+  std::vector<uint64_t> expired;
+  while (!by_silence_.empty() && by_silence_.begin()->first < cutoff_mono_ms) {
+    const uint64_t node = by_silence_.begin()->second;
+    by_silence_.erase(by_silence_.begin());
+    auto it = nodes_.find(node);
+    total_flows_ -= it->second.report.flows().size();
+    aggregate_.Replace(node, it->second.report, FlowStateValue());
+    node_keys_.Apply(FlowStateNodeKey(node), nullptr);
+    node_keys_.Apply(FlownodeKey(node), nullptr);
+    nodes_.erase(it);
+    expired.push_back(node);
+  }
+  return expired;
+}
+
+std::vector<FlownodeView> FlowStateStore::ListFlownodes(
+    absl::Span<const uint64_t> node_ids) const {
+  std::vector<FlownodeView> out;
+  auto add = [&out](uint64_t node, const NodeEntry& entry) {
+    out.push_back({node, entry.record, entry.report.flows().size()});
+  };
+  if (node_ids.empty()) {
+    out.reserve(nodes_.size());
+    for (const auto& [node, entry] : nodes_) add(node, entry);
+  } else {
+    for (uint64_t node : node_ids) {
+      auto it = nodes_.find(node);
+      if (it != nodes_.end()) add(node, it->second);
+    }
+  }
+  auto by_id = [](const FlownodeView& a, const FlownodeView& b) {
+    return a.node_id < b.node_id;
+  };
+  std::sort(out.begin(), out.end(), by_id);
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const FlownodeView& a, const FlownodeView& b) {
+                          return a.node_id == b.node_id;
+                        }),
+            out.end());
+  return out;
+}
+
+}  // namespace metasrv::core
