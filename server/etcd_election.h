@@ -76,7 +76,8 @@ class EtcdElection final : public core::Leadership {
   core::LeaderLease lease_;             // How long we may act as leader.
 
   absl::Mutex transition_mu_;  // Serializes BecomeLeader/StepDown/Resign.
-  mutable absl::Mutex mu_;     // Guards the fields below.
+  // Guards the fields below; taken alone or inside transition_mu_.
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(transition_mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // Stop() was called.
   bool leading_ ABSL_GUARDED_BY(mu_) = false;   // We lead.
   uint64_t state_term_ ABSL_GUARDED_BY(mu_) = 0;  // Flow-state term we lead in.
