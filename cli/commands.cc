@@ -146,7 +146,7 @@ int Get(const Client& c, const Flags& f) {
   return kOk;
 }
 
-int Leader(const Client& c) {
+int Leader(const Client& c, const Flags&) {
   auto stub = meta::Heartbeat::NewStub(c.channel());
   grpc::ClientContext ctx;
   c.Prepare(&ctx);
@@ -163,7 +163,7 @@ int Leader(const Client& c) {
   return kOk;
 }
 
-int Peers(const Client& c) {
+int Peers(const Client& c, const Flags&) {
   auto stub = meta::Cluster::NewStub(c.channel());
   grpc::ClientContext ctx;
   c.Prepare(&ctx);

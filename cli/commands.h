@@ -41,11 +41,11 @@ class Client {
 std::string ReadFile(const std::string& path, bool* ok);
 
 // Each prints its result on stdout (errors on stderr) and returns an exit
-// code. See kCommandHelp in metasrvctl.cc for what each does.
+// code. See Commands() in metasrvctl.cc for what each does.
 int Get(const Client& c, const Flags& f);
 int Nodes(const Client& c, const Flags& f);
-int Leader(const Client& c);
-int Peers(const Client& c);
+int Leader(const Client& c, const Flags& f);
+int Peers(const Client& c, const Flags& f);
 int Reset(const Client& c, const Flags& f);
 int Forget(const Client& c, const Flags& f);
 int Watch(const Client& c, const Flags& f);

@@ -118,16 +118,7 @@ std::optional<FlowStateValue> FlowStateManager::Get() const {
   if (!flows.has_value()) return std::nullopt;
   FlowStateValue::Builder builder;
   builder.Reserve(flows->size() * 3);
-  for (const AggregateFlow& flow : *flows) {
-    const FlowStat& stat = flow.stat;
-    if (stat.has(kStateSize))
-      builder.SetStateSize(stat.flow_id, stat.state_size);
-    if (stat.has(kLastExecTime)) {
-      builder.SetLastExecTime(stat.flow_id, stat.last_exec_time);
-    }
-    if (stat.has(kStartTime))
-      builder.SetStartTime(stat.flow_id, stat.start_time);
-  }
+  for (const AggregateFlow& flow : *flows) builder.Set(flow.stat);
   return builder.Build();
 }
 

@@ -23,13 +23,7 @@ std::optional<FlowStateValue> Without(const FlowStateValue& report,
                            stat.flow_id)) {
       continue;
     }
-    if (stat.has(kStateSize))
-      builder.SetStateSize(stat.flow_id, stat.state_size);
-    if (stat.has(kLastExecTime)) {
-      builder.SetLastExecTime(stat.flow_id, stat.last_exec_time);
-    }
-    if (stat.has(kStartTime))
-      builder.SetStartTime(stat.flow_id, stat.start_time);
+    builder.Set(stat);
   }
   return builder.Build();
 }

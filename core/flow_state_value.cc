@@ -35,6 +35,13 @@ FlowStateValue::Builder& FlowStateValue::Builder::SetStartTime(uint32_t flow_id,
   return *this;
 }
 
+FlowStateValue::Builder& FlowStateValue::Builder::Set(const FlowStat& stat) {
+  if (stat.has(kStateSize)) SetStateSize(stat.flow_id, stat.state_size);
+  if (stat.has(kLastExecTime)) SetLastExecTime(stat.flow_id, stat.last_exec_time);
+  if (stat.has(kStartTime)) SetStartTime(stat.flow_id, stat.start_time);
+  return *this;
+}
+
 FlowStateValue FlowStateValue::Builder::Build(bool* had_duplicate) {
   // Stable, so that for a repeated (flow, field) the last one set comes last.
   std::stable_sort(items_.begin(), items_.end(),

@@ -58,6 +58,8 @@ class FlowStateValue::Builder {
   Builder& SetStateSize(uint32_t flow_id, uint64_t size);
   Builder& SetLastExecTime(uint32_t flow_id, int64_t unix_ms);
   Builder& SetStartTime(uint32_t flow_id, int64_t unix_ms);
+  // Sets every field `stat` has.
+  Builder& Set(const FlowStat& stat);
   void Reserve(size_t n) { items_.reserve(n); }
 
   // Sorts and combines what was set, and empties the builder. Sets *had_duplicate (if given) to whether

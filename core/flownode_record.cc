@@ -1,6 +1,7 @@
 #include "core/flownode_record.h"
 
 #include <string>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "rapidjson/document.h"
@@ -21,6 +22,11 @@ void WriteString(Writer& w, const char* key, const std::string& value) {
 void WriteInt(Writer& w, const char* key, int64_t value) {
   w.Key(key);
   w.Int64(value);
+}
+
+void WriteInt(Writer& w, const char* key, uint64_t value) {
+  w.Key(key);
+  w.Uint64(value);
 }
 
 // Reads member `key` of `object` into `out`; kInvalidArgument if absent or not
@@ -63,29 +69,26 @@ absl::StatusOr<NodeInfo> ReadInfo(const rapidjson::Value& object) {
     return absl::InvalidArgumentError("flownode record: \"info\" must be an object");
   }
   NodeInfo info;
-  for (absl::Status s :
-       {Read(object, "version", &info.version),
-        Read(object, "git_commit", &info.git_commit),
-        Read(object, "start_time_ms", &info.start_time_ms),
-        Read(object, "hostname", &info.hostname),
-        Read(object, "total_cpu_millicores", &info.total_cpu_millicores),
-        Read(object, "total_memory_bytes", &info.total_memory_bytes),
-        Read(object, "cpu_usage_millicores", &info.cpu_usage_millicores),
-        Read(object, "memory_usage_bytes", &info.memory_usage_bytes)}) {
-    if (!s.ok()) return s;
-  }
+  absl::Status status;
+  ForEachNodeInfoField(
+      [&](const char* name, auto& field) {
+        if (status.ok()) status = Read(object, name, &field);
+      },
+      info);
+  if (!status.ok()) return status;
   return info;
 }
 
 }  // namespace
 
 bool NodeInfo::operator==(const NodeInfo& o) const {
-  return version == o.version && git_commit == o.git_commit &&
-         start_time_ms == o.start_time_ms && hostname == o.hostname &&
-         total_cpu_millicores == o.total_cpu_millicores &&
-         total_memory_bytes == o.total_memory_bytes &&
-         cpu_usage_millicores == o.cpu_usage_millicores &&
-         memory_usage_bytes == o.memory_usage_bytes;
+  bool equal = true;
+  ForEachNodeInfoField(
+      [&equal](const char*, const auto& a, const auto& b) {
+        equal = equal && a == b;
+      },
+      *this, o);
+  return equal;
 }
 
 bool FlownodeRecord::operator==(const FlownodeRecord& o) const {
@@ -104,15 +107,16 @@ std::string EncodeFlownodeRecord(const FlownodeRecord& record) {
     const NodeInfo& info = *record.info;
     w.Key("info");
     w.StartObject();
-    WriteString(w, "version", info.version);
-    WriteString(w, "git_commit", info.git_commit);
-    w.Key("start_time_ms");
-    w.Uint64(info.start_time_ms);
-    WriteString(w, "hostname", info.hostname);
-    WriteInt(w, "total_cpu_millicores", info.total_cpu_millicores);
-    WriteInt(w, "total_memory_bytes", info.total_memory_bytes);
-    WriteInt(w, "cpu_usage_millicores", info.cpu_usage_millicores);
-    WriteInt(w, "memory_usage_bytes", info.memory_usage_bytes);
+    ForEachNodeInfoField(
+        [&w](const char* name, const auto& field) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(field)>,
+                                       std::string>) {
+            WriteString(w, name, field);
+          } else {
+            WriteInt(w, name, field);
+          }
+        },
+        info);
     w.EndObject();
   }
   w.EndObject();

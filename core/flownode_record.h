@@ -28,6 +28,22 @@ struct NodeInfo {
   bool operator==(const NodeInfo& o) const;
 };
 
+// The one list of NodeInfo's fields, with their names (GreptimeDB's protobuf
+// names, and the record's JSON keys): calls `f(name, info.field...)` for each
+// field in order, over one or more infos at once. The JSON codec, equality
+// and the protobuf conversions all go through it.
+template <typename F, typename... Infos>
+void ForEachNodeInfoField(F&& f, Infos&... infos) {
+  f("version", infos.version...);
+  f("git_commit", infos.git_commit...);
+  f("start_time_ms", infos.start_time_ms...);
+  f("hostname", infos.hostname...);
+  f("total_cpu_millicores", infos.total_cpu_millicores...);
+  f("total_memory_bytes", infos.total_memory_bytes...);
+  f("cpu_usage_millicores", infos.cpu_usage_millicores...);
+  f("memory_usage_bytes", infos.memory_usage_bytes...);
+}
+
 // One flownode's record.
 struct FlownodeRecord {
   std::string peer_addr;          // Its address; empty until it sent a peer.

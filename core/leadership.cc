@@ -4,12 +4,15 @@
 
 namespace metasrv::core {
 
+std::string NotLeaderMessage(const Leadership& leadership) {
+  const std::string leader = leadership.LeaderAddr();
+  return leader.empty() ? std::string("not leader; no leader is elected now")
+                        : absl::StrCat("not leader; the leader is ", leader);
+}
+
 absl::Status CheckLeader(const Leadership& leadership) {
   if (leadership.IsLeader()) return absl::OkStatus();
-  const std::string leader = leadership.LeaderAddr();
-  return absl::FailedPreconditionError(
-      leader.empty() ? std::string("not leader; no leader is elected now")
-                     : absl::StrCat("not leader; the leader is ", leader));
+  return absl::FailedPreconditionError(NotLeaderMessage(leadership));
 }
 
 }  // namespace metasrv::core

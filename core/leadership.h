@@ -68,6 +68,10 @@ class StandaloneLeadership final : public Leadership {
   const std::string self_addr_;  // This replica's advertised address.
 };
 
+// Why a follower cannot serve a leader's call: names the leader, or says
+// that none is elected. Every not-leader answer carries it.
+std::string NotLeaderMessage(const Leadership& leadership);
+
 // OK when `leadership` leads; otherwise kFailedPrecondition naming the leader,
 // for the project's own RPCs, which a client must send to the leader instead.
 absl::Status CheckLeader(const Leadership& leadership);

@@ -41,15 +41,14 @@ for port in 3002 3012 3022; do
   pids+=($!)
 done
 
-# The candidate with the oldest key leads.
+# The candidate with the oldest key leads, once its log says so.
 leader=""
-for _ in $(seq 100); do
+leader_elected() {
   leader=$(ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:2379 get --prefix \
     --sort-by=CREATE --order=ASCEND --print-value-only __metasrv_election/ | sed -n 1p)
-  [[ -n "$leader" ]] && grep -q "became leader" "$work/metasrv-${leader##*:}.log" && break
-  sleep 0.1
-done
-[[ -n "$leader" ]] || { echo "no leader elected; logs in $work" >&2; exit 1; }
+  [[ -n "$leader" ]] && grep -q "became leader" "$work/metasrv-${leader##*:}.log"
+}
+wait_until 100 0.1 leader_elected || { echo "no leader elected; logs in $work" >&2; exit 1; }
 echo "etcd:     127.0.0.1:2379"
 for port in 3002 3012 3022; do
   role=follower

@@ -52,16 +52,10 @@ grpc::ServerUnaryReactor* AdminService::LeaderChange(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = nullptr;
-  auto* call =
-      UnaryCall<metasrv::v1::LeaderChangeRequest,
-                metasrv::v1::LeaderChangeResponse>::Start(context, request,
-                                                          response, limits_,
-                                                          &reactor);
+  auto* call = StartAdmitted<metasrv::v1::LeaderChangeRequest,
+                             metasrv::v1::LeaderChangeResponse>(
+      context, request, response, "LeaderChange", &reactor);
   if (call == nullptr) return reactor;
-  if (absl::Status allowed = Admit(context, "LeaderChange"); !allowed.ok()) {
-    call->Finish(allowed);
-    return reactor;
-  }
   absl::StatusOr<uint64_t> dropped = leader_change_();
   if (dropped.ok()) {
     spdlog::info("leader change requested by {}: {} keys dropped",
@@ -76,16 +70,10 @@ grpc::ServerUnaryReactor* AdminService::ForgetFlows(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = nullptr;
-  auto* call =
-      UnaryCall<metasrv::v1::ForgetFlowsRequest,
-                metasrv::v1::ForgetFlowsResponse>::Start(context, request,
-                                                         response, limits_,
-                                                         &reactor);
+  auto* call = StartAdmitted<metasrv::v1::ForgetFlowsRequest,
+                             metasrv::v1::ForgetFlowsResponse>(
+      context, request, response, "ForgetFlows", &reactor);
   if (call == nullptr) return reactor;
-  if (absl::Status allowed = Admit(context, "ForgetFlows"); !allowed.ok()) {
-    call->Finish(allowed);
-    return reactor;
-  }
   const auto& ids = call->request().flow_ids();
   absl::StatusOr<core::ForgetResult> forgotten =
       flow_state_->ForgetFlows(absl::MakeConstSpan(ids.data(), ids.size()));

@@ -2,6 +2,7 @@
 
 #include "server/flow_state_response.h"
 #include "server/grpc_status.h"
+#include "server/node_info_proto.h"
 #include "server/request_decoder.h"
 #include "server/unary_call.h"
 
@@ -15,7 +16,7 @@ FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
       leadership_(leadership),
       reads_(reads),
       watch_(watch),
-      metrics_(metrics),
+      metrics_(Metrics::OrDiscard(metrics)),
       limits_(limits) {}
 
 namespace {
@@ -92,16 +93,7 @@ absl::Status FlowStateService::ListNodes(
     node->set_last_report_ms(view.record.last_report_ms);
     node->set_flow_count(view.flow_count);
     if (view.record.info.has_value()) {
-      const core::NodeInfo& from = *view.record.info;
-      greptime::v1::meta::NodeInfo* info = node->mutable_info();
-      info->set_version(from.version);
-      info->set_git_commit(from.git_commit);
-      info->set_start_time_ms(from.start_time_ms);
-      info->set_hostname(from.hostname);
-      info->set_total_cpu_millicores(from.total_cpu_millicores);
-      info->set_total_memory_bytes(from.total_memory_bytes);
-      info->set_cpu_usage_millicores(from.cpu_usage_millicores);
-      info->set_memory_usage_bytes(from.memory_usage_bytes);
+      ToProto(*view.record.info, node->mutable_info());
     }
   }
   return absl::OkStatus();

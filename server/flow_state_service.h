@@ -24,7 +24,7 @@ class FlowStateService final
                   metasrv::v1::FlowState::Service>>> {
  public:
   // Borrows all; they must outlive the service. Reads run on `reads`.
-  // `metrics` may be null. Calls are held to `limits`.
+  // Null `metrics`: none kept. Calls are held to `limits`.
   FlowStateService(const core::FlowStateManager* flow_state,
                    const core::Leadership* leadership, ReadExecutor* reads,
                    WatchHub* watch, Metrics* metrics, CallLimits limits);
@@ -57,7 +57,7 @@ class FlowStateService final
   const core::Leadership* const leadership_;        // Who leads; borrowed.
   ReadExecutor* const reads_;                       // Runs reads; borrowed.
   WatchHub* const watch_;                           // Watchers; borrowed.
-  Metrics* const metrics_;                          // May be null; borrowed.
+  Metrics* const metrics_;                          // Borrowed; never null (Metrics::OrDiscard).
   const CallLimits limits_;                         // Request size, replies.
 };
 

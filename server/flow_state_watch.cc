@@ -16,7 +16,7 @@ WatchHub::WatchHub(const core::FlowStateManager* flow_state, Options options,
                    Metrics* metrics)
     : flow_state_(flow_state),
       options_(options),
-      metrics_(metrics),
+      metrics_(Metrics::OrDiscard(metrics)),
       streams_(options.max_watchers, "watch") {}
 
 WatchHub::~WatchHub() {
@@ -124,12 +124,12 @@ void WatchHub::Run() {
     streams_.ForEach([&snapshot](AbortableStream* stream) {
       static_cast<WatchStream*>(stream)->Offer(*snapshot);
     });
-    if (metrics_ != nullptr) metrics_->WatchPublished();
+    metrics_->WatchPublished();
   }
 }
 
 WatchStream::WatchStream(WatchHub* hub, Metrics* metrics)
-    : hub_(hub), metrics_(metrics) {
+    : hub_(hub), metrics_(Metrics::OrDiscard(metrics)) {
   absl::Status added = hub_->Add(this);
   if (!added.ok()) {
     FinishOnce(ToGrpcStatus(added));
@@ -153,7 +153,7 @@ void WatchStream::Offer(std::shared_ptr<const WatchSnapshot> snapshot) {
     if (offered_.has_value() && snapshot->sequence <= *offered_) return;
     offered_ = snapshot->sequence;
     if (end_.write_in_flight) {
-      if (next_ != nullptr && metrics_ != nullptr) metrics_->WatchSkipped();
+      if (next_ != nullptr) metrics_->WatchSkipped();
       next_ = std::move(snapshot);
       return;
     }

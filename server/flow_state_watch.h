@@ -44,7 +44,7 @@ class WatchHub final : public core::FlowStateListener {
     uint64_t max_watchers = 50000;  // Open watch streams; 0: no limit.
   };
 
-  // Borrows both (`metrics` may be null); they must outlive the hub.
+  // Borrows both (null `metrics`: none kept); they must outlive the hub.
   // Call Start() to begin publishing.
   WatchHub(const core::FlowStateManager* flow_state, Options options,
            Metrics* metrics);
@@ -84,7 +84,7 @@ class WatchHub final : public core::FlowStateListener {
 
   const core::FlowStateManager* const flow_state_;  // The state; borrowed.
   const Options options_;          // Interval and limit.
-  Metrics* const metrics_;         // May be null; borrowed.
+  Metrics* const metrics_;         // Borrowed; never null (Metrics::OrDiscard).
   StreamRegistry streams_;         // The open watchers (all WatchStreams).
   absl::Mutex mu_;                 // Guards the fields below.
   uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;    // Changes seen so far.
@@ -120,7 +120,7 @@ class WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   void FinishOnce(const grpc::Status& status);
 
   WatchHub* const hub_;      // Publishes to this stream; borrowed.
-  Metrics* const metrics_;   // May be null; borrowed.
+  Metrics* const metrics_;   // Borrowed; never null (Metrics::OrDiscard).
   bool registered_ = false;  // Whether Add() succeeded.
 
   absl::Mutex mu_;  // Guards the fields below; never held into gRPC calls.

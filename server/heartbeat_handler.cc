@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "spdlog/spdlog.h"
+#include "server/node_info_proto.h"
 
 namespace metasrv::server {
 
@@ -18,7 +19,7 @@ HeartbeatHandler::HeartbeatHandler(core::FlowStateManager* flow_state,
     : flow_state_(flow_state),
       leadership_(leadership),
       options_(options),
-      metrics_(metrics) {}
+      metrics_(Metrics::OrDiscard(metrics)) {}
 
 std::optional<uint64_t> HeartbeatHandler::NodeId(
     const HeartbeatRequest& request) {
@@ -48,43 +49,25 @@ core::FlowStateValue HeartbeatHandler::ToReport(
   return builder.Build();
 }
 
-namespace {
-
-core::NodeInfo ToNodeInfo(const greptime::v1::meta::NodeInfo& info) {
-  core::NodeInfo out;
-  out.version = info.version();
-  out.git_commit = info.git_commit();
-  out.start_time_ms = info.start_time_ms();
-  out.hostname = info.hostname();
-  out.total_cpu_millicores = info.total_cpu_millicores();
-  out.total_memory_bytes = info.total_memory_bytes();
-  out.cpu_usage_millicores = info.cpu_usage_millicores();
-  out.memory_usage_bytes = info.memory_usage_bytes();
-  return out;
-}
-
-}  // namespace
-
 absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     const HeartbeatRequest& request, greptime::v1::meta::Role role,
     std::optional<uint64_t> state_term) {
   const bool has_report = request.has_flow_stat();
   if (role != greptime::v1::meta::FLOWNODE) {
     if (!has_report) return MergeResult::kNoFlowStat;
-    if (metrics_ != nullptr)
-      metrics_->ReportIgnored(IgnoredReason::kNotFlownode);
+    metrics_->ReportIgnored(IgnoredReason::kNotFlownode);
     return MergeResult::kNotFlownode;
   }
   std::optional<uint64_t> node = NodeId(request);
   if (!node.has_value()) {
     if (!has_report) return MergeResult::kNoFlowStat;
     spdlog::debug("flow stat without header or peer ignored");
-    if (metrics_ != nullptr) metrics_->ReportIgnored(IgnoredReason::kNoNodeId);
+    metrics_->ReportIgnored(IgnoredReason::kNoNodeId);
     return MergeResult::kNoNodeId;
   }
   core::NodeHeartbeat heartbeat;
   heartbeat.peer_addr = request.peer().addr();
-  if (request.has_info()) heartbeat.info = ToNodeInfo(request.info());
+  if (request.has_info()) heartbeat.info = FromProto(request.info());
   if (has_report) {
     // The start times, from the extension a flownode may send.
     // Only a report that carries the extension pays for parsing it.
@@ -94,8 +77,7 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     if (ext != request.extensions().end()) {
       extension.emplace();
       if (!extension->ParseFromString(ext->second)) {
-        if (metrics_ != nullptr)
-          metrics_->ReportIgnored(IgnoredReason::kMalformed);
+        metrics_->ReportIgnored(IgnoredReason::kMalformed);
         return absl::InvalidArgumentError(absl::StrCat(
             "report of node ", *node, ": extension \"", kFlowStartTimeExtension,
             "\" is not an encoded metasrv.v1.FlowStartTimes"));
@@ -115,8 +97,7 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     const uint64_t flows =
         report.has_value() ? report->flows().size() : largest;
     if (flows > options_.max_flows_per_report) {
-      if (metrics_ != nullptr)
-        metrics_->ReportIgnored(IgnoredReason::kTooManyFlows);
+      metrics_->ReportIgnored(IgnoredReason::kTooManyFlows);
       return absl::InvalidArgumentError(absl::StrCat(
           "report of node ", *node, " has ", flows,
           " flows, more than the limit of ", options_.max_flows_per_report));
@@ -127,16 +108,16 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
   absl::Status recorded =
       flow_state_->Heartbeat(*node, std::move(heartbeat), state_term);
   if (!recorded.ok()) {
-    if (metrics_ != nullptr && absl::IsAborted(recorded) && has_report) {
+    if (absl::IsAborted(recorded) && has_report) {
       metrics_->ReportIgnored(IgnoredReason::kNotLeader);
     }
-    if (metrics_ != nullptr && absl::IsResourceExhausted(recorded)) {
+    if (absl::IsResourceExhausted(recorded)) {
       metrics_->ReportIgnored(IgnoredReason::kOverCapacity);
     }
     return recorded;
   }
   if (!has_report) return MergeResult::kNoFlowStat;
-  if (metrics_ != nullptr) metrics_->ReportMerged(absl::Now() - start);
+  metrics_->ReportMerged(absl::Now() - start);
   return MergeResult::kMerged;
 }
 
@@ -145,8 +126,7 @@ void SetNotLeader(const core::Leadership& leadership,
   header->set_protocol_version(1);
   auto* error = header->mutable_error();
   error->set_code(kNotLeaderErrorCode);
-  error->set_err_msg(
-      absl::StrCat("not leader; leader is '", leadership.LeaderAddr(), "'"));
+  error->set_err_msg(core::NotLeaderMessage(leadership));
 }
 
 uint64_t HeartbeatHandler::IntervalFor(int role) const {
@@ -166,7 +146,7 @@ absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
     return absl::InvalidArgumentError(
         absl::StrCat("heartbeat request has unknown role ", role));
   }
-  if (metrics_ != nullptr) metrics_->HeartbeatReceived(role);
+  metrics_->HeartbeatReceived(role);
   response->Clear();
   response->mutable_header()->set_protocol_version(1);
   // Every handshake answer carries the config, the not-leader one included.
@@ -184,11 +164,11 @@ absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
       return merged.status();
     }
   }
-  if (metrics_ != nullptr && request.has_flow_stat() && !term.leading) {
+  if (request.has_flow_stat() && !term.leading) {
     metrics_->ReportIgnored(IgnoredReason::kNotLeader);
   }
   SetNotLeader(*leadership_, response->mutable_header());
-  return absl::AbortedError("not leader");
+  return absl::AbortedError(response->header().error().err_msg());
 }
 
 }  // namespace metasrv::server

@@ -50,7 +50,7 @@ class HeartbeatHandler {
     uint64_t max_flows_per_report = 100000;
   };
 
-  // Borrows all three; they must outlive the handler. `metrics` may be null.
+  // Borrows all three; they must outlive the handler. Null `metrics`: none kept.
   // Thread-safe.
   HeartbeatHandler(core::FlowStateManager* flow_state,
                    const core::Leadership* leadership, Options options,
@@ -97,7 +97,7 @@ class HeartbeatHandler {
   core::FlowStateManager* const flow_state_;  // Where reports go; borrowed.
   const core::Leadership* const leadership_;  // Whether we lead; borrowed.
   const Options options_;                     // Handshake config, limits.
-  Metrics* const metrics_;                    // May be null; borrowed.
+  Metrics* const metrics_;                    // Borrowed; never null (Metrics::OrDiscard).
 };
 
 }  // namespace metasrv::server

@@ -82,7 +82,7 @@ void HeartbeatStream::HandleRead() {
   if (end_.finished) return;
   if (absl::IsAborted(handled)) {
     // Not leader: the response says so, then the stream ends.
-    end_.finish_after_write = ToGrpcStatus(absl::AbortedError("not leader"));
+    end_.finish_after_write = ToGrpcStatus(handled);
   }
   // No write is in flight (the next read starts when it completes), so
   // gRPC holds no reference to the previous answer's buffer.

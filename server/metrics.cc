@@ -132,4 +132,10 @@ void Metrics::NodesExpired(uint64_t n) {
   nodes_expired_->Increment(static_cast<double>(n));
 }
 
+Metrics* Metrics::OrDiscard(Metrics* metrics) {
+  if (metrics != nullptr) return metrics;
+  static Metrics* const discard = new Metrics(Sources{});
+  return discard;
+}
+
 }  // namespace metasrv::server

@@ -43,6 +43,11 @@ class Metrics {
   explicit Metrics(Sources sources);
   ~Metrics();
 
+  // Metrics that nobody reads, for components built without any (tests, the
+  // fuzzer): `metrics`, or the discarding instance when it is null. Every
+  // component takes its metrics through this, so none checks for null.
+  static Metrics* OrDiscard(Metrics* metrics);
+
   // Everything, in Prometheus' text format (what /metrics answers).
   std::string Scrape() const;
 

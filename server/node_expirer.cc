@@ -10,7 +10,7 @@ namespace metasrv::server {
 
 NodeExpirer::NodeExpirer(core::FlowStateManager* flow_state,
                          absl::Duration period, Metrics* metrics)
-    : flow_state_(flow_state), period_(period), metrics_(metrics) {
+    : flow_state_(flow_state), period_(period), metrics_(Metrics::OrDiscard(metrics)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -44,7 +44,7 @@ void NodeExpirer::Run() {
         absl::StrAppend(&named, " and ", expired.size() - kNamed, " more");
       }
       spdlog::info("{} silent flownodes expired: {}", expired.size(), named);
-      if (metrics_ != nullptr) metrics_->NodesExpired(expired.size());
+      metrics_->NodesExpired(expired.size());
     }
   }
 }

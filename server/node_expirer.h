@@ -17,7 +17,7 @@ namespace metasrv::server {
 class NodeExpirer {
  public:
   // Calls flow_state->ExpireSilentNodes() every `period` of real time from
-  // its own thread, until stopped. Borrows both (`metrics` may be null).
+  // its own thread, until stopped. Borrows both (null `metrics`: none kept).
   NodeExpirer(core::FlowStateManager* flow_state, absl::Duration period,
               Metrics* metrics);
   ~NodeExpirer() { Stop(); }
@@ -36,7 +36,7 @@ class NodeExpirer {
 
   core::FlowStateManager* const flow_state_;  // What expires; borrowed.
   const absl::Duration period_;               // Between runs.
-  Metrics* const metrics_;                    // May be null; borrowed.
+  Metrics* const metrics_;                    // Borrowed; never null (Metrics::OrDiscard).
   absl::Mutex mu_;                            // Guards stopping_.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // Stop() was called.
   std::thread thread_;                        // Runs Run().

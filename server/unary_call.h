@@ -112,7 +112,7 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
 
   grpc::CallbackServerContext* const context_;  // The call; gRPC's.
   grpc::ByteBuffer* const out_;                 // The response bytes; gRPC's.
-  ReplyBudget* const budget_;                   // May be null; borrowed.
+  ReplyBudget* const budget_;                   // Borrowed; never null (Metrics::OrDiscard).
   uint64_t held_ = 0;                           // Bytes taken from budget_.
   std::atomic<bool> cancelled_{false};          // OnCancel() ran.
   google::protobuf::Arena arena_;               // Holds both messages.

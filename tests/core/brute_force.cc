@@ -45,11 +45,7 @@ absl::StatusOr<core::FlowStateValue> BruteForceAggregate(const kv::KvBackend& kv
     }
   }
   core::FlowStateValue::Builder b;
-  for (const auto& [id, m] : max) {
-    if (m.has(core::kStateSize)) b.SetStateSize(id, m.state_size);
-    if (m.has(core::kLastExecTime)) b.SetLastExecTime(id, m.last_exec_time);
-    if (m.has(core::kStartTime)) b.SetStartTime(id, m.start_time);
-  }
+  for (const auto& [id, m] : max) b.Set(m);
   return b.Build();
 }
 

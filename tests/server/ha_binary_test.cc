@@ -10,17 +10,6 @@
 namespace metasrv::testing {
 namespace {
 
-std::string AskLeader(const std::shared_ptr<grpc::Channel>& channel) {
-  auto stub = meta::Heartbeat::NewStub(channel);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  meta::AskLeaderRequest req;
-  req.mutable_header()->set_role(meta::FLOWNODE);
-  meta::AskLeaderResponse resp;
-  if (!stub->AskLeader(&ctx, req, &resp).ok()) return "";
-  return resp.leader().addr();
-}
-
 TEST(HaBinaryTest, KilledLeaderIsReplacedWithinTtlPlusTwoSeconds) {
   EtcdProcess etcd;
   const std::vector<std::string> args = {"--store_addrs=" + etcd.endpoint(),

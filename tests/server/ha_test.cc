@@ -10,6 +10,7 @@
 #include "server/heartbeat_handler.h"
 #include "server/metasrv_server.h"
 #include "tests/server/etcd_process.h"
+#include "tests/server/in_process_server.h"
 #include "tests/server/test_util.h"
 #include "tests/server/watch_client.h"
 
@@ -33,12 +34,10 @@ class HaTest : public ::testing::Test {
   void SetUp() override {
     for (int i = 0; i < 3; ++i) {
       ServerOptions options;
-      options.bind_addr = "127.0.0.1:0";
       options.store_addrs = {etcd_.endpoint()};
       options.lease_ttl = kTtl;
-      auto started = MetasrvServer::Start(options);
-      ASSERT_TRUE(started.ok()) << started.status();
-      replicas_.push_back(*std::move(started));
+      replicas_.push_back(::metasrv::testing::StartInProcess(options));
+      ASSERT_NE(replicas_.back(), nullptr);
       channels_.push_back(Connect(replicas_.back()->advertised_addr()));
     }
   }
@@ -75,13 +74,7 @@ class HaTest : public ::testing::Test {
   }
 
   std::string AskLeader(int i) {
-    auto stub = meta::Heartbeat::NewStub(channels_[i]);
-    grpc::ClientContext ctx;
-    meta::AskLeaderRequest req;
-    req.mutable_header()->set_role(meta::FLOWNODE);
-    meta::AskLeaderResponse resp;
-    if (!stub->AskLeader(&ctx, req, &resp).ok()) return "";
-    return resp.leader().addr();
+    return ::metasrv::testing::AskLeader(channels_[i]);
   }
 
   grpc::Status LeaderChange(int i, metasrv::v1::LeaderChangeResponse* resp) {

@@ -185,6 +185,17 @@ std::optional<std::string> RangeGet(
   return resp.kvs(0).value();
 }
 
+std::string AskLeader(const std::shared_ptr<grpc::Channel>& channel) {
+  auto stub = meta::Heartbeat::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  meta::AskLeaderRequest req;
+  req.mutable_header()->set_role(meta::FLOWNODE);
+  meta::AskLeaderResponse resp;
+  if (!stub->AskLeader(&ctx, req, &resp).ok()) return "";
+  return resp.leader().addr();
+}
+
 bool IsServing(const std::shared_ptr<grpc::Channel>& channel) {
   auto stub = grpc::health::v1::Health::NewStub(channel);
   grpc::ClientContext ctx;

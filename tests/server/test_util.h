@@ -83,6 +83,10 @@ FlowStateRows GetFlowState(const std::shared_ptr<grpc::Channel>& channel,
 std::optional<std::string> RangeGet(
     const std::shared_ptr<grpc::Channel>& channel, const std::string& key);
 
+// The leader's address as AskLeader (asked as a flownode) answers it; empty
+// when the call fails or within a second.
+std::string AskLeader(const std::shared_ptr<grpc::Channel>& channel);
+
 // Whether the standard health service answers SERVING.
 bool IsServing(const std::shared_ptr<grpc::Channel>& channel);
 
