@@ -21,12 +21,23 @@ namespace {
 namespace meta = greptime::v1::meta;
 
 int Fail(const grpc::Status& s) {
-  static const char* const kNames[] = {
-      "ok",        "cancelled",           "unknown",           "invalid argument",
-      "deadline exceeded", "not found",   "already exists",    "permission denied",
-      "resource exhausted", "failed precondition", "aborted",  "out of range",
-      "unimplemented", "internal",        "unavailable",       "data loss",
-      "unauthenticated"};
+  static const char* const kNames[] = {"ok",
+                                       "cancelled",
+                                       "unknown",
+                                       "invalid argument",
+                                       "deadline exceeded",
+                                       "not found",
+                                       "already exists",
+                                       "permission denied",
+                                       "resource exhausted",
+                                       "failed precondition",
+                                       "aborted",
+                                       "out of range",
+                                       "unimplemented",
+                                       "internal",
+                                       "unavailable",
+                                       "data loss",
+                                       "unauthenticated"};
   const int code = static_cast<int>(s.error_code());
   std::fprintf(stderr, "metasrvctl: %s: %s\n",
                code >= 0 && code <= 16 ? kNames[code] : "error",
@@ -49,16 +60,19 @@ std::map<uint32_t, Row> RowsOf(const metasrv::v1::GetFlowStateResponse& resp) {
   std::map<uint32_t, Row> rows;
   for (int i = 0; i < resp.flow_ids_size(); ++i) {
     rows[resp.flow_ids(i)] = {resp.fields(i), resp.state_sizes(i),
-                              resp.last_exec_times_ms(i), resp.start_times_ms(i)};
+                              resp.last_exec_times_ms(i),
+                              resp.start_times_ms(i)};
   }
   return rows;
 }
 
 // Parses --flow=ID,... into `ids`; false (after saying why) if malformed.
-bool ParseFlowIds(const Flags& f, const char* command, std::vector<uint32_t>* ids) {
+bool ParseFlowIds(const Flags& f, const char* command,
+                  std::vector<uint32_t>* ids) {
   auto it = f.values.find("flow");
   if (it == f.values.end()) return true;
-  for (absl::string_view s : absl::StrSplit(it->second, ',', absl::SkipEmpty())) {
+  for (absl::string_view s :
+       absl::StrSplit(it->second, ',', absl::SkipEmpty())) {
     uint32_t id;
     if (!absl::SimpleAtoi(s, &id)) {
       std::fprintf(stderr, "metasrvctl %s: bad flow id '%s'\n", command,
@@ -76,10 +90,11 @@ bool AddToken(const Flags& f, const char* command, grpc::ClientContext* ctx) {
   auto it = f.values.find("token_file");
   if (it == f.values.end()) return true;
   bool ok = false;
-  const std::string token(absl::StripAsciiWhitespace(ReadFile(it->second, &ok)));
+  const std::string token(
+      absl::StripAsciiWhitespace(ReadFile(it->second, &ok)));
   if (!ok || token.empty()) {
-    std::fprintf(stderr, "metasrvctl %s: cannot read a token from %s\n", command,
-                 it->second.c_str());
+    std::fprintf(stderr, "metasrvctl %s: cannot read a token from %s\n",
+                 command, it->second.c_str());
     return false;
   }
   ctx->AddMetadata("authorization", "Bearer " + token);
@@ -119,12 +134,14 @@ int Get(const Client& c, const Flags& f) {
   const bool found = resp.found();
   const std::map<uint32_t, Row> rows = RowsOf(resp);
   if (f.values.count("json")) {
-    std::string out = absl::StrCat("{\"found\":", found ? "true" : "false", ",\"flows\":[");
+    std::string out =
+        absl::StrCat("{\"found\":", found ? "true" : "false", ",\"flows\":[");
     bool first = true;
     for (const auto& [id, r] : rows) {
       absl::StrAppend(&out, first ? "" : ",", "{\"flow_id\":", id);
       if (r.fields & 1) absl::StrAppend(&out, ",\"state_size\":", r.state_size);
-      if (r.fields & 2) absl::StrAppend(&out, ",\"last_exec_time_ms\":", r.last_exec);
+      if (r.fields & 2)
+        absl::StrAppend(&out, ",\"last_exec_time_ms\":", r.last_exec);
       if (r.fields & 4) absl::StrAppend(&out, ",\"start_time_ms\":", r.start);
       out += "}";
       first = false;
@@ -136,8 +153,8 @@ int Get(const Client& c, const Flags& f) {
     std::printf("no flow state (no report since the last leader change)\n");
     return kOk;
   }
-  std::printf("%-12s %-14s %-20s %-20s\n", "FLOW_ID", "STATE_SIZE", "LAST_EXEC_TIME_MS",
-              "START_TIME_MS");
+  std::printf("%-12s %-14s %-20s %-20s\n", "FLOW_ID", "STATE_SIZE",
+              "LAST_EXEC_TIME_MS", "START_TIME_MS");
   for (const auto& [id, r] : rows) {
     std::printf("%-12u %-14s %-20s %-20s\n", id,
                 Cell(r, 1, static_cast<int64_t>(r.state_size)).c_str(),
@@ -175,12 +192,15 @@ int Peers(const Client& c, const Flags&) {
   // A follower answers with the not-leader error and no peers, as
   // GreptimeDB's do: say so rather than print nothing.
   if (resp.header().has_error()) {
-    std::fprintf(stderr, "metasrvctl peers: %s (ask the leader: metasrvctl leader)\n",
+    std::fprintf(stderr,
+                 "metasrvctl peers: %s (ask the leader: metasrvctl leader)\n",
                  resp.header().error().err_msg().c_str());
     return kError;
   }
-  if (resp.has_leader()) std::printf("leader    %s\n", resp.leader().peer().addr().c_str());
-  for (const auto& f : resp.followers()) std::printf("follower  %s\n", f.peer().addr().c_str());
+  if (resp.has_leader())
+    std::printf("leader    %s\n", resp.leader().peer().addr().c_str());
+  for (const auto& f : resp.followers())
+    std::printf("follower  %s\n", f.peer().addr().c_str());
   return kOk;
 }
 
@@ -229,8 +249,9 @@ int Nodes(const Client& c, const Flags& f) {
   if (f.values.count("json")) {
     std::string out = "[";
     for (const metasrv::v1::Flownode& n : resp.nodes()) {
-      absl::StrAppend(&out, out.size() > 1 ? "," : "", "{\"node_id\":", n.node_id(),
-                      ",\"peer_addr\":\"", absl::CEscape(n.peer_addr()),
+      absl::StrAppend(&out, out.size() > 1 ? "," : "",
+                      "{\"node_id\":", n.node_id(), ",\"peer_addr\":\"",
+                      absl::CEscape(n.peer_addr()),
                       "\",\"last_heartbeat_ms\":", n.last_heartbeat_ms(),
                       ",\"last_report_ms\":", n.last_report_ms(),
                       ",\"flow_count\":", n.flow_count(), ",\"hostname\":\"",
@@ -244,14 +265,16 @@ int Nodes(const Client& c, const Flags& f) {
               "LAST_HEARTBEAT", "LAST_REPORT", "FLOWS", "HOSTNAME", "VERSION");
   auto when = [](int64_t ms) {
     return ms == 0 ? std::string("-")
-                   : absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(ms),
+                   : absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ",
+                                      absl::FromUnixMillis(ms),
                                       absl::UTCTimeZone());
   };
   for (const metasrv::v1::Flownode& n : resp.nodes()) {
     std::printf("%-10llu %-22s %-24s %-24s %-7llu %-16s %s\n",
                 static_cast<unsigned long long>(n.node_id()),
                 n.peer_addr().empty() ? "-" : n.peer_addr().c_str(),
-                when(n.last_heartbeat_ms()).c_str(), when(n.last_report_ms()).c_str(),
+                when(n.last_heartbeat_ms()).c_str(),
+                when(n.last_report_ms()).c_str(),
                 static_cast<unsigned long long>(n.flow_count()),
                 n.info().hostname().empty() ? "-" : n.info().hostname().c_str(),
                 n.info().version().empty() ? "-" : n.info().version().c_str());
@@ -269,16 +292,18 @@ int Watch(const Client& c, const Flags& f) {
   }
   auto stub = metasrv::v1::FlowState::NewStub(c.channel());
   grpc::ClientContext ctx;  // No deadline: it runs until stopped.
-  std::unique_ptr<grpc::ClientReader<metasrv::v1::WatchFlowStateResponse>> reader =
-      stub->WatchFlowState(&ctx, {});
+  std::unique_ptr<grpc::ClientReader<metasrv::v1::WatchFlowStateResponse>>
+      reader = stub->WatchFlowState(&ctx, {});
   metasrv::v1::WatchFlowStateResponse msg;
   std::map<uint32_t, Row> before;
   int64_t seen = 0;
   while (reader->Read(&msg)) {
-    const std::string t = absl::FormatTime(
-        "%H:%M:%E3S", absl::FromUnixMillis(msg.sent_at_ms()), absl::UTCTimeZone());
+    const std::string t =
+        absl::FormatTime("%H:%M:%E3S", absl::FromUnixMillis(msg.sent_at_ms()),
+                         absl::UTCTimeZone());
     if (msg.reset()) {
-      std::printf("%s reset: all flow state dropped (leader change)\n", t.c_str());
+      std::printf("%s reset: all flow state dropped (leader change)\n",
+                  t.c_str());
       before.clear();
     }
     std::map<uint32_t, Row> now = RowsOf(msg.state());

@@ -2,12 +2,12 @@
 #ifndef METASRV_CLI_COMMANDS_H_
 #define METASRV_CLI_COMMANDS_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/time/time.h"
 

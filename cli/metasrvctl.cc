@@ -3,14 +3,14 @@
 //   metasrvctl [--addr=HOST:PORT] [TLS flags] COMMAND [command flags]
 //
 // Exit codes: 0 ok, 1 error (the call failed), 2 usage.
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
@@ -24,39 +24,46 @@ using namespace metasrvctl;  // NOLINT: the commands and their types.
 // Every command: its name, a line for the usage, its help, the flags it
 // takes and what runs it. The one list of commands.
 struct Command {
-  const char* name;                // As typed.
-  const char* summary;             // Its line in the usage.
-  const char* help;                // What `COMMAND --help` prints.
-  std::vector<std::string> flags;  // The flags it takes.
+  const char* name;                         // As typed.
+  const char* summary;                      // Its line in the usage.
+  const char* help;                         // What `COMMAND --help` prints.
+  std::vector<std::string> flags;           // The flags it takes.
   int (*run)(const Client&, const Flags&);  // Does it.
 };
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
-      {"get", "print the aggregated flow state",
+      {"get",
+       "print the aggregated flow state",
        "usage: metasrvctl get [--json] [--flow=ID,...]\n"
-       "Prints the aggregate: per flow its state size, last execution time and\n"
+       "Prints the aggregate: per flow its state size, last execution time "
+       "and\n"
        "start time (max over all flownodes), as a table or with --json as "
        "JSON.\n",
        {"json", "flow"},
        Get},
-      {"nodes", "print the flownodes and when they were last heard from",
+      {"nodes",
+       "print the flownodes and when they were last heard from",
        "usage: metasrvctl nodes [--json]\n"
-       "Prints every flownode the leader heard from since it began leading: its\n"
+       "Prints every flownode the leader heard from since it began leading: "
+       "its\n"
        "id, address, last heartbeat and report (UTC), flow count, host and\n"
        "version (ListFlownodes).\n",
        {"json"},
        Nodes},
-      {"leader", "print the leader's address",
+      {"leader",
+       "print the leader's address",
        "usage: metasrvctl leader\nPrints the leader's address (AskLeader).\n",
        {},
        Leader},
-      {"peers", "print the metasrv replicas",
+      {"peers",
+       "print the metasrv replicas",
        "usage: metasrvctl peers\n"
        "Prints the leader and the followers (MetasrvPeers).\n",
        {},
        Peers},
-      {"reset", "leader change: drop all flow state (admin)",
+      {"reset",
+       "leader change: drop all flow state (admin)",
        "usage: metasrvctl reset [--token_file=FILE]\n"
        "Leader change: the in-memory KV is reset and all flow state dropped "
        "(with\n"
@@ -64,14 +71,17 @@ const std::vector<Command>& Commands() {
        "'authorization: Bearer <token>'. Prints the number of keys dropped.\n",
        {"token_file"},
        Reset},
-      {"forget", "remove dropped flows from every node's report (admin)",
+      {"forget",
+       "remove dropped flows from every node's report (admin)",
        "usage: metasrvctl forget --flow=ID,... [--token_file=FILE]\n"
        "Removes the flows from every node's report and from the aggregate\n"
-       "(ForgetFlows), e.g. after they were dropped. A node that still reports\n"
+       "(ForgetFlows), e.g. after they were dropped. A node that still "
+       "reports\n"
        "one brings it back. Sends the admin token from FILE like reset.\n",
        {"flow", "token_file"},
        Forget},
-      {"watch", "print flow-state changes as they happen",
+      {"watch",
+       "print flow-state changes as they happen",
        "usage: metasrvctl watch [--count=N]\n"
        "Subscribes to the flow state (WatchFlowState) and prints one line per\n"
        "change: new, changed and removed flows, and resets. The server pushes "
@@ -136,7 +146,8 @@ bool Parse(int argc, char** argv, int from, Flags* out) {
       if (eq == absl::string_view::npos) {
         out->values[std::string(arg)] = "true";
       } else {
-        out->values[std::string(arg.substr(0, eq))] = std::string(arg.substr(eq + 1));
+        out->values[std::string(arg.substr(0, eq))] =
+            std::string(arg.substr(eq + 1));
       }
     } else {
       out->positional.emplace_back(arg);
@@ -144,7 +155,6 @@ bool Parse(int argc, char** argv, int from, Flags* out) {
   }
   return true;
 }
-
 
 // The channel the global flags ask for; nullopt (after saying why) when
 // they are wrong.

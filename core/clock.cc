@@ -10,7 +10,8 @@ class RealClock final : public Clock {
   absl::Time Now() const override { return absl::Now(); }
   absl::Time Monotonic() const override {
     return absl::UnixEpoch() +
-           absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+           absl::FromChrono(
+               std::chrono::steady_clock::now().time_since_epoch());
   }
 };
 

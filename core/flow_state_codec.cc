@@ -72,7 +72,8 @@ bool ParseFlowId(absl::string_view s, uint32_t* out) {
 
 // A rapidjson SAX handler that accepts exactly the flow-state shape. Each
 // callback returns false to stop the parse; error_ then says why.
-class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> {
+class Handler
+    : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> {
  public:
   bool Default() { return Fail("unexpected JSON value"); }
 
@@ -196,10 +197,10 @@ class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> 
     return true;
   }
 
-  State state_ = kStart;           // Where in the shape the parser is.
-  uint8_t seen_maps_ = 0;          // FlowField bits of the maps seen so far.
-  FlowField field_ = kStateSize;   // The map being read.
-  uint32_t flow_id_ = 0;           // The key whose value comes next.
+  State state_ = kStart;          // Where in the shape the parser is.
+  uint8_t seen_maps_ = 0;         // FlowField bits of the maps seen so far.
+  FlowField field_ = kStateSize;  // The map being read.
+  uint32_t flow_id_ = 0;          // The key whose value comes next.
   absl::flat_hash_set<uint32_t> seen_in_map_;  // Flow ids seen in this map.
   FlowStateValue::Builder builder_;            // What was read so far.
   std::string error_;                          // Why the parse stopped.

@@ -18,7 +18,7 @@ const FlowStat* FlowStateValue::Find(uint32_t flow_id) const {
 }
 
 FlowStateValue::Builder& FlowStateValue::Builder::SetStateSize(uint32_t flow_id,
-                                                              uint64_t size) {
+                                                               uint64_t size) {
   items_.push_back({flow_id, kStateSize, size});
   return *this;
 }
@@ -29,25 +29,25 @@ FlowStateValue::Builder& FlowStateValue::Builder::SetLastExecTime(
   return *this;
 }
 
-FlowStateValue::Builder& FlowStateValue::Builder::SetStartTime(uint32_t flow_id,
-                                                              int64_t unix_ms) {
+FlowStateValue::Builder& FlowStateValue::Builder::SetStartTime(
+    uint32_t flow_id, int64_t unix_ms) {
   items_.push_back({flow_id, kStartTime, static_cast<uint64_t>(unix_ms)});
   return *this;
 }
 
 FlowStateValue::Builder& FlowStateValue::Builder::Set(const FlowStat& stat) {
   if (stat.has(kStateSize)) SetStateSize(stat.flow_id, stat.state_size);
-  if (stat.has(kLastExecTime)) SetLastExecTime(stat.flow_id, stat.last_exec_time);
+  if (stat.has(kLastExecTime))
+    SetLastExecTime(stat.flow_id, stat.last_exec_time);
   if (stat.has(kStartTime)) SetStartTime(stat.flow_id, stat.start_time);
   return *this;
 }
 
 FlowStateValue FlowStateValue::Builder::Build(bool* had_duplicate) {
   // Stable, so that for a repeated (flow, field) the last one set comes last.
-  std::stable_sort(items_.begin(), items_.end(),
-                   [](const Item& a, const Item& b) {
-                     return a.flow_id < b.flow_id;
-                   });
+  std::stable_sort(
+      items_.begin(), items_.end(),
+      [](const Item& a, const Item& b) { return a.flow_id < b.flow_id; });
   bool dup = false;
   FlowStateValue out;
   out.flows_.reserve(items_.size());

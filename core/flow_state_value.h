@@ -62,15 +62,16 @@ class FlowStateValue::Builder {
   Builder& Set(const FlowStat& stat);
   void Reserve(size_t n) { items_.reserve(n); }
 
-  // Sorts and combines what was set, and empties the builder. Sets *had_duplicate (if given) to whether
-  // any flow's field was set more than once. O(n log n).
+  // Sorts and combines what was set, and empties the builder. Sets
+  // *had_duplicate (if given) to whether any flow's field was set more than
+  // once. O(n log n).
   FlowStateValue Build(bool* had_duplicate = nullptr);
 
  private:
   struct Item {
     uint32_t flow_id;  // The flow.
     FlowField field;   // Which field.
-    uint64_t bits;     // The value's bits (int64 stored as its two's complement).
+    uint64_t bits;  // The value's bits (int64 stored as its two's complement).
   };
   std::vector<Item> items_;  // In the order they were set.
 };

@@ -66,7 +66,8 @@ absl::Status Read(const rapidjson::Value& object, const char* key,
 
 absl::StatusOr<NodeInfo> ReadInfo(const rapidjson::Value& object) {
   if (!object.IsObject()) {
-    return absl::InvalidArgumentError("flownode record: \"info\" must be an object");
+    return absl::InvalidArgumentError(
+        "flownode record: \"info\" must be an object");
   }
   NodeInfo info;
   absl::Status status;
@@ -83,11 +84,9 @@ absl::StatusOr<NodeInfo> ReadInfo(const rapidjson::Value& object) {
 
 bool NodeInfo::operator==(const NodeInfo& o) const {
   bool equal = true;
-  ForEachNodeInfoField(
-      [&equal](const char*, const auto& a, const auto& b) {
-        equal = equal && a == b;
-      },
-      *this, o);
+  ForEachNodeInfoField([&equal](const char*, const auto& a,
+                                const auto& b) { equal = equal && a == b; },
+                       *this, o);
   return equal;
 }
 
@@ -139,9 +138,10 @@ absl::StatusOr<FlownodeRecord> DecodeFlownodeRecord(absl::string_view json) {
     return absl::InvalidArgumentError("flownode record: not a JSON object");
   }
   FlownodeRecord record;
-  for (absl::Status s : {Read(doc, "peer_addr", &record.peer_addr),
-                         Read(doc, "last_heartbeat_ms", &record.last_heartbeat_ms),
-                         Read(doc, "last_report_ms", &record.last_report_ms)}) {
+  for (absl::Status s :
+       {Read(doc, "peer_addr", &record.peer_addr),
+        Read(doc, "last_heartbeat_ms", &record.last_heartbeat_ms),
+        Read(doc, "last_report_ms", &record.last_report_ms)}) {
     if (!s.ok()) return s;
   }
   auto info = doc.FindMember("info");

@@ -5,9 +5,9 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/synchronization/mutex.h"
-#include "server/flags.h"
-#include "server/grpc_log.h"
 #include "server/metasrv_server.h"
+#include "server/ops/flags.h"
+#include "server/rpc/grpc_log.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.pb.h"
-#include "server/net_util.h"
+#include "server/ops/net_util.h"
 #include "spdlog/spdlog.h"
 
 #ifndef METASRV_VERSION
@@ -43,99 +43,155 @@ std::string HostName() {
 MetasrvServer::MetasrvServer(ServerOptions options)
     : options_(std::move(options)) {}
 
-absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
-    ServerOptions options) {
+namespace {
+
+// Resolves port 0 in `options->bind_addr` to a free port now, so that the
+// advertised address is known before serving.
+absl::Status ResolveBindPort(ServerOptions* options) {
   std::string host;
   int port = 0;
-  absl::Status split = SplitHostPort(options.bind_addr, &host, &port);
-  if (!split.ok()) return split;
-  if (port == 0) {
-    // Pick the port now, so the advertised address is known before serving.
-    absl::StatusOr<int> free_port = PickFreePort(host);
-    if (!free_port.ok()) return free_port.status();
-    port = *free_port;
-    options.bind_addr = JoinHostPort(host, port);
-  }
+  absl::Status split = SplitHostPort(options->bind_addr, &host, &port);
+  if (!split.ok() || port != 0) return split;
+  absl::StatusOr<int> free_port = PickFreePort(host);
+  if (!free_port.ok()) return free_port.status();
+  options->bind_addr = JoinHostPort(host, *free_port);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
+    ServerOptions options) {
+  absl::Status resolved = ResolveBindPort(&options);
+  if (!resolved.ok()) return resolved;
   std::unique_ptr<MetasrvServer> s(new MetasrvServer(std::move(options)));
   s->advertised_addr_ = s->options_.server_addr.empty()
                             ? s->options_.bind_addr
                             : s->options_.server_addr;
-  if (s->options_.store_addrs.empty()) {
-    s->leadership_ =
-        std::make_unique<core::StandaloneLeadership>(s->advertised_addr_);
-  } else {
-    auto election = std::make_unique<EtcdElection>(
-        EtcdElectionOptions{s->options_.store_addrs, s->options_.election_name,
-                            s->advertised_addr_, s->options_.lease_ttl},
-        core::SystemClock(), s.get());
-    s->election_ = election.get();
-    s->leadership_ = std::move(election);
+  s->StartLeadership();
+  absl::Status started = s->StartSupport();
+  if (started.ok()) started = s->MakeServices();
+  if (started.ok()) started = s->Serve();
+  if (!started.ok()) return started;
+  if (s->election_ != nullptr) s->election_->Start();
+  return s;
+}
+
+void MetasrvServer::StartLeadership() {
+  if (options_.store_addrs.empty()) {
+    leadership_ =
+        std::make_unique<core::StandaloneLeadership>(advertised_addr_);
+    return;
   }
-  MetasrvServer* raw = s.get();
-  s->metrics_ = std::make_unique<Metrics>(Metrics::Sources{
-      [raw] { return static_cast<double>(raw->streams_.size()); },
-      [raw] { return static_cast<double>(raw->flow_state_.node_count()); },
-      [raw] { return static_cast<double>(raw->flow_state_.flow_count()); },
-      [raw] { return raw->leadership_->IsLeader() ? 1.0 : 0.0; },
-      [raw] { return static_cast<double>(raw->flow_state_.size()); },
-      [raw] { return static_cast<double>(raw->watch_->watchers()); }});
-  s->watch_ = std::make_unique<WatchHub>(
-      &s->flow_state_,
-      WatchHub::Options{s->options_.watch_min_interval,
-                        s->options_.max_streams},
-      s->metrics_.get());
-  s->flow_state_.SetListener(s->watch_.get());
-  s->watch_->Start();
-  if (s->options_.node_report_ttl > absl::ZeroDuration()) {
-    s->expirer_ = std::make_unique<NodeExpirer>(
-        &s->flow_state_, NodeExpirer::PeriodFor(s->options_.node_report_ttl),
-        s->metrics_.get());
+  auto election = std::make_unique<EtcdElection>(
+      EtcdElectionOptions{options_.store_addrs, options_.election_name,
+                          advertised_addr_, options_.lease_ttl},
+      core::SystemClock(), this);
+  election_ = election.get();
+  leadership_ = std::move(election);
+}
+
+absl::Status MetasrvServer::StartSupport() {
+  metrics_ = std::make_unique<Metrics>(Metrics::Sources{
+      [this] { return static_cast<double>(streams_.size()); },
+      [this] { return static_cast<double>(flow_state_.node_count()); },
+      [this] { return static_cast<double>(flow_state_.flow_count()); },
+      [this] { return leadership_->IsLeader() ? 1.0 : 0.0; },
+      [this] { return static_cast<double>(flow_state_.size()); },
+      [this] { return static_cast<double>(watch_->watchers()); }});
+  watch_ = std::make_unique<WatchHub>(
+      &flow_state_,
+      WatchHub::Options{options_.watch_min_interval, options_.max_streams},
+      metrics_.get());
+  flow_state_.SetListener(watch_.get());
+  watch_->Start();
+  if (options_.node_report_ttl > absl::ZeroDuration()) {
+    expirer_ = std::make_unique<NodeExpirer>(
+        &flow_state_, NodeExpirer::PeriodFor(options_.node_report_ttl),
+        metrics_.get());
   }
-  if (!s->options_.metrics_addr.empty()) {
-    absl::StatusOr<std::unique_ptr<HttpServer>> http =
-        HttpServer::Start(s->options_.metrics_addr, s->HttpRoutes());
-    if (!http.ok()) return http.status();
-    s->http_ = *std::move(http);
-  }
+  if (options_.metrics_addr.empty()) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<HttpServer>> http =
+      HttpServer::Start(options_.metrics_addr, HttpRoutes());
+  if (!http.ok()) return http.status();
+  http_ = *std::move(http);
+  return absl::OkStatus();
+}
+
+absl::Status MetasrvServer::MakeServices() {
   AdminAuth auth;
-  if (!s->options_.admin_token_file.empty()) {
+  if (!options_.admin_token_file.empty()) {
     absl::StatusOr<AdminAuth> from_file =
-        AdminAuth::FromTokenFile(s->options_.admin_token_file);
+        AdminAuth::FromTokenFile(options_.admin_token_file);
     if (!from_file.ok()) return from_file.status();
     auth = *std::move(from_file);
   }
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      ServerCredentials(s->options_);
-  if (!credentials.ok()) return credentials.status();
-  s->handler_ = std::make_unique<HeartbeatHandler>(
-      &s->flow_state_, s->leadership_.get(),
-      HeartbeatHandler::Options{s->options_.heartbeat_interval_ms,
-                                s->options_.retry_interval_ms,
-                                s->options_.max_flows_per_report},
-      s->metrics_.get());
-  const CallLimits limits{static_cast<size_t>(s->options_.max_message_bytes),
-                          &s->replies_};
-  s->heartbeat_service_ = std::make_unique<HeartbeatService>(
-      s->handler_.get(), &s->streams_, s->leadership_.get(), limits);
-  s->cluster_service_ = std::make_unique<ClusterService>(
-      &s->flow_state_, s->leadership_.get(), &s->reads_,
-      SelfInfo{s->advertised_addr_, METASRV_VERSION,
+  handler_ = std::make_unique<HeartbeatHandler>(
+      &flow_state_, leadership_.get(),
+      HeartbeatHandler::Options{options_.heartbeat_interval_ms,
+                                options_.retry_interval_ms,
+                                options_.max_flows_per_report},
+      metrics_.get());
+  const CallLimits limits{static_cast<size_t>(options_.max_message_bytes),
+                          &replies_};
+  heartbeat_service_ = std::make_unique<HeartbeatService>(
+      handler_.get(), &streams_, leadership_.get(), limits);
+  cluster_service_ = std::make_unique<ClusterService>(
+      &flow_state_, leadership_.get(), &reads_,
+      SelfInfo{advertised_addr_, METASRV_VERSION,
                static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())),
                HostName()},
       limits);
-  s->flow_state_service_ = std::make_unique<FlowStateService>(
-      &s->flow_state_, s->leadership_.get(), &s->reads_, s->watch_.get(),
-      s->metrics_.get(), limits);
-  s->admin_service_ = std::make_unique<AdminService>(
-      [server = s.get()] { return server->LeaderChange(); }, &s->flow_state_,
-      s->leadership_.get(), std::move(auth), limits);
-  s->reflection_v1_ =
+  flow_state_service_ = std::make_unique<FlowStateService>(
+      &flow_state_, leadership_.get(), &reads_, watch_.get(), metrics_.get(),
+      limits);
+  admin_service_ = std::make_unique<AdminService>(
+      [this] { return LeaderChange(); }, &flow_state_, leadership_.get(),
+      std::move(auth), limits);
+  reflection_v1_ =
       std::make_unique<ReflectionV1Service>(std::vector<std::string>{
           "greptime.v1.meta.Heartbeat", "greptime.v1.meta.Cluster",
           "metasrv.v1.FlowState", "metasrv.v1.Admin", "grpc.health.v1.Health",
           "grpc.reflection.v1.ServerReflection",
           "grpc.reflection.v1alpha.ServerReflection"});
+  return absl::OkStatus();
+}
 
+void MetasrvServer::SetLimits(grpc::ServerBuilder* builder) {
+  // Without this, a second server could silently share the port.
+  builder->AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder->SetMaxReceiveMessageSize(options_.max_message_bytes);
+  // One connection cannot take every stream slot (nor hold unboundedly many
+  // answers in flight).
+  builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                              options_.max_streams_per_connection);
+  builder->AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, 16 << 10);
+  // gRPC's own memory (connection buffers, call arenas, parsed metadata) has
+  // a ceiling. In Debian's gRPC 1.51 it is what bounds an HTTP/2 header
+  // block that never ends (CONTINUATION frames forever): without it, memory
+  // grows with every byte the peer sends. See docs/RELIABILITY.md.
+  if (options_.grpc_memory_limit > 0) {
+    quota_.Resize(options_.grpc_memory_limit);
+    builder->SetResourceQuota(quota_);
+  }
+  // Ping idle connections; drop peers that do not answer, which releases
+  // their streams. Accept the clients' own pings as often as GreptimeDB's.
+  builder->AddChannelArgument(
+      GRPC_ARG_KEEPALIVE_TIME_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(options_.keepalive_time)));
+  builder->AddChannelArgument(
+      GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(options_.keepalive_timeout)));
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder->AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+}
+
+absl::Status MetasrvServer::Serve() {
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentials(options_);
+  if (!credentials.ok()) return credentials.status();
   grpc::EnableDefaultHealthCheckService(true);
   // gRPC's health service has no protobuf descriptor; ours (from Debian's
   // grpc-proto) must be linked in for reflection to describe it. A static
@@ -143,63 +199,38 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  // Without this, a second server could silently share the port.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(s->options_.max_message_bytes);
-  // One connection cannot take every stream slot (nor hold unboundedly many
-  // answers in flight).
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
-                             s->options_.max_streams_per_connection);
-  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, 16 << 10);
-  // gRPC's own memory (connection buffers, call arenas, parsed metadata) has
-  // a ceiling. In Debian's gRPC 1.51 it is what bounds an HTTP/2 header
-  // block that never ends (CONTINUATION frames forever): without it, memory
-  // grows with every byte the peer sends. See docs/RELIABILITY.md.
-  if (s->options_.grpc_memory_limit > 0) {
-    s->quota_.Resize(s->options_.grpc_memory_limit);
-    builder.SetResourceQuota(s->quota_);
-  }
-  // Ping idle connections; drop peers that do not answer, which releases
-  // their streams. Accept the clients' own pings as often as GreptimeDB's.
-  builder.AddChannelArgument(
-      GRPC_ARG_KEEPALIVE_TIME_MS,
-      static_cast<int>(absl::ToInt64Milliseconds(s->options_.keepalive_time)));
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
-                             static_cast<int>(absl::ToInt64Milliseconds(
-                                 s->options_.keepalive_timeout)));
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(
-      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  builder.AddListeningPort(s->options_.bind_addr, *credentials, &s->port_);
-  builder.RegisterService(s->heartbeat_service_.get());
-  builder.RegisterService(s->cluster_service_.get());
-  builder.RegisterService(s->flow_state_service_.get());
-  builder.RegisterService(s->admin_service_.get());
-  builder.RegisterService(s->reflection_v1_.get());
-  s->server_ = builder.BuildAndStart();
-  if (s->server_ == nullptr || s->port_ == 0) {
+  SetLimits(&builder);
+  builder.AddListeningPort(options_.bind_addr, *credentials, &port_);
+  builder.RegisterService(heartbeat_service_.get());
+  builder.RegisterService(cluster_service_.get());
+  builder.RegisterService(flow_state_service_.get());
+  builder.RegisterService(admin_service_.get());
+  builder.RegisterService(reflection_v1_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
     return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", s->options_.bind_addr));
+        absl::StrCat("cannot listen on ", options_.bind_addr));
   }
-  s->server_->GetHealthCheckService()->SetServingStatus(true);
+  server_->GetHealthCheckService()->SetServingStatus(true);
+  LogServing();
+  return absl::OkStatus();
+}
+
+void MetasrvServer::LogServing() const {
   spdlog::info(
       "metasrv {} serving on {} (advertised as {}){}", METASRV_VERSION,
-      s->options_.bind_addr, s->advertised_addr_,
-      s->options_.tls_cert.empty()
+      options_.bind_addr, advertised_addr_,
+      options_.tls_cert.empty()
           ? ""
-          : (s->options_.tls_client_ca.empty() ? " with TLS" : " with mTLS"));
-  if (s->http_ != nullptr) {
-    std::string metrics_host;
-    int ignored_port = 0;
-    SplitHostPort(s->options_.metrics_addr, &metrics_host, &ignored_port)
-        .IgnoreError();
-    spdlog::info(
-        "metrics, health and readiness on http://{}/{{metrics,health,ready}}",
-        JoinHostPort(metrics_host, s->http_->port()));
-  }
-  if (s->election_ != nullptr) s->election_->Start();
-  return s;
+          : (options_.tls_client_ca.empty() ? " with TLS" : " with mTLS"));
+  if (http_ == nullptr) return;
+  std::string metrics_host;
+  int ignored_port = 0;
+  SplitHostPort(options_.metrics_addr, &metrics_host, &ignored_port)
+      .IgnoreError();
+  spdlog::info(
+      "metrics, health and readiness on http://{}/{{metrics,health,ready}}",
+      JoinHostPort(metrics_host, http_->port()));
 }
 
 HttpServer::Routes MetasrvServer::HttpRoutes() {

@@ -6,6 +6,7 @@
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
 
 #include <cstdint>
 #include <memory>
@@ -16,19 +17,19 @@
 #include "core/clock.h"
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
-#include "server/admin_service.h"
-#include "server/cluster_service.h"
-#include "server/etcd_election.h"
-#include "server/flow_state_service.h"
-#include "server/flow_state_watch.h"
-#include "server/heartbeat_handler.h"
-#include "server/heartbeat_service.h"
-#include "server/http_server.h"
-#include "server/metrics.h"
-#include "server/node_expirer.h"
-#include "server/read_executor.h"
-#include "server/reflection_v1.h"
-#include "server/stream_registry.h"
+#include "server/election/etcd_election.h"
+#include "server/ops/http_server.h"
+#include "server/ops/metrics.h"
+#include "server/ops/node_expirer.h"
+#include "server/rpc/read_executor.h"
+#include "server/rpc/reflection_v1.h"
+#include "server/rpc/stream_registry.h"
+#include "server/services/admin_service.h"
+#include "server/services/cluster_service.h"
+#include "server/services/flow_state_service.h"
+#include "server/services/heartbeat_handler.h"
+#include "server/services/heartbeat_service.h"
+#include "server/watch/flow_state_watch.h"
 
 namespace metasrv::server {
 
@@ -113,6 +114,19 @@ class MetasrvServer final : public core::LeadershipListener {
 
  private:
   explicit MetasrvServer(ServerOptions options);
+  // The steps of Start(), in order. Standalone or an etcd election (not
+  // started yet).
+  void StartLeadership();
+  // Metrics, the watch hub, node expiry, the HTTP endpoints.
+  absl::Status StartSupport();
+  // The heartbeat logic and the gRPC services.
+  absl::Status MakeServices();
+  // Builds and starts the gRPC server with the services.
+  absl::Status Serve();
+  // gRPC's limits, keepalive and memory quota, from the options.
+  void SetLimits(grpc::ServerBuilder* builder);
+  // Says where it serves.
+  void LogServing() const;
   // Plaintext, TLS or mTLS, as the options say.
   static absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
   ServerCredentials(const ServerOptions& options);
@@ -125,9 +139,9 @@ class MetasrvServer final : public core::LeadershipListener {
   int port_ = 0;                 // The port bound.
   std::string advertised_addr_;  // What AskLeader answers.
   // Flow state and the in-memory KV that shows it.
-  core::FlowStateManager flow_state_{
-      {options_.clock, options_.node_report_ttl, options_.max_nodes,
-       options_.max_total_flows}};
+  core::FlowStateManager flow_state_{{options_.clock, options_.node_report_ttl,
+                                      options_.max_nodes,
+                                      options_.max_total_flows}};
   std::unique_ptr<core::Leadership> leadership_;  // Who leads.
   EtcdElection* election_ = nullptr;  // leadership_ when on etcd, else null.
   StreamRegistry streams_{options_.max_streams};  // Open heartbeat streams.

@@ -14,7 +14,7 @@
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
-#include "server/heartbeat_handler.h"
+#include "server/services/heartbeat_handler.h"
 #include "tests/core/brute_force.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

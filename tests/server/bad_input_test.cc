@@ -4,7 +4,7 @@
 
 #include "core/flow_state_keys.h"
 #include "gtest/gtest.h"
-#include "server/heartbeat_handler.h"
+#include "server/services/heartbeat_handler.h"
 #include "tests/server/in_process_server.h"
 #include "tests/server/test_util.h"
 

@@ -17,7 +17,7 @@
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "server/net_util.h"
+#include "server/ops/net_util.h"
 
 extern char** environ;
 

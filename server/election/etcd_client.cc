@@ -1,0 +1,170 @@
+#include "server/election/etcd_client.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "kv/kv_backend.h"
+
+namespace metasrv::server {
+namespace {
+
+void SetTimeout(grpc::ClientContext* ctx, absl::Duration timeout) {
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    absl::ToChronoMilliseconds(timeout));
+}
+
+}  // namespace
+
+EtcdClient::EtcdClient(std::vector<std::string> endpoints) {
+  for (const std::string& addr : endpoints) {
+    Endpoint e;
+    grpc::ChannelArguments args;
+    // Reconnect quickly after etcd comes back: the election waits on it.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    e.channel = grpc::CreateCustomChannel(
+        addr, grpc::InsecureChannelCredentials(), args);
+    e.lease = etcdserverpb::Lease::NewStub(e.channel);
+    e.kv = etcdserverpb::KV::NewStub(e.channel);
+    e.election = v3electionpb::Election::NewStub(e.channel);
+    endpoints_.push_back(std::move(e));
+  }
+}
+
+EtcdClient::Endpoint& EtcdClient::Current() {
+  absl::MutexLock lock(&mu_);
+  return endpoints_[current_];
+}
+
+absl::Status EtcdClient::Check(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  const auto code = status.error_code();
+  if (code == grpc::StatusCode::UNAVAILABLE ||
+      code == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    absl::MutexLock lock(&mu_);
+    current_ = (current_ + 1) % endpoints_.size();
+  }
+  return absl::Status(static_cast<absl::StatusCode>(code),
+                      absl::StrCat("etcd: ", status.error_message()));
+}
+
+absl::StatusOr<int64_t> EtcdClient::LeaseGrant(absl::Duration ttl,
+                                               absl::Duration timeout) {
+  grpc::ClientContext ctx;
+  SetTimeout(&ctx, timeout);
+  etcdserverpb::LeaseGrantRequest req;
+  req.set_ttl(absl::ToInt64Seconds(absl::Ceil(ttl, absl::Seconds(1))));
+  etcdserverpb::LeaseGrantResponse resp;
+  absl::Status s = Check(Current().lease->LeaseGrant(&ctx, req, &resp));
+  if (!s.ok()) return s;
+  if (!resp.error().empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("etcd lease grant: ", resp.error()));
+  }
+  return resp.id();
+}
+
+absl::Status EtcdClient::LeaseRevoke(int64_t lease, absl::Duration timeout) {
+  grpc::ClientContext ctx;
+  SetTimeout(&ctx, timeout);
+  etcdserverpb::LeaseRevokeRequest req;
+  req.set_id(lease);
+  etcdserverpb::LeaseRevokeResponse resp;
+  return Check(Current().lease->LeaseRevoke(&ctx, req, &resp));
+}
+
+absl::StatusOr<absl::Duration> EtcdClient::LeaseKeepAlive(
+    int64_t lease, absl::Duration timeout) {
+  // One request and its answer on a short-lived stream, so that the deadline
+  // bounds the whole exchange.
+  grpc::ClientContext ctx;
+  SetTimeout(&ctx, timeout);
+  auto stream = Current().lease->LeaseKeepAlive(&ctx);
+  etcdserverpb::LeaseKeepAliveRequest req;
+  req.set_id(lease);
+  etcdserverpb::LeaseKeepAliveResponse resp;
+  const bool exchanged = stream->Write(req) && stream->Read(&resp);
+  stream->WritesDone();
+  if (!exchanged) {
+    ctx.TryCancel();
+    grpc::Status s = stream->Finish();
+    return Check(s.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                       "keep-alive stream closed")
+                        : s);
+  }
+  ctx.TryCancel();
+  stream->Finish().IgnoreError();
+  if (resp.ttl() <= 0) {
+    return absl::NotFoundError(absl::StrCat("etcd lease ", lease, " is gone"));
+  }
+  return absl::Seconds(resp.ttl());
+}
+
+absl::StatusOr<v3electionpb::LeaderKey> EtcdClient::Campaign(
+    const std::string& name, int64_t lease, const std::string& value,
+    grpc::ClientContext* context) {
+  v3electionpb::CampaignRequest req;
+  req.set_name(name);
+  req.set_lease(lease);
+  req.set_value(value);
+  v3electionpb::CampaignResponse resp;
+  absl::Status s = Check(Current().election->Campaign(context, req, &resp));
+  if (!s.ok()) return s;
+  return resp.leader();
+}
+
+absl::StatusOr<std::string> EtcdClient::Leader(const std::string& name,
+                                               absl::Duration timeout) {
+  grpc::ClientContext ctx;
+  SetTimeout(&ctx, timeout);
+  v3electionpb::LeaderRequest req;
+  req.set_name(name);
+  v3electionpb::LeaderResponse resp;
+  grpc::Status s = Current().election->Leader(&ctx, req, &resp);
+  if (!s.ok() && s.error_message().find("no leader") != std::string::npos) {
+    return absl::NotFoundError("etcd: election has no leader");
+  }
+  absl::Status checked = Check(s);
+  if (!checked.ok()) return checked;
+  return resp.kv().value();
+}
+
+absl::Status EtcdClient::Resign(const v3electionpb::LeaderKey& leader,
+                                absl::Duration timeout) {
+  grpc::ClientContext ctx;
+  SetTimeout(&ctx, timeout);
+  v3electionpb::ResignRequest req;
+  *req.mutable_leader() = leader;
+  v3electionpb::ResignResponse resp;
+  return Check(Current().election->Resign(&ctx, req, &resp));
+}
+
+absl::StatusOr<std::vector<std::string>> EtcdClient::Candidates(
+    const std::string& name, absl::Duration timeout) {
+  grpc::ClientContext ctx;
+  SetTimeout(&ctx, timeout);
+  etcdserverpb::RangeRequest req;
+  const std::string prefix = name + "/";
+  req.set_key(prefix);
+  req.set_range_end(kv::PrefixEnd(prefix));
+  etcdserverpb::RangeResponse resp;
+  absl::Status s = Check(Current().kv->Range(&ctx, req, &resp));
+  if (!s.ok()) return s;
+  std::vector<const mvccpb::KeyValue*> kvs;
+  for (const auto& kv : resp.kvs()) kvs.push_back(&kv);
+  std::sort(kvs.begin(), kvs.end(), [](const auto* a, const auto* b) {
+    return a->create_revision() < b->create_revision();
+  });
+  std::vector<std::string> out;
+  for (const auto* kv : kvs) out.push_back(kv->value());
+  return out;
+}
+
+std::unique_ptr<grpc::ClientReader<v3electionpb::LeaderResponse>>
+EtcdClient::Observe(const std::string& name, grpc::ClientContext* context) {
+  v3electionpb::LeaderRequest req;
+  req.set_name(name);
+  return Current().election->Observe(context, req);
+}
+
+}  // namespace metasrv::server

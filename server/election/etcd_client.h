@@ -1,0 +1,82 @@
+// A small synchronous client of etcd v3's Lease, KV and Election services.
+#ifndef METASRV_SERVER_ELECTION_ETCD_CLIENT_H_
+#define METASRV_SERVER_ELECTION_ETCD_CLIENT_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "etcd/election.grpc.pb.h"
+#include "etcd/rpc.grpc.pb.h"
+
+namespace metasrv::server {
+
+// Talks to one of several etcd endpoints, moving to the next one when a call
+// fails with UNAVAILABLE or DEADLINE_EXCEEDED. Every call has a deadline.
+// Errors: kUnavailable / kDeadlineExceeded (retry), kNotFound (the lease or
+// leader is gone), kCancelled (cancelled through its context).
+//
+// Thread safety: all methods are safe from any thread.
+class EtcdClient {
+ public:
+  // `endpoints` are host:port; at least one.
+  explicit EtcdClient(std::vector<std::string> endpoints);
+
+  // Grants a lease of `ttl`; returns its id.
+  absl::StatusOr<int64_t> LeaseGrant(absl::Duration ttl,
+                                     absl::Duration timeout);
+  absl::Status LeaseRevoke(int64_t lease, absl::Duration timeout);
+  // Sends one keep-alive; returns the TTL left (kNotFound if the lease is
+  // gone).
+  absl::StatusOr<absl::Duration> LeaseKeepAlive(int64_t lease,
+                                                absl::Duration timeout);
+
+  // Blocks until this lease's candidate leads election `name`. Cancel it with
+  // `context->TryCancel()` from another thread.
+  absl::StatusOr<v3electionpb::LeaderKey> Campaign(
+      const std::string& name, int64_t lease, const std::string& value,
+      grpc::ClientContext* context);
+  // The current leader's value, or kNotFound when there is none.
+  absl::StatusOr<std::string> Leader(const std::string& name,
+                                     absl::Duration timeout);
+  absl::Status Resign(const v3electionpb::LeaderKey& leader,
+                      absl::Duration timeout);
+  // Values of every candidate of election `name`, oldest first (the leader,
+  // if any, is the first).
+  absl::StatusOr<std::vector<std::string>> Candidates(const std::string& name,
+                                                      absl::Duration timeout);
+  // Opens an Observe stream of election `name` on `context`.
+  std::unique_ptr<grpc::ClientReader<v3electionpb::LeaderResponse>> Observe(
+      const std::string& name, grpc::ClientContext* context);
+
+ private:
+  struct Endpoint {
+    std::shared_ptr<grpc::Channel> channel;                  // Connection.
+    std::unique_ptr<etcdserverpb::Lease::Stub> lease;        // Lease API.
+    std::unique_ptr<etcdserverpb::KV::Stub> kv;              // KV API.
+    std::unique_ptr<v3electionpb::Election::Stub> election;  // Election API.
+  };
+
+  // The endpoint to use now.
+  Endpoint& Current();
+  // Turns a gRPC status into ours and moves on to the next endpoint when the
+  // current one looks down.
+  absl::Status Check(const grpc::Status& status);
+
+  std::vector<Endpoint>
+      endpoints_;   // One per address; fixed after construction.
+  absl::Mutex mu_;  // Guards current_.
+  size_t current_ ABSL_GUARDED_BY(mu_) = 0;  // Index into endpoints_.
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_ELECTION_ETCD_CLIENT_H_

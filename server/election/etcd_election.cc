@@ -1,0 +1,282 @@
+#include "server/election/etcd_election.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "spdlog/spdlog.h"
+
+namespace metasrv::server {
+namespace {
+
+// Exponential backoff between etcd retries.
+class Backoff {
+ public:
+  absl::Duration Next() {
+    const absl::Duration d = next_;
+    next_ = std::min(next_ * 2, kMax);
+    return d;
+  }
+  void Reset() { next_ = kMin; }
+
+ private:
+  static constexpr absl::Duration kMin = absl::Milliseconds(100);
+  static constexpr absl::Duration kMax = absl::Seconds(2);
+  absl::Duration next_ = kMin;  // The next wait.
+};
+
+}  // namespace
+
+EtcdElection::EtcdElection(EtcdElectionOptions options,
+                           const core::Clock* clock,
+                           core::LeadershipListener* listener)
+    : options_(std::move(options)),
+      clock_(clock),
+      listener_(listener),
+      client_(options_.endpoints),
+      lease_(clock, options_.lease_ttl) {}
+
+EtcdElection::~EtcdElection() { Stop(); }
+
+void EtcdElection::Start() {
+  spdlog::info("campaigning for leadership of '{}' through etcd {} as {}",
+               options_.name, absl::StrJoin(options_.endpoints, ","),
+               options_.self_addr);
+  session_thread_ = std::thread([this] { SessionLoop(); });
+  observe_thread_ = std::thread([this] { ObserveLoop(); });
+}
+
+void EtcdElection::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    if (campaign_ctx_ != nullptr) campaign_ctx_->TryCancel();
+    if (observe_ctx_ != nullptr) observe_ctx_->TryCancel();
+  }
+  if (session_thread_.joinable()) session_thread_.join();
+  {
+    // The observer may have opened a new stream after the first cancel.
+    absl::MutexLock lock(&mu_);
+    if (observe_ctx_ != nullptr) observe_ctx_->TryCancel();
+  }
+  if (observe_thread_.joinable()) observe_thread_.join();
+}
+
+core::Leadership::Term EtcdElection::CurrentTerm() const {
+  absl::MutexLock lock(&mu_);
+  if (!leading_ || !lease_.Valid()) return {};
+  return {true, state_term_};
+}
+
+std::string EtcdElection::LeaderAddr() const {
+  absl::MutexLock lock(&mu_);
+  return leading_ ? options_.self_addr : observed_leader_;
+}
+
+std::vector<std::string> EtcdElection::FollowerAddrs() const {
+  absl::StatusOr<std::vector<std::string>> candidates =
+      client_.Candidates(options_.name, absl::Seconds(1));
+  if (!candidates.ok()) return {};
+  // The oldest candidate leads; the rest wait.
+  if (!candidates->empty()) candidates->erase(candidates->begin());
+  return *candidates;
+}
+
+bool EtcdElection::Wait(absl::Time deadline, bool session) {
+  absl::MutexLock lock(&mu_);
+  auto interrupted = [this, session]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || (session && (session_over_ || resign_requested_));
+  };
+  // `deadline` is monotonic; absl waits take a duration, which it measures
+  // on a clock that does not jump.
+  mu_.AwaitWithTimeout(absl::Condition(&interrupted),
+                       deadline - clock_->Monotonic());
+  return !interrupted();
+}
+
+void EtcdElection::ReportEtcd(const absl::Status& status) {
+  if (absl::IsCancelled(status)) return;  // Our own doing.
+  {
+    absl::MutexLock lock(&mu_);
+    if (status.ok() == etcd_healthy_) return;
+    etcd_healthy_ = status.ok();
+  }
+  if (status.ok()) {
+    spdlog::info("etcd is reachable again");
+  } else {
+    spdlog::warn("etcd failed: {}; retrying with backoff", status.ToString());
+  }
+}
+
+void EtcdElection::SessionLoop() {
+  Backoff backoff;
+  const absl::Duration interval = lease_.keepalive_interval();
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) break;
+    }
+    const absl::Time sent = clock_->Monotonic();
+    absl::StatusOr<int64_t> lease =
+        client_.LeaseGrant(options_.lease_ttl, interval);
+    ReportEtcd(lease.status());
+    if (!lease.ok()) {
+      Wait(clock_->Monotonic() + backoff.Next(), false);
+      continue;
+    }
+    backoff.Reset();
+    lease_.Confirmed(sent);
+    {
+      absl::MutexLock lock(&mu_);
+      session_lease_ = *lease;
+      session_over_ = false;
+      resign_requested_ = false;
+    }
+    std::thread campaign([this, id = *lease] { CampaignLoop(id); });
+    const absl::Status ended = KeepAliveLoop(*lease);
+    {
+      absl::MutexLock lock(&mu_);
+      session_over_ = true;
+      if (campaign_ctx_ != nullptr) campaign_ctx_->TryCancel();
+    }
+    StepDown(ended.ok() ? "session ended" : "lease keep-alive failed");
+    lease_.Lost();
+    campaign.join();
+    // Revoking deletes our election key, so the next candidate leads now
+    // rather than when the lease expires. Best effort: etcd may be down.
+    client_.LeaseRevoke(*lease, interval).IgnoreError();
+    {
+      absl::MutexLock lock(&mu_);
+      session_lease_ = 0;
+    }
+    if (!ended.ok()) {
+      ReportEtcd(ended);
+      Wait(clock_->Monotonic() + backoff.Next(), false);
+    }
+  }
+}
+
+absl::Status EtcdElection::KeepAliveLoop(int64_t lease) {
+  const absl::Duration interval = lease_.keepalive_interval();
+  absl::Time next = clock_->Monotonic() + interval;
+  while (Wait(next, true)) {
+    const absl::Time sent = clock_->Monotonic();
+    absl::StatusOr<absl::Duration> left =
+        client_.LeaseKeepAlive(lease, interval);
+    if (!left.ok()) return left.status();
+    lease_.Confirmed(sent);
+    ReportEtcd(absl::OkStatus());
+    next = sent + interval;
+  }
+  return absl::OkStatus();
+}
+
+void EtcdElection::CampaignLoop(int64_t lease) {
+  Backoff backoff;
+  while (true) {
+    grpc::ClientContext ctx;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_ || session_over_) return;
+      campaign_ctx_ = &ctx;
+    }
+    absl::StatusOr<v3electionpb::LeaderKey> key =
+        client_.Campaign(options_.name, lease, options_.self_addr, &ctx);
+    {
+      absl::MutexLock lock(&mu_);
+      campaign_ctx_ = nullptr;
+    }
+    if (key.ok()) {
+      BecomeLeader(lease, *key);
+      return;
+    }
+    ReportEtcd(key.status());
+    if (!Wait(clock_->Monotonic() + backoff.Next(), true)) return;
+  }
+}
+
+void EtcdElection::BecomeLeader(int64_t lease,
+                                const v3electionpb::LeaderKey& key) {
+  absl::MutexLock transition(&transition_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || session_over_ || session_lease_ != lease) return;
+  }
+  if (!lease_.Valid()) return;  // Too late: the session is about to end.
+  // Start from an empty state before accepting anything.
+  const uint64_t term = listener_->OnBecomeLeader();
+  {
+    absl::MutexLock lock(&mu_);
+    leading_ = true;
+    state_term_ = term;
+    leader_key_ = key;
+    observed_leader_ = options_.self_addr;
+  }
+  spdlog::info("became leader of '{}' (lease {:x})", options_.name, lease);
+}
+
+uint64_t EtcdElection::StepDown(const char* why) {
+  absl::MutexLock transition(&transition_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!leading_) return 0;
+    leading_ = false;
+    leader_key_.reset();
+    observed_leader_.clear();
+  }
+  // Not leading from here on; now end the streams and drop the state.
+  const uint64_t dropped = listener_->OnStepDown();
+  spdlog::warn("stepped down as leader: {}; {} keys dropped", why, dropped);
+  return dropped;
+}
+
+absl::StatusOr<uint64_t> EtcdElection::Resign() {
+  std::optional<v3electionpb::LeaderKey> key;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!leading_) {
+      return absl::FailedPreconditionError("not leader; nothing to resign");
+    }
+    key = leader_key_;
+  }
+  const uint64_t dropped = StepDown("leader change requested");
+  // Deleting our key lets the next candidate lead at once.
+  absl::Status resigned = client_.Resign(*key, lease_.keepalive_interval());
+  if (!resigned.ok()) {
+    spdlog::warn("etcd resign failed ({}); the lease will be revoked instead",
+                 resigned.ToString());
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    resign_requested_ = true;  // End the session; a new one campaigns again.
+  }
+  return dropped;
+}
+
+void EtcdElection::ObserveLoop() {
+  Backoff backoff;
+  while (true) {
+    grpc::ClientContext ctx;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      observe_ctx_ = &ctx;
+    }
+    auto reader = client_.Observe(options_.name, &ctx);
+    v3electionpb::LeaderResponse resp;
+    while (reader->Read(&resp)) {
+      backoff.Reset();
+      absl::MutexLock lock(&mu_);
+      if (!leading_) observed_leader_ = resp.kv().value();
+    }
+    reader->Finish().IgnoreError();
+    {
+      absl::MutexLock lock(&mu_);
+      observe_ctx_ = nullptr;
+    }
+    Wait(clock_->Monotonic() + backoff.Next(), false);
+  }
+}
+
+}  // namespace metasrv::server

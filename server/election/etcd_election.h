@@ -1,0 +1,103 @@
+// Leader election on etcd: this replica campaigns through etcd's Lease and
+// Election services; exactly one replica leads at a time.
+#ifndef METASRV_SERVER_ELECTION_ETCD_ELECTION_H_
+#define METASRV_SERVER_ELECTION_ETCD_ELECTION_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/clock.h"
+#include "core/leader_lease.h"
+#include "core/leadership.h"
+#include "server/election/etcd_client.h"
+
+namespace metasrv::server {
+
+struct EtcdElectionOptions {
+  std::vector<std::string> endpoints;       // etcd client endpoints, host:port.
+  std::string name = "__metasrv_election";  // The election's name.
+  std::string self_addr;  // Our value: the advertised address.
+  absl::Duration lease_ttl =
+      absl::Seconds(5);  // Lease TTL; keep-alive every TTL/3.
+};
+
+// Lifecycle: Start() once, Stop() once (the destructor calls it). Between
+// them, a session thread holds a lease and campaigns, and an observer thread
+// follows who leads. etcd errors are retried with backoff and logged once per
+// change of state. See docs/HA.md for why two replicas never lead at once.
+//
+// Thread safety: all public methods are safe from any thread.
+class EtcdElection final : public core::Leadership {
+ public:
+  // Borrows `clock` and `listener`; they must outlive the election.
+  EtcdElection(EtcdElectionOptions options, const core::Clock* clock,
+               core::LeadershipListener* listener);
+  ~EtcdElection() override;
+
+  void Start();
+  // Steps down if leading, hands leadership over at once (revokes the lease)
+  // and stops campaigning. Idempotent.
+  void Stop();
+
+  Term CurrentTerm() const override;
+  std::string LeaderAddr() const override;
+  std::vector<std::string> FollowerAddrs() const override;
+
+  // Gives leadership to another replica: steps down (dropping all state),
+  // resigns in etcd, and campaigns again behind the other candidates.
+  // Returns the keys dropped. kFailedPrecondition when not leading.
+  absl::StatusOr<uint64_t> Resign();
+
+ private:
+  void SessionLoop();
+  // Keeps `lease` alive until a keep-alive fails, Stop() or Resign().
+  absl::Status KeepAliveLoop(int64_t lease);
+  void CampaignLoop(int64_t lease);
+  void ObserveLoop();
+  void BecomeLeader(int64_t lease, const v3electionpb::LeaderKey& key);
+  uint64_t StepDown(const char* why);
+  // Logs `status` if etcd's health changed since the last report.
+  void ReportEtcd(const absl::Status& status);
+  // Waits until `deadline` (monotonic), or until stopping (and, with `session`,
+  // until the session ends). Returns false if interrupted.
+  bool Wait(absl::Time deadline, bool session);
+
+  const EtcdElectionOptions options_;         // As given.
+  const core::Clock* const clock_;            // Time; borrowed.
+  core::LeadershipListener* const listener_;  // Transition hooks; borrowed.
+  mutable EtcdClient client_;                 // etcd connections.
+  core::LeaderLease lease_;                   // How long we may act as leader.
+
+  absl::Mutex transition_mu_;  // Serializes BecomeLeader/StepDown/Resign.
+  // Guards the fields below; taken alone or inside transition_mu_.
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(transition_mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;    // Stop() was called.
+  bool leading_ ABSL_GUARDED_BY(mu_) = false;     // We lead.
+  uint64_t state_term_ ABSL_GUARDED_BY(mu_) = 0;  // Flow-state term we lead in.
+  // Our key in the election while we lead.
+  std::optional<v3electionpb::LeaderKey> leader_key_ ABSL_GUARDED_BY(mu_);
+  int64_t session_lease_ ABSL_GUARDED_BY(mu_) = 0;  // The lease in use; 0 none.
+  bool session_over_ ABSL_GUARDED_BY(mu_) = true;   // The session is ending.
+  bool resign_requested_ ABSL_GUARDED_BY(mu_) =
+      false;  // Resign() asked to end it.
+  grpc::ClientContext* campaign_ctx_ ABSL_GUARDED_BY(mu_) =
+      nullptr;  // To cancel.
+  grpc::ClientContext* observe_ctx_ ABSL_GUARDED_BY(mu_) =
+      nullptr;  // To cancel.
+  std::string observed_leader_
+      ABSL_GUARDED_BY(mu_);                        // Leader's value per etcd.
+  bool etcd_healthy_ ABSL_GUARDED_BY(mu_) = true;  // For ReportEtcd().
+  std::thread session_thread_;                     // Runs SessionLoop().
+  std::thread observe_thread_;                     // Runs ObserveLoop().
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_ELECTION_ETCD_ELECTION_H_

@@ -1,0 +1,43 @@
+// Who may call mutating admin RPCs.
+#ifndef METASRV_SERVER_OPS_ADMIN_AUTH_H_
+#define METASRV_SERVER_OPS_ADMIN_AUTH_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace metasrv::server {
+
+// With a token: a call must carry `authorization: Bearer <token>`. Without
+// one: only calls from loopback peers are accepted. Errors never contain a
+// token. Thread-safe (immutable after construction).
+class AdminAuth {
+ public:
+  // No token: loopback only.
+  AdminAuth() = default;
+  // The longest token accepted.
+  static constexpr size_t kMaxTokenBytes = 4096;
+
+  // Reads the token from `path` (surrounding whitespace dropped).
+  // kInvalidArgument if it cannot be read, is empty, longer than
+  // kMaxTokenBytes or holds anything but visible ASCII.
+  static absl::StatusOr<AdminAuth> FromTokenFile(const std::string& path);
+
+  // OK to proceed. kUnauthenticated: no bearer token; kPermissionDenied: the
+  // wrong token, or no token configured and `peer` (gRPC's peer string, such
+  // as "ipv4:127.0.0.1:5000") is not loopback.
+  absl::Status Check(absl::string_view authorization,
+                     absl::string_view peer) const;
+
+  static bool IsLoopbackPeer(absl::string_view peer);
+
+ private:
+  std::optional<std::string> token_;  // The expected token, when configured.
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_OPS_ADMIN_AUTH_H_

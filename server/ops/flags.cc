@@ -1,0 +1,186 @@
+#include "server/ops/flags.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, bind_addr, "127.0.0.1:3002",
+          "host:port to serve gRPC on (port 0 picks a free one)");
+ABSL_FLAG(std::string, server_addr, "",
+          "address advertised to clients (AskLeader, election); "
+          "default: --bind_addr");
+ABSL_FLAG(std::vector<std::string>, store_addrs, {},
+          "etcd endpoints (host:port, comma-separated); turns on leader "
+          "election. Empty: standalone, always the leader");
+ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(5),
+          "etcd lease TTL of the election (whole seconds, >= 2s); "
+          "kept alive every TTL/3");
+ABSL_FLAG(std::string, election_name, "__metasrv_election",
+          "name of the etcd election");
+ABSL_FLAG(absl::Duration, heartbeat_interval, absl::Seconds(3),
+          "heartbeat interval told to clients at handshake");
+ABSL_FLAG(absl::Duration, retry_interval, absl::Seconds(3),
+          "retry interval told to clients at handshake");
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(1),
+          "how long shutdown waits for calls in flight");
+ABSL_FLAG(int, read_threads, 2,
+          "threads that serve GetFlowState and Cluster reads, off gRPC's "
+          "threads; 0 serves them on gRPC's threads");
+ABSL_FLAG(std::string, metrics_addr, "127.0.0.1:4000",
+          "host:port of the Prometheus endpoint (/metrics); empty: none");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain; with --tls_key, serve TLS only");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle; clients must present a certificate it signed (mTLS)");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "file holding the bearer token admin RPCs must carry; empty: admin "
+          "RPCs from loopback peers only");
+ABSL_FLAG(uint64_t, max_streams, 50000,
+          "open heartbeat streams; more get RESOURCE_EXHAUSTED (0: no limit)");
+ABSL_FLAG(int, max_message_bytes, 4 << 20, "largest request accepted");
+ABSL_FLAG(uint64_t, max_flows_per_report, 100000,
+          "a report of more flows ends its stream with INVALID_ARGUMENT");
+ABSL_FLAG(uint64_t, max_nodes, 10000,
+          "flownodes known at once; a new one past it is refused with "
+          "RESOURCE_EXHAUSTED (0: no limit)");
+ABSL_FLAG(uint64_t, max_total_flows, 1000000,
+          "(node, flow) entries over all reports; a report that would pass it "
+          "is refused with RESOURCE_EXHAUSTED (0: no limit)");
+ABSL_FLAG(int, max_streams_per_connection, 1000,
+          "HTTP/2 streams (calls of any kind) one connection may have open");
+ABSL_FLAG(uint64_t, max_reply_bytes_in_flight, 128 << 20,
+          "bytes of answers sent but not yet read by clients; past it, new "
+          "answers get RESOURCE_EXHAUSTED (0: no limit)");
+ABSL_FLAG(uint64_t, grpc_memory_limit, 512 << 20,
+          "bytes gRPC itself may use for connections and calls (its "
+          "ResourceQuota); bounds what one peer can make it buffer (0: none)");
+ABSL_FLAG(uint64_t, max_queued_reads, 64,
+          "large reads waiting for a read thread; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(absl::Duration, keepalive_time, absl::Seconds(30),
+          "idle time after which a connection is pinged");
+ABSL_FLAG(absl::Duration, keepalive_timeout, absl::Seconds(10),
+          "a peer that does not answer a ping within this is dropped");
+ABSL_FLAG(absl::Duration, node_report_ttl, absl::ZeroDuration(),
+          "a flownode silent for longer loses its report and its flows leave "
+          "the aggregate; 0 (default): never, as GreptimeDB's metasrv");
+ABSL_FLAG(absl::Duration, watch_min_interval, absl::Milliseconds(500),
+          "WatchFlowState pushes at most one state per this interval");
+ABSL_FLAG(std::string, log_level, "info",
+          "trace, debug, info, warn, error or off");
+
+namespace metasrv::server {
+
+namespace {
+
+// Whether `o` is a configuration the server can run; kInvalidArgument naming
+// the flag otherwise.
+absl::Status Validate(const ServerOptions& o) {
+  auto invalid = [](const char* why) {
+    return absl::InvalidArgumentError(why);
+  };
+  if (o.heartbeat_interval_ms == 0 || o.retry_interval_ms == 0) {
+    return invalid(
+        "--heartbeat_interval and --retry_interval must be positive");
+  }
+  if (o.max_streams_per_connection < 1) {
+    return invalid("--max_streams_per_connection must be positive");
+  }
+  if (o.grpc_memory_limit != 0 && o.grpc_memory_limit < (16 << 20)) {
+    return invalid("--grpc_memory_limit must be 0 or at least 16 MiB");
+  }
+  if (o.max_queued_reads < 1) {
+    return invalid("--max_queued_reads must be positive");
+  }
+  if (o.node_report_ttl < absl::ZeroDuration()) {
+    return invalid("--node_report_ttl must not be negative");
+  }
+  if (o.watch_min_interval < absl::ZeroDuration()) {
+    return invalid("--watch_min_interval must not be negative");
+  }
+  if (o.max_message_bytes <= 0) {
+    return invalid("--max_message_bytes must be positive");
+  }
+  if (o.keepalive_time < absl::Seconds(1) ||
+      o.keepalive_timeout < absl::Seconds(1)) {
+    return invalid(
+        "--keepalive_time and --keepalive_timeout must be at least 1s");
+  }
+  if (o.read_threads < 0 || o.read_threads > 64) {
+    return invalid("--read_threads must be in [0, 64]");
+  }
+  if (o.lease_ttl < absl::Seconds(2) ||
+      o.lease_ttl != absl::Trunc(o.lease_ttl, absl::Seconds(1))) {
+    return invalid(
+        "--lease_ttl must be whole seconds, at least 2s (etcd leases are in "
+        "seconds)");
+  }
+  return absl::OkStatus();
+}
+
+// Whole milliseconds of `d`; 0 for anything not positive.
+uint64_t PositiveMillis(absl::Duration d) {
+  return d <= absl::ZeroDuration()
+             ? 0
+             : static_cast<uint64_t>(absl::ToInt64Milliseconds(d));
+}
+
+}  // namespace
+
+absl::StatusOr<ServerOptions> OptionsFromFlags() {
+  ServerOptions o;
+  o.bind_addr = absl::GetFlag(FLAGS_bind_addr);
+  o.server_addr = absl::GetFlag(FLAGS_server_addr);
+  o.heartbeat_interval_ms =
+      PositiveMillis(absl::GetFlag(FLAGS_heartbeat_interval));
+  o.retry_interval_ms = PositiveMillis(absl::GetFlag(FLAGS_retry_interval));
+  o.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  o.read_threads = absl::GetFlag(FLAGS_read_threads);
+  o.metrics_addr = absl::GetFlag(FLAGS_metrics_addr);
+  o.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  o.tls_key = absl::GetFlag(FLAGS_tls_key);
+  o.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  o.admin_token_file = absl::GetFlag(FLAGS_admin_token_file);
+  o.max_streams = absl::GetFlag(FLAGS_max_streams);
+  o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  o.max_flows_per_report = absl::GetFlag(FLAGS_max_flows_per_report);
+  o.max_nodes = absl::GetFlag(FLAGS_max_nodes);
+  o.max_total_flows = absl::GetFlag(FLAGS_max_total_flows);
+  o.max_streams_per_connection =
+      absl::GetFlag(FLAGS_max_streams_per_connection);
+  o.max_reply_bytes_in_flight = absl::GetFlag(FLAGS_max_reply_bytes_in_flight);
+  o.max_queued_reads = absl::GetFlag(FLAGS_max_queued_reads);
+  o.grpc_memory_limit = absl::GetFlag(FLAGS_grpc_memory_limit);
+  o.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
+  o.keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
+  o.node_report_ttl = absl::GetFlag(FLAGS_node_report_ttl);
+  o.watch_min_interval = absl::GetFlag(FLAGS_watch_min_interval);
+  o.store_addrs = absl::GetFlag(FLAGS_store_addrs);
+  o.store_addrs.erase(
+      std::remove(o.store_addrs.begin(), o.store_addrs.end(), ""),
+      o.store_addrs.end());
+  o.election_name = absl::GetFlag(FLAGS_election_name);
+  o.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
+  absl::Status valid = Validate(o);
+  if (!valid.ok()) return valid;
+  return o;
+}
+
+absl::Status ApplyLogLevelFlag() {
+  const std::string name = absl::GetFlag(FLAGS_log_level);
+  const spdlog::level::level_enum level = spdlog::level::from_str(name);
+  // from_str answers "off" for names it does not know.
+  if (level == spdlog::level::off && name != "off") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log_level: unknown level '", name, "'"));
+  }
+  spdlog::set_level(level);
+  return absl::OkStatus();
+}
+
+}  // namespace metasrv::server

@@ -1,0 +1,141 @@
+#include "server/ops/metrics.h"
+
+#include <iterator>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/text_serializer.h"
+
+namespace metasrv::server {
+
+// Gauges computed when Prometheus scrapes.
+class Metrics::Gauges final : public prometheus::Collectable {
+ public:
+  explicit Gauges(Sources sources) : sources_(std::move(sources)) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> out;
+    auto add = [&](const char* name, const char* help,
+                   const std::function<double()>& read) {
+      prometheus::MetricFamily family;
+      family.name = name;
+      family.help = help;
+      family.type = prometheus::MetricType::Gauge;
+      prometheus::ClientMetric metric;
+      metric.gauge.value = read ? read() : 0;
+      family.metric.push_back(std::move(metric));
+      out.push_back(std::move(family));
+    };
+    add("metasrv_open_streams", "Heartbeat streams open now.",
+        sources_.open_streams);
+    add("metasrv_flow_nodes", "Flownodes heard from since this term began.",
+        sources_.flow_nodes);
+    add("metasrv_flows", "Flows in the aggregate.", sources_.flows);
+    add("metasrv_is_leader", "1 when this replica leads, else 0.",
+        sources_.is_leader);
+    add("metasrv_kv_keys", "Keys in the in-memory KV.", sources_.kv_keys);
+    add("metasrv_watchers", "WatchFlowState streams open now.",
+        sources_.watchers);
+    return out;
+  }
+
+ private:
+  const Sources sources_;  // Where the values come from.
+};
+
+Metrics::Metrics(Sources sources)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      gauges_(std::make_shared<Gauges>(std::move(sources))) {
+  auto& heartbeats =
+      prometheus::BuildCounter()
+          .Name("metasrv_heartbeats_received_total")
+          .Help("Heartbeat requests received, by the sender's role.")
+          .Register(*registry_);
+  heartbeats_ = {&heartbeats.Add({{"role", "datanode"}}),
+                 &heartbeats.Add({{"role", "frontend"}}),
+                 &heartbeats.Add({{"role", "flownode"}})};
+  merged_ = &prometheus::BuildCounter()
+                 .Name("metasrv_reports_merged_total")
+                 .Help("Flow-state reports merged.")
+                 .Register(*registry_)
+                 .Add({});
+  auto& ignored = prometheus::BuildCounter()
+                      .Name("metasrv_reports_ignored_total")
+                      .Help("Flow-state reports not merged, by reason.")
+                      .Register(*registry_);
+  ignored_ = {&ignored.Add({{"reason", "not_flownode"}}),
+              &ignored.Add({{"reason", "no_node_id"}}),
+              &ignored.Add({{"reason", "too_many_flows"}}),
+              &ignored.Add({{"reason", "not_leader"}}),
+              &ignored.Add({{"reason", "malformed_extension"}}),
+              &ignored.Add({{"reason", "over_capacity"}})};
+  // 1 µs to ~16 ms, doubling.
+  prometheus::Histogram::BucketBoundaries bounds;
+  for (double b = 1e-6; b < 0.02; b *= 2) bounds.push_back(b);
+  merge_seconds_ = &prometheus::BuildHistogram()
+                        .Name("metasrv_merge_duration_seconds")
+                        .Help("Time to merge one report.")
+                        .Register(*registry_)
+                        .Add({}, bounds);
+  auto counter = [this](const char* name, const char* help) {
+    return &prometheus::BuildCounter()
+                .Name(name)
+                .Help(help)
+                .Register(*registry_)
+                .Add({});
+  };
+  leader_changes_ = counter("metasrv_leader_changes_total",
+                            "Times this replica started or stopped leading.");
+  watch_published_ = counter("metasrv_watch_published_total",
+                             "Flow states built and offered to watchers.");
+  watch_skipped_ = counter(
+      "metasrv_watch_skipped_total",
+      "Flow states a slow watcher skipped: a newer one replaced them unsent.");
+  nodes_expired_ = counter("metasrv_nodes_expired_total",
+                           "Silent flownodes removed by --node_report_ttl.");
+}
+
+Metrics::~Metrics() = default;
+
+std::string Metrics::Scrape() const {
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  std::vector<prometheus::MetricFamily> gauges = gauges_->Collect();
+  families.insert(families.end(), std::make_move_iterator(gauges.begin()),
+                  std::make_move_iterator(gauges.end()));
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+void Metrics::HeartbeatReceived(int role) {
+  if (role >= 0 && role < static_cast<int>(heartbeats_.size())) {
+    heartbeats_[role]->Increment();
+  }
+}
+
+void Metrics::ReportMerged(absl::Duration took) {
+  merged_->Increment();
+  merge_seconds_->Observe(absl::ToDoubleSeconds(took));
+}
+
+void Metrics::ReportIgnored(IgnoredReason reason) {
+  ignored_[static_cast<size_t>(reason)]->Increment();
+}
+
+void Metrics::LeaderChanged() { leader_changes_->Increment(); }
+
+void Metrics::WatchPublished() { watch_published_->Increment(); }
+
+void Metrics::WatchSkipped() { watch_skipped_->Increment(); }
+
+void Metrics::NodesExpired(uint64_t n) {
+  nodes_expired_->Increment(static_cast<double>(n));
+}
+
+Metrics* Metrics::OrDiscard(Metrics* metrics) {
+  if (metrics != nullptr) return metrics;
+  static Metrics* const discard = new Metrics(Sources{});
+  return discard;
+}
+
+}  // namespace metasrv::server

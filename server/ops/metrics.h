@@ -1,0 +1,83 @@
+// The service's Prometheus metrics (served at /metrics by the HttpServer).
+#ifndef METASRV_SERVER_OPS_METRICS_H_
+#define METASRV_SERVER_OPS_METRICS_H_
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "prometheus/counter.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace metasrv::server {
+
+// Why a report carried by a heartbeat was not merged.
+enum class IgnoredReason {
+  kNotFlownode,
+  kNoNodeId,
+  kTooManyFlows,
+  kNotLeader,
+  kMalformed,     // A malformed flow_start_time_map extension.
+  kOverCapacity,  // Past --max_nodes or --max_total_flows.
+};
+
+// Counters and a histogram updated on the hot path, plus gauges read from
+// `Sources` when scraped. Thread safety: all methods are safe from any thread;
+// the hot-path ones take no lock.
+class Metrics {
+ public:
+  // What the scrape-time gauges read. Each must be thread-safe and quick.
+  struct Sources {
+    std::function<double()> open_streams;  // Heartbeat streams open now.
+    std::function<double()> flow_nodes;    // Nodes in the aggregate.
+    std::function<double()> flows;         // Flows in the aggregate.
+    std::function<double()> is_leader;     // 1 when this replica leads.
+    std::function<double()> kv_keys;       // Keys in the in-memory KV.
+    std::function<double()> watchers;      // WatchFlowState streams open.
+  };
+
+  explicit Metrics(Sources sources);
+  ~Metrics();
+
+  // Metrics that nobody reads, for components built without any (tests, the
+  // fuzzer): `metrics`, or the discarding instance when it is null. Every
+  // component takes its metrics through this, so none checks for null.
+  static Metrics* OrDiscard(Metrics* metrics);
+
+  // Everything, in Prometheus' text format (what /metrics answers).
+  std::string Scrape() const;
+
+  // `role` is the request header's role (0 datanode, 1 frontend, 2 flownode).
+  void HeartbeatReceived(int role);
+  void ReportMerged(absl::Duration took);
+  void ReportIgnored(IgnoredReason reason);
+  void LeaderChanged();
+  // A WatchFlowState state was built and offered to every watcher.
+  void WatchPublished();
+  // A watcher skipped a state: a newer one replaced it before it was sent.
+  void WatchSkipped();
+  // Silent nodes removed by --node_report_ttl.
+  void NodesExpired(uint64_t n);
+
+ private:
+  class Gauges;
+
+  std::shared_ptr<prometheus::Registry> registry_;  // Counters, histogram.
+  std::array<prometheus::Counter*, 3> heartbeats_;  // By role; in registry_.
+  prometheus::Counter* merged_;                     // In registry_.
+  std::array<prometheus::Counter*, 6> ignored_;     // By reason; in registry_.
+  prometheus::Histogram* merge_seconds_;            // In registry_.
+  prometheus::Counter* leader_changes_;             // In registry_.
+  prometheus::Counter* watch_published_;            // In registry_.
+  prometheus::Counter* watch_skipped_;              // In registry_.
+  prometheus::Counter* nodes_expired_;              // In registry_.
+  std::shared_ptr<Gauges> gauges_;                  // Scrape-time gauges.
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_OPS_METRICS_H_

@@ -1,0 +1,72 @@
+#include "server/ops/net_util.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace metasrv::server {
+
+absl::Status SplitHostPort(absl::string_view addr, std::string* host,
+                           int* port) {
+  const size_t colon = addr.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("address '", addr, "' is not host:port"));
+  }
+  absl::string_view h = addr.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') {
+    h = h.substr(1, h.size() - 2);
+  }
+  int p = -1;
+  if (!absl::SimpleAtoi(addr.substr(colon + 1), &p) || p < 0 || p > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("address '", addr, "' has no valid port"));
+  }
+  *host = std::string(h);
+  *port = p;
+  return absl::OkStatus();
+}
+
+std::string JoinHostPort(absl::string_view host, int port) {
+  if (host.find(':') != absl::string_view::npos) {
+    return absl::StrCat("[", host, "]:", port);
+  }
+  return absl::StrCat(host, ":", port);
+}
+
+absl::StatusOr<int> PickFreePort(const std::string& host) {
+  sockaddr_storage storage{};
+  socklen_t len = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&storage);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    len = sizeof(*v4);
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    len = sizeof(*v6);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", host, "' is not a numeric IP address"));
+  }
+  const int fd = socket(storage.ss_family, SOCK_STREAM, 0);
+  if (fd < 0) return absl::UnavailableError(std::strerror(errno));
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&storage), len) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &len) == 0) {
+    port = ntohs(storage.ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
+  }
+  const int err = errno;
+  close(fd);
+  if (port < 0) return absl::UnavailableError(std::strerror(err));
+  return port;
+}
+
+}  // namespace metasrv::server

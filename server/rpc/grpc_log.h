@@ -1,0 +1,26 @@
+// gRPC core's own log lines, routed into spdlog.
+#ifndef METASRV_SERVER_RPC_GRPC_LOG_H_
+#define METASRV_SERVER_RPC_GRPC_LOG_H_
+
+#include <cstdint>
+
+#include "absl/time/time.h"
+
+namespace metasrv::server {
+
+// From now on, gRPC core logs through spdlog's default logger (same format,
+// same level): its errors as warnings (they are about peers: a failed TLS
+// handshake, a header it does not know), its info as debug. A line from one
+// place in gRPC's code is written at most once per `interval`; the next one
+// says how many were left out, so a client that fails every call cannot
+// flood the log. The header-parse error that every zstd-compressing client
+// causes (gRPC 1.51 does not know `grpc-encoding: zstd`; see
+// request_decoder.h) is expected and logged at debug.
+void RouteGrpcLogsToSpdlog(absl::Duration interval = absl::Seconds(10));
+
+// Lines of gRPC core left out by the rate limit so far.
+uint64_t GrpcLogLinesSuppressed();
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_RPC_GRPC_LOG_H_

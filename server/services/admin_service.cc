@@ -1,0 +1,93 @@
+#include "server/services/admin_service.h"
+
+#include "server/rpc/grpc_status.h"
+#include "server/rpc/unary_call.h"
+#include "spdlog/spdlog.h"
+
+namespace metasrv::server {
+
+AdminService::AdminService(LeaderChangeFn leader_change,
+                           core::FlowStateManager* flow_state,
+                           const core::Leadership* leadership, AdminAuth auth,
+                           CallLimits limits)
+    : auth_(std::move(auth)),
+      leader_change_(std::move(leader_change)),
+      flow_state_(flow_state),
+      leadership_(leadership),
+      limits_(limits) {}
+
+absl::Status AdminService::Admit(grpc::CallbackServerContext* context,
+                                 const char* method) const {
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  absl::string_view authorization;
+  if (it != metadata.end()) {
+    authorization = absl::string_view(it->second.data(), it->second.size());
+  }
+  absl::Status allowed = auth_.Check(authorization, context->peer());
+  if (!allowed.ok()) {
+    spdlog::warn("admin call {} from {} refused: {}", method, context->peer(),
+                 std::string(allowed.message()));
+    return allowed;
+  }
+  return core::CheckLeader(*leadership_);
+}
+
+template <typename Request, typename Response>
+UnaryCall<Request, Response>* AdminService::StartAdmitted(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response, const char* method,
+    grpc::ServerUnaryReactor** reactor) const {
+  auto* call = UnaryCall<Request, Response>::Start(context, request, response,
+                                                   limits_, reactor);
+  if (call == nullptr) return nullptr;
+  if (absl::Status allowed = Admit(context, method); !allowed.ok()) {
+    call->Finish(allowed);
+    return nullptr;
+  }
+  return call;
+}
+
+grpc::ServerUnaryReactor* AdminService::LeaderChange(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = StartAdmitted<metasrv::v1::LeaderChangeRequest,
+                             metasrv::v1::LeaderChangeResponse>(
+      context, request, response, "LeaderChange", &reactor);
+  if (call == nullptr) return reactor;
+  absl::StatusOr<uint64_t> dropped = leader_change_();
+  if (dropped.ok()) {
+    spdlog::info("leader change requested by {}: {} keys dropped",
+                 context->peer(), *dropped);
+    call->response()->set_dropped_keys(*dropped);
+  }
+  call->Finish(dropped.status());
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::ForgetFlows(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = StartAdmitted<metasrv::v1::ForgetFlowsRequest,
+                             metasrv::v1::ForgetFlowsResponse>(
+      context, request, response, "ForgetFlows", &reactor);
+  if (call == nullptr) return reactor;
+  const auto& ids = call->request().flow_ids();
+  absl::StatusOr<core::ForgetResult> forgotten =
+      flow_state_->ForgetFlows(absl::MakeConstSpan(ids.data(), ids.size()));
+  if (forgotten.ok()) {
+    spdlog::info(
+        "forget flows requested by {}: {} of {} flows forgotten, {} "
+        "node reports rewritten",
+        context->peer(), forgotten->forgotten_flows, ids.size(),
+        forgotten->updated_nodes);
+    call->response()->set_forgotten_flows(forgotten->forgotten_flows);
+    call->response()->set_updated_nodes(forgotten->updated_nodes);
+  }
+  call->Finish(forgotten.status());
+  return reactor;
+}
+
+}  // namespace metasrv::server

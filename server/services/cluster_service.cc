@@ -1,0 +1,114 @@
+#include "server/services/cluster_service.h"
+
+#include <utility>
+#include <vector>
+
+#include "server/rpc/unary_call.h"
+#include "server/services/heartbeat_handler.h"
+
+namespace metasrv::server {
+
+namespace meta = greptime::v1::meta;
+
+namespace {
+
+// Moves `kvs` into a response's repeated KeyValue field.
+void AppendKvs(std::vector<kv::KeyValue>& kvs,
+               google::protobuf::RepeatedPtrField<meta::KeyValue>* out) {
+  out->Reserve(static_cast<int>(kvs.size()));
+  for (kv::KeyValue& kv : kvs) {
+    meta::KeyValue* entry = out->Add();
+    entry->set_key(std::move(kv.key));
+    entry->set_value(std::move(kv.value));
+  }
+}
+
+void FillNodeInfo(const SelfInfo& self, const std::string& addr,
+                  meta::MetasrvNodeInfo* out) {
+  out->mutable_peer()->set_addr(addr);
+  if (addr == self.addr) {
+    out->mutable_info()->set_version(self.version);
+    out->mutable_info()->set_start_time_ms(self.start_time_ms);
+    out->mutable_info()->set_hostname(self.hostname);
+  }
+}
+
+}  // namespace
+
+ClusterService::ClusterService(const kv::KvBackend* kv,
+                               const core::Leadership* leadership,
+                               ReadExecutor* reads, SelfInfo self,
+                               CallLimits limits)
+    : kv_(kv),
+      leadership_(leadership),
+      reads_(reads),
+      self_(std::move(self)),
+      limits_(limits) {}
+
+template <typename Request, typename Response, typename Fill>
+grpc::ServerUnaryReactor* ClusterService::Serve(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response, ReadCost cost, Fill fill) {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = UnaryCall<Request, Response>::Start(context, request, response,
+                                                   limits_, &reactor);
+  if (call == nullptr) return reactor;
+  meta::ResponseHeader* header = call->response()->mutable_header();
+  if (!leadership_->IsLeader()) {
+    SetNotLeader(*leadership_, header);
+    call->Finish(absl::OkStatus());
+    return reactor;
+  }
+  header->set_protocol_version(1);
+  ScheduleRead(reads_, cost, call, fill);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ClusterService::BatchGet(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return Serve<meta::BatchGetRequest, meta::BatchGetResponse>(
+      context, request, response, ReadCost::kLarge,
+      [this](const meta::BatchGetRequest& req,
+             meta::BatchGetResponse* resp) -> absl::Status {
+        std::vector<std::string> keys(req.keys().begin(), req.keys().end());
+        absl::StatusOr<std::vector<kv::KeyValue>> found = kv_->BatchGet(keys);
+        if (!found.ok()) return found.status();
+        AppendKvs(*found, resp->mutable_kvs());
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* ClusterService::Range(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return Serve<meta::RangeRequest, meta::RangeResponse>(
+      context, request, response, ReadCost::kLarge,
+      [this](const meta::RangeRequest& req,
+             meta::RangeResponse* resp) -> absl::Status {
+        absl::StatusOr<kv::RangeResponse> found = kv_->Range(
+            {req.key(), req.range_end(), req.limit(), req.keys_only()});
+        if (!found.ok()) return found.status();
+        AppendKvs(found->kvs, resp->mutable_kvs());
+        resp->set_more(found->more);
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* ClusterService::MetasrvPeers(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return Serve<meta::MetasrvPeersRequest, meta::MetasrvPeersResponse>(
+      context, request, response, ReadCost::kSmall,
+      [this](const meta::MetasrvPeersRequest&,
+             meta::MetasrvPeersResponse* resp) -> absl::Status {
+        FillNodeInfo(self_, self_.addr, resp->mutable_leader());
+        for (const std::string& addr : leadership_->FollowerAddrs()) {
+          if (addr != self_.addr)
+            FillNodeInfo(self_, addr, resp->add_followers());
+        }
+        return absl::OkStatus();
+      });
+}
+
+}  // namespace metasrv::server

@@ -1,0 +1,123 @@
+#include "server/services/flow_state_service.h"
+
+#include "server/rpc/grpc_status.h"
+#include "server/rpc/request_decoder.h"
+#include "server/rpc/unary_call.h"
+#include "server/services/flow_state_response.h"
+#include "server/services/node_info_proto.h"
+
+namespace metasrv::server {
+
+FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
+                                   const core::Leadership* leadership,
+                                   ReadExecutor* reads, WatchHub* watch,
+                                   Metrics* metrics, CallLimits limits)
+    : flow_state_(flow_state),
+      leadership_(leadership),
+      reads_(reads),
+      watch_(watch),
+      metrics_(Metrics::OrDiscard(metrics)),
+      limits_(limits) {}
+
+namespace {
+
+// A read of a few flows or nodes is small; of all, large.
+constexpr int kSmallRead = 1024;
+ReadCost Cost(const metasrv::v1::GetFlowStateRequest& request) {
+  const int n = request.flow_ids_size();
+  return n > 0 && n <= kSmallRead ? ReadCost::kSmall : ReadCost::kLarge;
+}
+ReadCost Cost(const metasrv::v1::ListFlownodesRequest& request) {
+  const int n = request.node_ids_size();
+  return n > 0 && n <= kSmallRead ? ReadCost::kSmall : ReadCost::kLarge;
+}
+
+}  // namespace
+
+template <typename Request, typename Response, typename Read>
+grpc::ServerUnaryReactor* FlowStateService::LeaderRead(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response, Read read) {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = UnaryCall<Request, Response>::Start(context, request, response,
+                                                   limits_, &reactor);
+  if (call == nullptr) return reactor;
+  absl::Status leader = core::CheckLeader(*leadership_);
+  if (!leader.ok()) {
+    call->Finish(leader);
+    return reactor;
+  }
+  ScheduleRead(reads_, Cost(call->request()), call, read);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* FlowStateService::GetFlowState(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return LeaderRead<metasrv::v1::GetFlowStateRequest,
+                    metasrv::v1::GetFlowStateResponse>(
+      context, request, response,
+      [this](const metasrv::v1::GetFlowStateRequest& req,
+             metasrv::v1::GetFlowStateResponse* resp) {
+        return FillFlowState(
+            *flow_state_,
+            absl::MakeConstSpan(req.flow_ids().data(), req.flow_ids_size()),
+            req.with_nodes(), resp);
+      });
+}
+
+grpc::ServerUnaryReactor* FlowStateService::ListFlownodes(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return LeaderRead<metasrv::v1::ListFlownodesRequest,
+                    metasrv::v1::ListFlownodesResponse>(
+      context, request, response,
+      [this](const metasrv::v1::ListFlownodesRequest& req,
+             metasrv::v1::ListFlownodesResponse* resp) {
+        return ListNodes(req, resp);
+      });
+}
+
+absl::Status FlowStateService::ListNodes(
+    const metasrv::v1::ListFlownodesRequest& request,
+    metasrv::v1::ListFlownodesResponse* response) const {
+  const std::vector<core::FlownodeView> nodes = flow_state_->ListFlownodes(
+      absl::MakeConstSpan(request.node_ids().data(), request.node_ids_size()));
+  response->mutable_nodes()->Reserve(static_cast<int>(nodes.size()));
+  for (const core::FlownodeView& view : nodes) {
+    metasrv::v1::Flownode* node = response->add_nodes();
+    node->set_node_id(view.node_id);
+    node->set_peer_addr(view.record.peer_addr);
+    node->set_last_heartbeat_ms(view.record.last_heartbeat_ms);
+    node->set_last_report_ms(view.record.last_report_ms);
+    node->set_flow_count(view.flow_count);
+    if (view.record.info.has_value()) {
+      ToProto(*view.record.info, node->mutable_info());
+    }
+  }
+  return absl::OkStatus();
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* FlowStateService::WatchFlowState(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  absl::Status refused = core::CheckLeader(*leadership_);
+  if (refused.ok()) {
+    // The request has no fields yet, but must still be one.
+    grpc::ByteBuffer copy(*request);
+    metasrv::v1::WatchFlowStateRequest parsed;
+    refused = DecodeRequest(&copy, limits_.max_request_bytes, &parsed);
+  }
+  if (!refused.ok()) {
+    // A reactor that only finishes.
+    class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+     public:
+      explicit Refusal(const grpc::Status& status) { Finish(status); }
+      void OnDone() override { delete this; }
+    };
+    return new Refusal(ToGrpcStatus(refused));
+  }
+  (void)context;
+  return new WatchStream(watch_, metrics_);
+}
+
+}  // namespace metasrv::server

@@ -1,0 +1,66 @@
+// The metasrv.v1.FlowState service.
+#ifndef METASRV_SERVER_SERVICES_FLOW_STATE_SERVICE_H_
+#define METASRV_SERVER_SERVICES_FLOW_STATE_SERVICE_H_
+
+#include <cstddef>
+
+#include "core/flow_state_manager.h"
+#include "core/leadership.h"
+#include "metasrv/v1/metasrv.grpc.pb.h"
+#include "server/ops/metrics.h"
+#include "server/rpc/read_executor.h"
+#include "server/rpc/unary_call.h"
+#include "server/watch/flow_state_watch.h"
+
+namespace metasrv::server {
+
+// Every method takes raw bytes, so that zstd-compressed requests decode
+// (request_decoder.h); WatchFlowState also writes pre-serialized bytes (one
+// serialization per state, whatever the number of watchers).
+class FlowStateService final
+    : public metasrv::v1::FlowState::WithRawCallbackMethod_GetFlowState<
+          metasrv::v1::FlowState::WithRawCallbackMethod_ListFlownodes<
+              metasrv::v1::FlowState::WithRawCallbackMethod_WatchFlowState<
+                  metasrv::v1::FlowState::Service>>> {
+ public:
+  // Borrows all; they must outlive the service. Reads run on `reads`.
+  // Null `metrics`: none kept. Calls are held to `limits`.
+  FlowStateService(const core::FlowStateManager* flow_state,
+                   const core::Leadership* leadership, ReadExecutor* reads,
+                   WatchHub* watch, Metrics* metrics, CallLimits limits);
+
+  grpc::ServerUnaryReactor* GetFlowState(grpc::CallbackServerContext* context,
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
+
+  grpc::ServerUnaryReactor* ListFlownodes(grpc::CallbackServerContext* context,
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
+
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchFlowState(
+      grpc::CallbackServerContext* context,
+      const grpc::ByteBuffer* request) override;
+
+ private:
+  // Decodes the request. If this replica leads, runs `read(request,
+  // response)` on the read executor and finishes with its status; else
+  // finishes with FAILED_PRECONDITION naming the leader.
+  template <typename Request, typename Response, typename Read>
+  grpc::ServerUnaryReactor* LeaderRead(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response, Read read);
+  // Fills a ListFlownodes answer.
+  absl::Status ListNodes(const metasrv::v1::ListFlownodesRequest& request,
+                         metasrv::v1::ListFlownodesResponse* response) const;
+
+  const core::FlowStateManager* const flow_state_;  // The state; borrowed.
+  const core::Leadership* const leadership_;        // Who leads; borrowed.
+  ReadExecutor* const reads_;                       // Runs reads; borrowed.
+  WatchHub* const watch_;                           // Watchers; borrowed.
+  Metrics* const metrics_;   // Borrowed; never null (Metrics::OrDiscard).
+  const CallLimits limits_;  // Request size, replies.
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_SERVICES_FLOW_STATE_SERVICE_H_

@@ -1,0 +1,109 @@
+// What the metasrv does with one heartbeat request. No gRPC here: the stream
+// reactor calls it, and so do the tests and the fuzzer.
+#ifndef METASRV_SERVER_SERVICES_HEARTBEAT_HANDLER_H_
+#define METASRV_SERVER_SERVICES_HEARTBEAT_HANDLER_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "core/flow_state_manager.h"
+#include "core/leadership.h"
+#include "greptime/v1/meta/heartbeat.pb.h"
+#include "server/ops/metrics.h"
+
+namespace metasrv::server {
+
+// Error code in a response header that tells a client this replica does not
+// lead (GreptimeDB's "not leader").
+inline constexpr int32_t kNotLeaderErrorCode = 2;
+
+// GreptimeDB tells frontends to heartbeat this many times less often than
+// other nodes (`frontend_heartbeat_interval` in
+// src/common/meta/src/distributed_time_constants.rs).
+inline constexpr uint64_t kFrontendIntervalFactor = 6;
+
+// Fills `header` with the "not leader" error (code 2) naming the leader, as
+// every greptime.v1.meta answer of a follower carries it.
+void SetNotLeader(const core::Leadership& leadership,
+                  greptime::v1::meta::ResponseHeader* header);
+
+// Why a request's flow state was or was not merged.
+enum class MergeResult {
+  kMerged,       // Recorded as the node's latest report.
+  kNotFlownode,  // The role is not FLOWNODE: flow_stat is ignored.
+  kNoFlowStat,   // No flow_stat: only the flownode's record was updated.
+  kNoNodeId,     // Neither a header nor a peer names the node.
+};
+
+// The HeartbeatRequest.extensions key of a metasrv.v1.FlowStartTimes.
+inline constexpr char kFlowStartTimeExtension[] = "flow_start_time_map";
+
+class HeartbeatHandler {
+ public:
+  struct Options {
+    // The base interval sent in handshake responses: datanodes and flownodes
+    // get it, frontends kFrontendIntervalFactor times it.
+    uint64_t heartbeat_interval_ms = 3000;
+    uint64_t retry_interval_ms = 3000;  // Sent in handshake responses to all.
+    // A report of more flows is refused with kInvalidArgument.
+    uint64_t max_flows_per_report = 100000;
+  };
+
+  // Borrows all three; they must outlive the handler. Null `metrics`: none
+  // kept. Thread-safe.
+  HeartbeatHandler(core::FlowStateManager* flow_state,
+                   const core::Leadership* leadership, Options options,
+                   Metrics* metrics = nullptr);
+
+  // Handles one request of a stream; `handshake` is true for its first,
+  // whose answer carries the heartbeat config (also when not leading).
+  // - OK: send `*response` and go on reading.
+  // - kAborted: this replica does not lead. `*response` carries the
+  //   not-leader error; send it, then end the stream with ABORTED.
+  // - any other error (kInvalidArgument for a missing header, an unknown
+  //   role or too many flows; or a failed merge): end the stream with it;
+  //   send nothing. The node's previous report stays as it was.
+  absl::Status Handle(const greptime::v1::meta::HeartbeatRequest& request,
+                      bool handshake,
+                      greptime::v1::meta::HeartbeatResponse* response);
+
+  // Records a flownode's heartbeat (its peer address and NodeInfo) and
+  // merges its flow state (with the start times of the
+  // kFlowStartTimeExtension extension, if any) if `role` (the sender's,
+  // normally from the header) and its identity (see NodeId) allow.
+  // `state_term` is the leadership term's (see
+  // FlowStateManager::Heartbeat): kAborted if it ended. kInvalidArgument for
+  // too many flows or a malformed extension; nothing is recorded then.
+  absl::StatusOr<MergeResult> MergeFlowStat(
+      const greptime::v1::meta::HeartbeatRequest& request,
+      greptime::v1::meta::Role role,
+      std::optional<uint64_t> state_term = std::nullopt);
+
+  // The node a report belongs to: header.member_id when a header is present
+  // (even 0), else peer.id when a peer is present, else none.
+  static std::optional<uint64_t> NodeId(
+      const greptime::v1::meta::HeartbeatRequest& request);
+
+  // The report carried by `stat`, with `start_times` (flow id -> unix ms).
+  static core::FlowStateValue ToReport(
+      const greptime::v1::meta::FlowStat& stat,
+      const google::protobuf::Map<uint32_t, int64_t>* start_times = nullptr);
+
+ private:
+  // The report `request` (of `node`) carries, with the start times of its
+  // extension; kInvalidArgument for a malformed extension or too many flows.
+  absl::StatusOr<core::FlowStateValue> ReadReport(
+      const greptime::v1::meta::HeartbeatRequest& request, uint64_t node);
+  // The heartbeat interval to tell a node of `role`.
+  uint64_t IntervalFor(int role) const;
+
+  core::FlowStateManager* const flow_state_;  // Where reports go; borrowed.
+  const core::Leadership* const leadership_;  // Whether we lead; borrowed.
+  const Options options_;                     // Handshake config, limits.
+  Metrics* const metrics_;  // Borrowed; never null (Metrics::OrDiscard).
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_SERVICES_HEARTBEAT_HANDLER_H_

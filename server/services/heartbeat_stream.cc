@@ -1,0 +1,127 @@
+#include "server/services/heartbeat_stream.h"
+
+#include <grpcpp/impl/codegen/proto_utils.h>
+
+#include <utility>
+
+#include "server/rpc/grpc_status.h"
+#include "server/rpc/request_decoder.h"
+#include "spdlog/spdlog.h"
+
+namespace metasrv::server {
+
+namespace {
+
+google::protobuf::ArenaOptions BlockOptions(char* block, size_t size) {
+  google::protobuf::ArenaOptions options;
+  options.initial_block = block;
+  options.initial_block_size = size;
+  return options;
+}
+
+}  // namespace
+
+HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
+                                 StreamRegistry* registry,
+                                 size_t max_request_bytes, std::string peer)
+    : handler_(handler),
+      registry_(registry),
+      max_request_bytes_(max_request_bytes),
+      peer_(std::move(peer)),
+      arena_(BlockOptions(arena_block_, sizeof(arena_block_))) {
+  absl::Status added = registry_->Add(this);
+  if (!added.ok()) {
+    spdlog::warn("heartbeat stream refused: {}", added.ToString());
+    FinishOnce(ToGrpcStatus(added));
+    return;
+  }
+  registered_ = true;
+  StartRead(&read_buffer_);
+}
+
+void HeartbeatStream::OnReadDone(bool ok) {
+  if (!ok) {
+    // The client closed its side, or vanished, or we are finishing.
+    FinishOnce(grpc::Status::OK);
+    return;
+  }
+  HandleRead();
+}
+
+void HeartbeatStream::HandleRead() {
+  arena_.Reset();
+  auto* request = google::protobuf::Arena::CreateMessage<
+      greptime::v1::meta::HeartbeatRequest>(&arena_);
+  absl::Status parsed =
+      DecodeRequest(&read_buffer_, max_request_bytes_, request);
+  if (!parsed.ok()) {
+    FinishOnce(ToGrpcStatus(parsed));
+    return;
+  }
+  absl::Status handled = handler_->Handle(*request, handshake_, &response_);
+  handshake_ = false;
+  if (!handled.ok() && !absl::IsAborted(handled)) {
+    spdlog::debug("heartbeat stream from {} ended: {}", peer_,
+                  handled.ToString());
+    FinishOnce(ToGrpcStatus(handled));
+    return;
+  }
+  // A fresh buffer for every answer: Serialize() expects an empty one.
+  grpc::ByteBuffer answer;
+  bool own_buffer = false;
+  grpc::Status serialized = grpc::SerializationTraits<
+      greptime::v1::meta::HeartbeatResponse>::Serialize(response_, &answer,
+                                                        &own_buffer);
+  if (!serialized.ok()) {
+    FinishOnce(
+        ToGrpcStatus(absl::InternalError("cannot serialize the response")));
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  // Aborted while handling (a step-down, shutdown): the stream is ending.
+  if (end_.finished) return;
+  if (absl::IsAborted(handled)) {
+    // Not leader: the response says so, then the stream ends.
+    end_.finish_after_write = ToGrpcStatus(handled);
+  }
+  // No write is in flight (the next read starts when it completes), so
+  // gRPC holds no reference to the previous answer's buffer.
+  write_buffer_.Swap(&answer);
+  end_.write_in_flight = true;
+  StartWrite(&write_buffer_);
+}
+
+void HeartbeatStream::OnWriteDone(bool ok) {
+  StreamEnd::AfterWrite next;
+  {
+    absl::MutexLock lock(&mu_);
+    next = end_.WriteDone(ok);
+    // Read under the lock, so Abort() cannot finish the stream meanwhile.
+    if (next.go_on) StartRead(&read_buffer_);
+  }
+  if (next.finish.has_value()) FinishOnce(*next.finish);
+}
+
+void HeartbeatStream::Abort(const grpc::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    // Decided under the lock, so OnReadDone() cannot start a write now.
+    if (!end_.Abort(status)) return;
+  }
+  Finish(status);
+}
+
+void HeartbeatStream::FinishOnce(const grpc::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!end_.TryFinish()) return;
+  }
+  Finish(status);
+}
+
+void HeartbeatStream::OnDone() {
+  if (registered_) registry_->Remove(this);
+  delete this;
+}
+
+}  // namespace metasrv::server

@@ -1,0 +1,72 @@
+// The reactor of one Heartbeat stream: read a request, handle it, write its
+// response, read the next. One operation in flight at a time, so responses
+// go out exactly once per request and in order; no thread per stream.
+//
+// The stream carries raw bytes, parsed here: a request that does not parse
+// ends the stream with INVALID_ARGUMENT (gRPC's typed callback API would
+// report it as a plain failed read, indistinguishable from the client
+// closing its side).
+#ifndef METASRV_SERVER_SERVICES_HEARTBEAT_STREAM_H_
+#define METASRV_SERVER_SERVICES_HEARTBEAT_STREAM_H_
+
+#include <google/protobuf/arena.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/server_callback.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "greptime/v1/meta/heartbeat.pb.h"
+#include "server/rpc/stream_end.h"
+#include "server/rpc/stream_registry.h"
+#include "server/services/heartbeat_handler.h"
+
+namespace metasrv::server {
+
+class HeartbeatStream final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+      public AbortableStream {
+ public:
+  // Borrows both. Calls are held to `limits`. `peer`
+  // names the client in logs. Deletes itself when gRPC is done with it.
+  HeartbeatStream(HeartbeatHandler* handler, StreamRegistry* registry,
+                  size_t max_request_bytes, std::string peer);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone() override;
+  void Abort(const grpc::Status& status) override;
+
+ private:
+  // Finishes with `status` unless already finishing. Call without mu_ held.
+  void FinishOnce(const grpc::Status& status);
+  // Parses the request read into read_buffer_, handles it, and writes the
+  // answer or finishes the stream.
+  void HandleRead();
+
+  HeartbeatHandler* const handler_;  // Handles each request; borrowed.
+  StreamRegistry* const registry_;   // Where this stream is listed; borrowed.
+  const size_t max_request_bytes_;   // Limit of an inflated request.
+  const std::string peer_;           // The client's address, for logs.
+  bool registered_ = false;          // Whether Add() succeeded.
+  bool handshake_ = true;            // The next request is the first.
+  grpc::ByteBuffer read_buffer_;     // The request, as read.
+  grpc::ByteBuffer write_buffer_;    // The response, as written.
+  // Requests are parsed into `arena_`, reset before each parse: its first
+  // block is `arena_block_`, so a typical report's map entries cost no malloc.
+  alignas(8) char arena_block_[2048];
+  google::protobuf::Arena arena_;
+  greptime::v1::meta::HeartbeatResponse response_;  // Reused for each answer.
+
+  // Guards end_. Held while starting a write or a read (so Abort() cannot
+  // finish the stream in between), never while waiting for gRPC.
+  absl::Mutex mu_;
+  StreamEnd end_ ABSL_GUARDED_BY(mu_);  // Write in flight, finishing.
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_SERVICES_HEARTBEAT_STREAM_H_

@@ -1,0 +1,16 @@
+// core::NodeInfo to and from GreptimeDB's greptime.v1.meta.NodeInfo.
+#ifndef METASRV_SERVER_SERVICES_NODE_INFO_PROTO_H_
+#define METASRV_SERVER_SERVICES_NODE_INFO_PROTO_H_
+
+#include "core/flownode_record.h"
+#include "greptime/v1/meta/common.pb.h"
+
+namespace metasrv::server {
+
+// Field by field, by name (core::ForEachNodeInfoField). Never fail.
+core::NodeInfo FromProto(const greptime::v1::meta::NodeInfo& proto);
+void ToProto(const core::NodeInfo& info, greptime::v1::meta::NodeInfo* proto);
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_SERVICES_NODE_INFO_PROTO_H_

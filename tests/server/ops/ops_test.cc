@@ -1,0 +1,390 @@
+// What operators rely on: metrics, TLS and mTLS, admin authorization, limits
+// and keepalive. In-process servers on loopback.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "server/ops/admin_auth.h"
+#include "server/metasrv_server.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
+#include "tests/server/in_process_server.h"
+#include "tests/server/test_util.h"
+
+namespace metasrv::server {
+namespace {
+
+using ::metasrv::testing::ChildProcess;
+using ::metasrv::testing::Connect;
+using ::metasrv::testing::FlowReport;
+using ::metasrv::testing::GetFlowState;
+using ::metasrv::testing::HeartbeatClient;
+using ::metasrv::testing::Request;
+using ::metasrv::testing::WaitFor;
+namespace meta = greptime::v1::meta;
+
+std::unique_ptr<MetasrvServer> StartServer(ServerOptions options) {
+  return ::metasrv::testing::StartInProcess(std::move(options));
+}
+
+// GET /metrics; returns metric line -> value.
+std::map<std::string, double> Scrape(int port) {
+  std::map<std::string, double> out;
+  const ::metasrv::testing::HttpResult got =
+      ::metasrv::testing::HttpGet(port, "/metrics");
+  EXPECT_EQ(got.status, 200);
+  const std::string& body = got.body;
+  for (absl::string_view line : absl::StrSplit(body, '\n')) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    if (space == absl::string_view::npos) continue;
+    double v = 0;
+    if (absl::SimpleAtod(line.substr(space + 1), &v)) {
+      out[std::string(line.substr(0, space))] = v;
+    }
+  }
+  return out;
+}
+
+TEST(MetricsTest, ValuesMoveWithTraffic) {
+  ServerOptions options;
+  options.metrics_addr = "127.0.0.1:0";
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  ASSERT_NE(server->metrics_port(), 0);
+  auto channel = Connect(server->advertised_addr());
+  auto before = Scrape(server->metrics_port());
+  EXPECT_EQ(before["metasrv_reports_merged_total"], 0);
+  EXPECT_EQ(before["metasrv_is_leader"], 1);
+  EXPECT_EQ(before["metasrv_kv_keys"], 0);
+
+  HeartbeatClient a(channel);
+  ASSERT_TRUE(a.Call(Request(meta::FLOWNODE, 1)).has_value());
+  ASSERT_TRUE(a.Call(FlowReport(1, {{1, 10, 1}, {2, 20, 2}})).has_value());
+  ASSERT_TRUE(a.Call(FlowReport(1, {{1, 11, 1}, {2, 21, 2}})).has_value());
+  HeartbeatClient b(channel);
+  meta::HeartbeatRequest datanode = FlowReport(2, {{3, 30, 3}});
+  datanode.mutable_header()->set_role(meta::DATANODE);
+  ASSERT_TRUE(b.Call(datanode).has_value());
+  ASSERT_TRUE(b.Call(Request(meta::FRONTEND, 3)).has_value());
+
+  auto m = Scrape(server->metrics_port());
+  EXPECT_EQ(m["metasrv_heartbeats_received_total{role=\"flownode\"}"], 3);
+  EXPECT_EQ(m["metasrv_heartbeats_received_total{role=\"datanode\"}"], 1);
+  EXPECT_EQ(m["metasrv_heartbeats_received_total{role=\"frontend\"}"], 1);
+  EXPECT_EQ(m["metasrv_reports_merged_total"], 2);
+  EXPECT_EQ(m["metasrv_reports_ignored_total{reason=\"not_flownode\"}"], 1);
+  EXPECT_EQ(m["metasrv_merge_duration_seconds_count"], 2);
+  EXPECT_GT(m["metasrv_merge_duration_seconds_sum"], 0);
+  EXPECT_EQ(m["metasrv_open_streams"], 2);
+  EXPECT_EQ(m["metasrv_flow_nodes"], 1);
+  EXPECT_EQ(m["metasrv_flows"], 2);
+  EXPECT_EQ(m["metasrv_kv_keys"], 3);  // Report, record, aggregate.
+  EXPECT_EQ(m["metasrv_leader_changes_total"], 0);
+
+  ASSERT_TRUE(a.Close().ok());
+  ASSERT_TRUE(b.Close().ok());
+  EXPECT_TRUE(WaitFor([&] {
+    return Scrape(server->metrics_port())["metasrv_open_streams"] == 0;
+  }));
+}
+
+// Certificates made with openssl in a fresh folder.
+class Certs {
+ public:
+  Certs() {
+    char dir[] = "/tmp/metasrv-certs-XXXXXX";
+    dir_ = mkdtemp(dir);
+    // Two CAs; a server cert for 127.0.0.1 and a client cert from each CA.
+    Run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ca1 "
+        "-keyout ca1.key -out ca1.pem");
+    Run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ca2 "
+        "-keyout ca2.key -out ca2.pem");
+    Issue("server", "ca1", "subjectAltName=IP:127.0.0.1,DNS:localhost");
+    Issue("client1", "ca1", "extendedKeyUsage=clientAuth");
+    Issue("client2", "ca2", "extendedKeyUsage=clientAuth");
+  }
+  ~Certs() { std::filesystem::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string Read(const std::string& name) const {
+    std::ifstream in(Path(name));
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+ private:
+  void Run(const std::string& cmd) {
+    ASSERT_EQ(
+        std::system(("cd " + dir_ + " && " + cmd + " >/dev/null 2>&1").c_str()),
+        0)
+        << cmd;
+  }
+  void Issue(const std::string& name, const std::string& ca,
+             const std::string& ext) {
+    Run("openssl req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " +
+        name + ".key -out " + name + ".csr");
+    Run("printf '" + ext + "\\n' > " + name + ".ext && openssl x509 -req -in " +
+        name + ".csr -CA " + ca + ".pem -CAkey " + ca +
+        ".key -CAcreateserial -days 2 -extfile " + name + ".ext -out " + name +
+        ".pem");
+  }
+  std::string dir_;  // Holds everything.
+};
+
+// Whether GetFlowState succeeds with `creds`.
+bool Reachable(const std::string& addr,
+               std::shared_ptr<grpc::ChannelCredentials> creds) {
+  auto channel = grpc::CreateChannel(addr, creds);
+  auto stub = metasrv::v1::FlowState::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  metasrv::v1::GetFlowStateResponse resp;
+  return stub->GetFlowState(&ctx, {}, &resp).ok();
+}
+
+std::shared_ptr<grpc::ChannelCredentials> Tls(const Certs& certs,
+                                              const std::string& client = "") {
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = certs.Read("ca1.pem");
+  if (!client.empty()) {
+    o.pem_private_key = certs.Read(client + ".key");
+    o.pem_cert_chain = certs.Read(client + ".pem");
+  }
+  return grpc::SslCredentials(o);
+}
+
+TEST(TlsTest, TlsClientConnectsPlaintextClientIsRefused) {
+  Certs certs;
+  ServerOptions options;
+  options.tls_cert = certs.Path("server.pem");
+  options.tls_key = certs.Path("server.key");
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  EXPECT_TRUE(Reachable(server->advertised_addr(), Tls(certs)));
+  EXPECT_FALSE(
+      Reachable(server->advertised_addr(), grpc::InsecureChannelCredentials()));
+}
+
+TEST(TlsTest, MutualTlsNeedsAClientCertificateFromTheConfiguredCa) {
+  Certs certs;
+  ServerOptions options;
+  options.tls_cert = certs.Path("server.pem");
+  options.tls_key = certs.Path("server.key");
+  options.tls_client_ca = certs.Path("ca1.pem");
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  EXPECT_TRUE(Reachable(server->advertised_addr(), Tls(certs, "client1")));
+  EXPECT_FALSE(Reachable(server->advertised_addr(), Tls(certs)));
+  EXPECT_FALSE(Reachable(server->advertised_addr(), Tls(certs, "client2")));
+  EXPECT_FALSE(
+      Reachable(server->advertised_addr(), grpc::InsecureChannelCredentials()));
+}
+
+TEST(TlsTest, HalfConfiguredTlsIsAStartError) {
+  ServerOptions options;
+  options.bind_addr = "127.0.0.1:0";
+  options.tls_cert = "/nonexistent/cert.pem";
+  EXPECT_EQ(MetasrvServer::Start(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+class AdminAuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char path[] = "/tmp/metasrv-token-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    token_path_ = path;
+    std::ofstream(token_path_) << kToken << "\n";
+    // Capture the log, to check that no token ever reaches it.
+    sink_ = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
+    previous_ = spdlog::default_logger();
+    spdlog::set_default_logger(
+        std::make_shared<spdlog::logger>("capture", sink_));
+    ServerOptions options;
+    options.admin_token_file = token_path_;
+    server_ = StartServer(options);
+    ASSERT_NE(server_, nullptr);
+    channel_ = Connect(server_->advertised_addr());
+  }
+  void TearDown() override {
+    server_.reset();
+    spdlog::set_default_logger(previous_);
+    unlink(token_path_.c_str());
+  }
+
+  grpc::Status LeaderChange(const std::string& authorization) {
+    auto stub = metasrv::v1::Admin::NewStub(channel_);
+    grpc::ClientContext ctx;
+    if (!authorization.empty()) ctx.AddMetadata("authorization", authorization);
+    metasrv::v1::LeaderChangeResponse resp;
+    return stub->LeaderChange(&ctx, {}, &resp);
+  }
+
+  static constexpr char kToken[] = "s3cret-admin-token-0123456789";
+  std::string token_path_;
+  std::ostringstream log_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+  std::shared_ptr<spdlog::logger> previous_;
+  std::unique_ptr<MetasrvServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+TEST_F(AdminAuthTest, MissingOrWrongTokenChangesNothing) {
+  HeartbeatClient client(channel_);
+  ASSERT_TRUE(client.Call(FlowReport(1, {{1, 1, 1}})).has_value());
+  grpc::Status missing = LeaderChange("");
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  grpc::Status wrong = LeaderChange("Bearer s3cret-admin-token-0123456780");
+  EXPECT_EQ(wrong.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  grpc::Status not_bearer = LeaderChange(std::string("Basic ") + kToken);
+  EXPECT_EQ(not_bearer.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(server_->flow_state().size(), 3u);
+  EXPECT_TRUE(GetFlowState(channel_).found);
+  // The right token works.
+  EXPECT_TRUE(LeaderChange(std::string("Bearer ") + kToken).ok());
+  EXPECT_FALSE(GetFlowState(channel_).found);
+  // Refusals were logged, and no token anywhere.
+  sink_->flush();
+  const std::string log = log_.str();
+  EXPECT_NE(log.find("refused"), std::string::npos);
+  for (const grpc::Status& s : {missing, wrong, not_bearer}) {
+    EXPECT_EQ(s.error_message().find("s3cret"), std::string::npos);
+  }
+  EXPECT_EQ(log.find("s3cret"), std::string::npos) << log;
+}
+
+TEST_F(AdminAuthTest, ForgetFlowsNeedsTheTokenToo) {
+  HeartbeatClient client(channel_);
+  ASSERT_TRUE(client.Call(FlowReport(1, {{1, 1, 1}, {2, 2, 2}})).has_value());
+  auto forget = [&](const std::string& authorization,
+                    metasrv::v1::ForgetFlowsResponse* resp) {
+    auto stub = metasrv::v1::Admin::NewStub(channel_);
+    grpc::ClientContext ctx;
+    if (!authorization.empty()) ctx.AddMetadata("authorization", authorization);
+    metasrv::v1::ForgetFlowsRequest req;
+    req.add_flow_ids(1);
+    return stub->ForgetFlows(&ctx, req, resp);
+  };
+  metasrv::v1::ForgetFlowsResponse resp;
+  EXPECT_EQ(forget("", &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(forget("Bearer wrong-token", &resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(GetFlowState(channel_).flows.size(), 2u);  // Nothing forgotten.
+  ASSERT_TRUE(forget(std::string("Bearer ") + kToken, &resp).ok());
+  EXPECT_EQ(resp.forgotten_flows(), 1u);
+  const auto rows = GetFlowState(channel_);
+  ASSERT_EQ(rows.flows.size(), 1u);
+  EXPECT_EQ(rows.flows[0].flow_id, 2u);
+  sink_->flush();
+  EXPECT_NE(log_.str().find("admin call ForgetFlows"), std::string::npos);
+  EXPECT_EQ(log_.str().find("s3cret"), std::string::npos);
+}
+
+TEST(AdminAuthUnitTest, WithoutTokenOnlyLoopbackPeers) {
+  AdminAuth auth;
+  EXPECT_TRUE(auth.Check("", "ipv4:127.0.0.1:5000").ok());
+  EXPECT_TRUE(auth.Check("", "ipv6:[::1]:5000").ok());
+  EXPECT_EQ(auth.Check("", "ipv4:10.1.2.3:5000").code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(auth.Check("Bearer x", "ipv6:[2001:db8::1]:5000").code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
+TEST(LimitsTest, StreamLimitRefusesOnlyTheNewStream) {
+  ServerOptions options;
+  options.max_streams = 2;
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->advertised_addr());
+  HeartbeatClient a(channel), b(channel);
+  ASSERT_TRUE(a.Call(FlowReport(1, {{1, 1, 1}})).has_value());
+  ASSERT_TRUE(b.Call(FlowReport(2, {{2, 2, 2}})).has_value());
+  {
+    HeartbeatClient c(channel);
+    EXPECT_FALSE(c.Call(Request(meta::FLOWNODE, 3)).has_value());
+    grpc::Status s = c.Close();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_NE(s.error_message().find("limit 2"), std::string::npos);
+  }
+  EXPECT_TRUE(a.Call(FlowReport(1, {{1, 5, 5}})).has_value());
+  EXPECT_TRUE(b.Call(FlowReport(2, {{2, 6, 6}})).has_value());
+  EXPECT_EQ(GetFlowState(channel).flows.size(), 2u);
+}
+
+// Starts a server with `options`, records a report of node 1, then sends
+// `bad` on the same stream: it must end with `code` (and a message containing
+// `message`), and the previous report must stay.
+void ExpectRefusedAndPreviousReportKept(
+    ServerOptions options,
+    const std::vector<std::tuple<uint32_t, uint64_t, int64_t>>& bad,
+    grpc::StatusCode code, const std::string& message) {
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->advertised_addr());
+  HeartbeatClient client(channel);
+  ASSERT_TRUE(client.Call(FlowReport(1, {{1, 100, 1}})).has_value());
+  EXPECT_FALSE(client.Call(FlowReport(1, bad)).has_value());
+  grpc::Status s = client.Close();
+  EXPECT_EQ(s.error_code(), code);
+  EXPECT_NE(s.error_message().find(message), std::string::npos)
+      << s.error_message();
+  auto state = GetFlowState(channel);
+  ASSERT_EQ(state.flows.size(), 1u);
+  EXPECT_EQ(state.flows[0].state_size, 100u);
+}
+
+TEST(LimitsTest, TooManyFlowsIsInvalidArgumentAndKeepsThePreviousReport) {
+  ServerOptions options;
+  options.max_flows_per_report = 5;
+  std::vector<std::tuple<uint32_t, uint64_t, int64_t>> six;
+  for (uint32_t f = 10; f < 16; ++f) six.push_back({f, 1, 1});
+  ExpectRefusedAndPreviousReportKept(options, six,
+                                     grpc::StatusCode::INVALID_ARGUMENT,
+                                     "more than the limit of 5");
+}
+
+TEST(LimitsTest, OversizedMessageIsRefusedAndChangesNothing) {
+  ServerOptions options;
+  options.max_message_bytes = 1024;
+  std::vector<std::tuple<uint32_t, uint64_t, int64_t>> many;
+  for (uint32_t f = 0; f < 500; ++f) many.push_back({f, 1, 1});
+  ExpectRefusedAndPreviousReportKept(options, many,
+                                     grpc::StatusCode::RESOURCE_EXHAUSTED, "");
+}
+
+// A client that stops answering (SIGSTOP: its kernel still holds the TCP
+// connection open) is dropped by keepalive and its stream released.
+TEST(KeepaliveTest, UnresponsivePeerIsDroppedAndItsStreamReleased) {
+  ServerOptions options;
+  options.keepalive_time = absl::Seconds(1);
+  options.keepalive_timeout = absl::Seconds(1);
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  ChildProcess probe({HEARTBEAT_PROBE, server->advertised_addr(), "5", "50"});
+  ASSERT_EQ(probe.ReadLine(), "ready");
+  EXPECT_EQ(server->streams().size(), 1u);
+  probe.Signal(SIGSTOP);
+  EXPECT_TRUE(WaitFor([&] { return server->streams().size() == 0; },
+                      absl::Seconds(15)));
+  probe.Signal(SIGCONT);
+  // Its report stays.
+  EXPECT_EQ(GetFlowState(Connect(server->advertised_addr())).flows.size(), 1u);
+}
+
+}  // namespace
+}  // namespace metasrv::server
