@@ -102,10 +102,13 @@ class MetasrvServer final : public core::LeadershipListener {
   // Port of /metrics, /health and /ready; 0 when not served.
   int metrics_port() const { return http_ == nullptr ? 0 : http_->port(); }
   const std::string& advertised_addr() const { return advertised_addr_; }
-  core::FlowStateManager& flow_state() { return flow_state_; }
-  StreamRegistry& streams() { return streams_; }
-  WatchHub& watch() { return *watch_; }
-  const core::Leadership& leadership() const { return *leadership_; }
+
+  // For tests (and an embedder): the parts, to inspect or drive directly.
+  // main() uses none of them.
+  core::FlowStateManager& flow_state_for_test() { return flow_state_; }
+  StreamRegistry& streams_for_test() { return streams_; }
+  WatchHub& watch_for_test() { return *watch_; }
+  const core::Leadership& leadership_for_test() const { return *leadership_; }
 
   // core::LeadershipListener: every leadership change resets the flow state
   // (and so the in-memory KV).

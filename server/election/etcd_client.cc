@@ -113,22 +113,6 @@ absl::StatusOr<v3electionpb::LeaderKey> EtcdClient::Campaign(
   return resp.leader();
 }
 
-absl::StatusOr<std::string> EtcdClient::Leader(const std::string& name,
-                                               absl::Duration timeout) {
-  grpc::ClientContext ctx;
-  SetTimeout(&ctx, timeout);
-  v3electionpb::LeaderRequest req;
-  req.set_name(name);
-  v3electionpb::LeaderResponse resp;
-  grpc::Status s = Current().election->Leader(&ctx, req, &resp);
-  if (!s.ok() && s.error_message().find("no leader") != std::string::npos) {
-    return absl::NotFoundError("etcd: election has no leader");
-  }
-  absl::Status checked = Check(s);
-  if (!checked.ok()) return checked;
-  return resp.kv().value();
-}
-
 absl::Status EtcdClient::Resign(const v3electionpb::LeaderKey& leader,
                                 absl::Duration timeout) {
   grpc::ClientContext ctx;

@@ -44,9 +44,6 @@ class EtcdClient {
   absl::StatusOr<v3electionpb::LeaderKey> Campaign(
       const std::string& name, int64_t lease, const std::string& value,
       grpc::ClientContext* context);
-  // The current leader's value, or kNotFound when there is none.
-  absl::StatusOr<std::string> Leader(const std::string& name,
-                                     absl::Duration timeout);
   absl::Status Resign(const v3electionpb::LeaderKey& leader,
                       absl::Duration timeout);
   // Values of every candidate of election `name`, oldest first (the leader,

@@ -253,7 +253,7 @@ TEST_F(NoTtlTest, WithoutTheFlagSilentNodesStay) {
   ASSERT_TRUE(a.Call(FlowReport(1, {{1, 100, 10}})));
   clock_.Advance(absl::Hours(24 * 365));
   // What the expirer would do, run by hand: nothing, without a TTL.
-  EXPECT_TRUE(server_->flow_state().ExpireSilentNodes().empty());
+  EXPECT_TRUE(server_->flow_state_for_test().ExpireSilentNodes().empty());
   EXPECT_EQ(List().size(), 1u);
   EXPECT_EQ(GetFlowState(channel_).flows.size(), 1u);
 }

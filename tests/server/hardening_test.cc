@@ -97,7 +97,7 @@ TEST(HardeningLimitsTest, MaxNodesRefusesOnlyTheNewNode) {
   ASSERT_EQ(state.flows.size(), 2u);
   EXPECT_EQ(state.flows[0].state_size, 11u);
   EXPECT_EQ(state.flows[1].state_size, 20u);
-  EXPECT_EQ(server->flow_state().node_count(), 2u);
+  EXPECT_EQ(server->flow_state_for_test().node_count(), 2u);
 }
 
 TEST(HardeningLimitsTest, MaxTotalFlowsRefusesGrowthNotReplacement) {
@@ -148,13 +148,13 @@ TEST(HardeningLimitsTest, OneConnectionCannotTakeEveryStream) {
   auto honest = ConnectOwn(server->advertised_addr());
   HeartbeatClient flownode(honest);
   EXPECT_TRUE(flownode.Call(FlowReport(1, {{1, 1, 1}})).has_value());
-  EXPECT_EQ(server->streams().size(), 11u);
+  EXPECT_EQ(server->streams_for_test().size(), 11u);
   EXPECT_EQ(opened.load(), 10);
   // Releasing the greedy connection's streams is quick.
   const absl::Time start = absl::Now();
   release.Notify();
   for (std::thread& t : openers) t.join();
-  ASSERT_TRUE(WaitFor([&] { return server->streams().size() == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return server->streams_for_test().size() == 1; }));
   EXPECT_LT(absl::Now() - start, absl::Seconds(1));
   EXPECT_EQ(opened.load(), 11);  // The 11th got its slot once one was free.
 }

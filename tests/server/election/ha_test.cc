@@ -51,7 +51,7 @@ class HaTest : public ::testing::Test {
   std::vector<int> Leaders() {
     std::vector<int> out;
     for (int i = 0; i < static_cast<int>(replicas_.size()); ++i) {
-      if (replicas_[i] != nullptr && replicas_[i]->leadership().IsLeader()) {
+      if (replicas_[i] != nullptr && replicas_[i]->leadership_for_test().IsLeader()) {
         out.push_back(i);
       }
     }
@@ -117,7 +117,7 @@ TEST_F(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
     EXPECT_EQ(resp->heartbeat_config().heartbeat_interval_ms(), 3000u);
     EXPECT_EQ(resp->heartbeat_config().retry_interval_ms(), 3000u);
     EXPECT_EQ(client.Close().error_code(), grpc::StatusCode::ABORTED);
-    EXPECT_EQ(replicas_[f]->flow_state().size(), 0u);
+    EXPECT_EQ(replicas_[f]->flow_state_for_test().size(), 0u);
     // Cluster reads: error code 2 in the header, no data.
     auto cluster = meta::Cluster::NewStub(channels_[f]);
     grpc::ClientContext ctx;
@@ -172,13 +172,13 @@ TEST_F(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
   ASSERT_TRUE(Report(old_leader, 1, 10, 100));
   ASSERT_TRUE(Report(old_leader, 2, 20, 200));
   // Two reports, two flownode records, the aggregate.
-  EXPECT_EQ(replicas_[old_leader]->flow_state().size(), 5u);
+  EXPECT_EQ(replicas_[old_leader]->flow_state_for_test().size(), 5u);
   metasrv::v1::LeaderChangeResponse resp;
   ASSERT_TRUE(LeaderChange(old_leader, &resp).ok());
   EXPECT_EQ(resp.dropped_keys(), 5u);
   // The old leader stepped down and holds nothing.
-  EXPECT_FALSE(replicas_[old_leader]->leadership().IsLeader());
-  EXPECT_EQ(replicas_[old_leader]->flow_state().size(), 0u);
+  EXPECT_FALSE(replicas_[old_leader]->leadership_for_test().IsLeader());
+  EXPECT_EQ(replicas_[old_leader]->flow_state_for_test().size(), 0u);
   EXPECT_FALSE(Report(old_leader, 1, 10, 100));
   // Another replica took over, starting empty; reports work there.
   const int new_leader = WaitForOneLeader(absl::Seconds(10), old_leader);
@@ -188,7 +188,7 @@ TEST_F(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
   auto state = GetFlowState(channels_[new_leader]);
   ASSERT_EQ(state.flows.size(), 1);
   EXPECT_EQ(state.flows[0].flow_id, 11u);
-  EXPECT_EQ(replicas_[old_leader]->flow_state().size(), 0u);
+  EXPECT_EQ(replicas_[old_leader]->flow_state_for_test().size(), 0u);
 }
 
 TEST_F(HaTest, LeaderStreamsEndWithAbortedWhenItStepsDown) {
@@ -223,7 +223,7 @@ TEST_F(HaTest, WatchersOfTheLeaderEndWithAbortedFollowersRefuseThem) {
   ASSERT_TRUE(watcher.WaitDone());
   EXPECT_EQ(watcher.status()->error_code(), grpc::StatusCode::ABORTED);
   EXPECT_TRUE(
-      WaitFor([&] { return replicas_[leader]->watch().watchers() == 0u; }));
+      WaitFor([&] { return replicas_[leader]->watch_for_test().watchers() == 0u; }));
 }
 
 TEST_F(HaTest, EtcdStoppedLeaderStepsDownWithinTtlAndALeaderReturns) {
@@ -236,7 +236,7 @@ TEST_F(HaTest, EtcdStoppedLeaderStepsDownWithinTtlAndALeaderReturns) {
   const absl::Duration step_down = absl::Now() - stopped;
   EXPECT_LE(step_down, kTtl);
   EXPECT_FALSE(Report(leader, 1, 10, 100));
-  EXPECT_EQ(replicas_[leader]->flow_state().size(), 0u);
+  EXPECT_EQ(replicas_[leader]->flow_state_for_test().size(), 0u);
   etcd_.Start();
   EXPECT_GE(WaitForOneLeader(absl::Seconds(20)), 0);
 }

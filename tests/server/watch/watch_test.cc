@@ -126,9 +126,9 @@ TEST_F(WatchTest, AWatcherThatVanishesIsReleased) {
     Watcher watcher(stub_.get());
     ASSERT_TRUE(watcher.WaitFor(
         [](const std::vector<WatchFlowStateResponse>& m) { return !m.empty(); }));
-    EXPECT_EQ(server_->watch().watchers(), 1u);
+    EXPECT_EQ(server_->watch_for_test().watchers(), 1u);
   }  // Cancelled here.
-  EXPECT_TRUE(WaitFor([&] { return server_->watch().watchers() == 0u; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->watch_for_test().watchers() == 0u; }));
   // Changes still flow to nobody, and reads keep working.
   HeartbeatClient node(channel_);
   ASSERT_TRUE(node.Call(FlowReport(1, {{1, 1, 1}})));
@@ -211,7 +211,7 @@ TEST_F(WatchTest, ThousandWatchersEachGetEveryState) {
     return true;
   };
   EXPECT_TRUE(all_see(LastHas(1, 1)));
-  EXPECT_EQ(server_->watch().watchers(), static_cast<uint64_t>(kWatchers));
+  EXPECT_EQ(server_->watch_for_test().watchers(), static_cast<uint64_t>(kWatchers));
   ASSERT_TRUE(node.Call(FlowReport(1, {{1, 2, 2}})));
   EXPECT_TRUE(all_see(LastHas(1, 2)));
   LeaderChange();
@@ -219,7 +219,7 @@ TEST_F(WatchTest, ThousandWatchersEachGetEveryState) {
     return m.back().reset() && m.back().state().flow_ids_size() == 0;
   }));
   watchers.clear();
-  EXPECT_TRUE(WaitFor([&] { return server_->watch().watchers() == 0u; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->watch_for_test().watchers() == 0u; }));
 }
 
 }  // namespace
