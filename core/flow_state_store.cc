@@ -59,7 +59,10 @@ void FlowStateStore::SetReport(uint64_t node, NodeEntry& entry,
   total_flows_ -= entry.report.flows().size();
   aggregate_.Replace(node, entry.report, report);
   entry.report = std::move(report);
-  node_keys_.Apply(FlowStateNodeKey(node), std::move(json));
+  if (entry.report_slot == nullptr) {
+    entry.report_slot = &node_keys_.Slot(FlowStateNodeKey(node));
+  }
+  *entry.report_slot = std::move(json);
   has_aggregate_ = true;
 }
 
@@ -90,8 +93,10 @@ absl::Status FlowStateStore::Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
     record.peer_addr = std::move(heartbeat.peer_addr);
   }
   if (heartbeat.info.has_value()) record.info = std::move(heartbeat.info);
-  node_keys_.Apply(FlownodeKey(node),
-                   kv::MakeBytes(EncodeFlownodeRecord(record)));
+  if (entry.record_slot == nullptr) {
+    entry.record_slot = &node_keys_.Slot(FlownodeKey(node));
+  }
+  *entry.record_slot = kv::MakeBytes(EncodeFlownodeRecord(record));
   if (has_report) {
     SetReport(node, entry, *std::move(heartbeat.report),
               std::move(report_json));

@@ -109,6 +109,9 @@ class FlowStateStore {
     FlownodeRecord record;       // Its record, as under its record key.
     FlowStateValue report;       // Its latest report (empty if none).
     int64_t heartbeat_mono = 0;  // Its last heartbeat, monotonic ms.
+    // Its keys' slots in node_keys_ (KvStore::Slot); null until written.
+    kv::Bytes* record_slot = nullptr;
+    kv::Bytes* report_slot = nullptr;
   };
 
   // OK if `node` (`entry`, null when new) may send a report of

@@ -59,6 +59,12 @@ absl::StatusOr<StoredRange> KvStore::Range(const RangeRequest& req) const {
   return out;
 }
 
+Bytes& KvStore::Slot(const std::string& key) {
+  auto [it, inserted] = map_.try_emplace(key, nullptr);
+  if (inserted) order_.insert(&*it);
+  return it->second;
+}
+
 bool KvStore::Apply(const std::string& key, Bytes value) {
   if (value == nullptr) {
     auto it = map_.find(key);

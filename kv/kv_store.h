@@ -61,6 +61,12 @@ class KvStore {
   // the key existed.
   bool Apply(const std::string& key, Bytes value);
 
+  // The value slot of `key`, created (holding null) if the key is new. The
+  // reference stays valid, also across a move of the store, until the key is
+  // deleted: an owner that writes one key often keeps it and skips the
+  // lookup. Storing null in a slot does not delete the key; Apply() does.
+  Bytes& Slot(const std::string& key);
+
   uint64_t size() const { return map_.size(); }
 
  private:

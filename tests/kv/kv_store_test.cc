@@ -103,5 +103,18 @@ TEST_F(KvStoreTest, ApplyReportsWhetherKeyExisted) {
   EXPECT_EQ(store_.Find("zz"), nullptr);
 }
 
+TEST_F(KvStoreTest, SlotIsTheKeysValueAndSurvivesAMove) {
+  Bytes& slot = store_.Slot("a/2");
+  EXPECT_EQ(*slot, "v:a/2");
+  slot = MakeBytes("changed");
+  EXPECT_EQ(*store_.Find("a/2"), "changed");
+  Bytes& fresh = store_.Slot("d");  // A new key: in ranges at once.
+  fresh = MakeBytes("new");
+  EXPECT_THAT(Keys({"c", kZero}), ElementsAre("c", "d"));
+  KvStore moved = std::move(store_);
+  fresh = MakeBytes("after the move");
+  EXPECT_EQ(*moved.Find("d"), "after the move");
+}
+
 }  // namespace
 }  // namespace metasrv::kv
