@@ -123,63 +123,74 @@ void FlowAggregate::Replace(uint64_t node, const FlowStateValue& old_report,
   }
   for (const Change& change : changes) {
     Chunk& chunk = chunks_[change.id() >> kChunkBits];
-    chunk.json.reset();
+    for (auto& bytes : chunk.encoded) bytes.reset();
     chunk.version = ++next_version_;
     ApplyFlow(chunk, node, change.old_stat, change.new_stat);
   }
 }
 
-FlowAggregate::JsonPlan FlowAggregate::PlanJson() const {
-  JsonPlan plan;
+FlowAggregate::EncodingPlan FlowAggregate::PlanEncoding(int slot) const {
+  EncodingPlan plan;
+  plan.slot = slot;
   plan.pieces.reserve(chunks_.size());
   for (const auto& [id, chunk] : chunks_) {
-    JsonPlan::Piece& piece = plan.pieces.emplace_back();
+    if (chunk.flows.empty()) continue;
+    EncodingPlan::Piece& piece = plan.pieces.emplace_back();
     piece.chunk_id = id;
     piece.version = chunk.version;
-    piece.parts = chunk.json;
-    if (piece.parts != nullptr) continue;
+    piece.bytes = chunk.encoded[slot];
+    if (piece.bytes != nullptr) continue;
     piece.flows.reserve(chunk.flows.size());
-    for (const auto& [flow_id, slot] : chunk.flows) {
-      piece.flows.push_back(slot.ToFlow(flow_id).stat);
+    for (const auto& [flow_id, flow] : chunk.flows) {
+      piece.flows.push_back(flow.ToFlow(flow_id));
     }
   }
   return plan;
 }
 
-std::string FlowAggregate::EncodePlan(JsonPlan* plan) {
-  std::vector<const FlowStateJsonParts*> parts;
-  parts.reserve(plan->pieces.size());
-  for (JsonPlan::Piece& piece : plan->pieces) {
-    if (piece.parts == nullptr) {
-      auto encoded = std::make_shared<FlowStateJsonParts>();
-      for (const FlowStat& stat : piece.flows) {
-        AppendFlowStateParts(stat, encoded.get());
-      }
-      piece.parts = std::move(encoded);
-      std::vector<FlowStat>().swap(piece.flows);
-      plan->encoded_any = true;
-    }
-    parts.push_back(piece.parts.get());
+void FlowAggregate::Encode(EncodingPlan* plan, ChunkEncoder encoder) {
+  for (EncodingPlan::Piece& piece : plan->pieces) {
+    if (piece.bytes != nullptr) continue;
+    piece.bytes = std::make_shared<const std::string>(encoder(piece.flows));
+    std::vector<AggregateFlow>().swap(piece.flows);
+    plan->encoded_any = true;
   }
-  return AssembleFlowState(parts);
 }
 
-void FlowAggregate::CacheJson(const JsonPlan& plan) {
+void FlowAggregate::CacheEncoding(const EncodingPlan& plan) {
   if (!plan.encoded_any) return;
-  for (const JsonPlan::Piece& piece : plan.pieces) {
+  for (const EncodingPlan::Piece& piece : plan.pieces) {
     auto it = chunks_.find(piece.chunk_id);
-    if (it != chunks_.end() && it->second.version == piece.version &&
-        it->second.json == nullptr) {
-      it->second.json = piece.parts;
-    }
+    if (it == chunks_.end() || it->second.version != piece.version) continue;
+    std::shared_ptr<const std::string>& cached =
+        it->second.encoded[plan.slot];
+    if (cached == nullptr) cached = piece.bytes;
   }
+}
+
+std::string FlowAggregate::EncodeJsonChunk(
+    absl::Span<const AggregateFlow> flows) {
+  FlowStateJsonParts parts;
+  for (const AggregateFlow& flow : flows) {
+    AppendFlowStateParts(flow.stat, &parts);
+  }
+  return JoinFlowStateParts(parts);
+}
+
+std::string FlowAggregate::AssembleJson(const EncodingPlan& plan) {
+  std::vector<absl::string_view> chunks;
+  chunks.reserve(plan.pieces.size());
+  for (const EncodingPlan::Piece& piece : plan.pieces) {
+    chunks.push_back(*piece.bytes);
+  }
+  return AssembleFlowStateChunks(chunks);
 }
 
 std::string FlowAggregate::EncodeJson() {
-  JsonPlan plan = PlanJson();
-  std::string json = EncodePlan(&plan);
-  CacheJson(plan);
-  return json;
+  EncodingPlan plan = PlanEncoding(kJsonSlot);
+  Encode(&plan, &EncodeJsonChunk);
+  CacheEncoding(plan);
+  return AssembleJson(plan);
 }
 
 std::optional<uint32_t> FlowAggregate::CopyChunk(

@@ -2,6 +2,7 @@
 #ifndef METASRV_CORE_FLOW_AGGREGATE_H_
 #define METASRV_CORE_FLOW_AGGREGATE_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -25,31 +26,43 @@ struct AggregateFlow {
   uint64_t start_time_node = 0;      // Node with the max start time.
 };
 
+// Turns one chunk's flows (ascending by id) into bytes. Must be a pure
+// function of its input: the aggregate caches what it returns.
+using ChunkEncoder = std::string (*)(absl::Span<const AggregateFlow> flows);
+
 // Per flow, the max of each field over all nodes' reports.
 //
 // Replace() costs O(report size * log) and never looks at other nodes' flows.
-// Flows are grouped in chunks of 1024 consecutive ids. The JSON of the whole
-// aggregate is built on read, and each chunk caches its encoded members until
-// one of its flows changes, so a read re-encodes only chunks that changed.
-// Encoding is split in three steps (PlanJson, EncodePlan, CacheJson) so that
-// an owner that shares the aggregate between threads holds its lock only to
-// copy what changed, not to encode it.
+// Flows are grouped in chunks of 1024 consecutive ids. An encoding of the
+// whole aggregate (its JSON, or a reply's columns) is made chunk by chunk by
+// a ChunkEncoder, and each chunk caches its bytes in the encoding's slot until
+// one of its flows changes, so an encoding of an unchanged aggregate is the
+// cached chunks, and after a change only that chunk is encoded again. It
+// takes three steps (PlanEncoding, Encode, CacheEncoding) so that an owner
+// that shares the aggregate between threads holds its lock only to copy what
+// changed, not to encode it.
 //
 // Not thread-safe: the owner serializes access (const methods may run
 // concurrently with each other).
 class FlowAggregate {
  public:
-  // What a JSON read needs, taken from the aggregate at one instant: per
-  // chunk, its cached encoding, or a copy of its flows to encode.
-  struct JsonPlan {
+  // Cache slots: one per encoding. Slot 0 is the JSON (EncodeJson); the
+  // others are the owner's to use.
+  static constexpr int kEncodingSlots = 4;
+  static constexpr int kJsonSlot = 0;
+
+  // What one encoding needs, taken from the aggregate at one instant: per
+  // non-empty chunk, its cached bytes, or a copy of its flows to encode.
+  struct EncodingPlan {
     struct Piece {
       uint32_t chunk_id = 0;  // Which chunk.
       uint64_t version = 0;   // Its version when planned.
-      std::shared_ptr<const FlowStateJsonParts> parts;  // Encoded, or null.
-      std::vector<FlowStat> flows;  // To encode when `parts` is null.
+      std::shared_ptr<const std::string> bytes;  // Encoded, or null.
+      std::vector<AggregateFlow> flows;  // To encode when `bytes` is null.
     };
+    int slot = 0;               // The encoding's cache slot.
     std::vector<Piece> pieces;  // Ascending by chunk id.
-    bool encoded_any = false;   // Whether EncodePlan() encoded a piece.
+    bool encoded_any = false;   // Whether Encode() encoded a piece.
   };
 
   FlowAggregate() = default;
@@ -61,14 +74,20 @@ class FlowAggregate {
   void Replace(uint64_t node, const FlowStateValue& old_report,
                const FlowStateValue& new_report);
 
-  // Step 1 of a JSON read: the plan, O(chunks + flows of changed chunks).
-  JsonPlan PlanJson() const;
-  // Step 2, needs no access to the aggregate: encodes the pieces without a
-  // cached encoding and returns the JSON (see flow_state_codec.h).
-  static std::string EncodePlan(JsonPlan* plan);
-  // Step 3: keeps the encodings of pieces whose chunk has not changed since.
-  void CacheJson(const JsonPlan& plan);
-  // The three steps at once.
+  // Step 1 of an encoding into `slot`: the plan, O(chunks + flows of
+  // changed chunks).
+  EncodingPlan PlanEncoding(int slot) const;
+  // Step 2, needs no access to the aggregate: encodes the pieces without
+  // cached bytes with `encoder` (the slot's encoder, always the same one).
+  static void Encode(EncodingPlan* plan, ChunkEncoder encoder);
+  // Step 3: caches the bytes of pieces whose chunk has not changed since.
+  void CacheEncoding(const EncodingPlan& plan);
+
+  // The JSON of an encoded kJsonSlot plan (see flow_state_codec.h).
+  static std::string AssembleJson(const EncodingPlan& plan);
+  // The JSON encoder of one chunk.
+  static std::string EncodeJsonChunk(absl::Span<const AggregateFlow> flows);
+  // The JSON, all three steps at once.
   std::string EncodeJson();
 
   // Copies the flows of the first chunk from chunk id `from` on into `out`
@@ -106,8 +125,9 @@ class FlowAggregate {
 
     Flows flows;           // Sorted by id.
     uint64_t version = 0;  // Bumped by every change of `flows`.
-    // Encoded members of `flows`; null when a flow changed since encoding.
-    std::shared_ptr<const FlowStateJsonParts> json;
+    // Per encoding slot, the bytes of `flows`; null when a flow changed
+    // since they were made.
+    std::array<std::shared_ptr<const std::string>, kEncodingSlots> encoded;
   };
 
   static constexpr int kChunkBits = 10;

@@ -1,5 +1,8 @@
 #include "core/flow_state_codec.h"
 
+#include <array>
+#include <vector>
+
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -235,6 +238,51 @@ std::string AssembleFlowState(
   AppendMap(&out, kLastExecName, parts, &FlowStateJsonParts::last_exec_time);
   out.push_back(',');
   AppendMap(&out, kStartTimeName, parts, &FlowStateJsonParts::start_time);
+  out.push_back('}');
+  return out;
+}
+
+std::string JoinFlowStateParts(const FlowStateJsonParts& parts) {
+  std::string out;
+  out.reserve(parts.state_size.size() + parts.last_exec_time.size() +
+              parts.start_time.size() + 2);
+  absl::StrAppend(&out, parts.state_size, absl::string_view("\0", 1),
+                  parts.last_exec_time, absl::string_view("\0", 1),
+                  parts.start_time);
+  return out;
+}
+
+std::string AssembleFlowStateChunks(absl::Span<const absl::string_view> chunks) {
+  // Each map's members, chunk by chunk.
+  std::vector<std::array<absl::string_view, 3>> split;
+  split.reserve(chunks.size());
+  size_t total = 64;
+  for (absl::string_view chunk : chunks) {
+    std::array<absl::string_view, 3>& maps = split.emplace_back();
+    for (size_t m = 0; m < 3; ++m) {
+      const size_t end = m < 2 ? chunk.find('\0') : chunk.size();
+      maps[m] = chunk.substr(0, end);
+      chunk.remove_prefix(std::min(chunk.size(), end + 1));
+      total += maps[m].size() + 1;
+    }
+  }
+  std::string out;
+  out.reserve(total);
+  out.push_back('{');
+  const absl::string_view names[3] = {kStateSizeName, kLastExecName,
+                                      kStartTimeName};
+  for (size_t m = 0; m < 3; ++m) {
+    if (m > 0) out.push_back(',');
+    absl::StrAppend(&out, "\"", names[m], "\":{");
+    bool first = true;
+    for (const auto& maps : split) {
+      if (maps[m].empty()) continue;
+      if (!first) out.push_back(',');
+      out.append(maps[m].data(), maps[m].size());
+      first = false;
+    }
+    out.push_back('}');
+  }
   out.push_back('}');
   return out;
 }

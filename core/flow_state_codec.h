@@ -45,6 +45,14 @@ void AppendFlowStateParts(const FlowStat& stat, FlowStateJsonParts* parts);
 std::string AssembleFlowState(
     absl::Span<const FlowStateJsonParts* const> parts);
 
+// `parts` as one string: the three members joined with '\0', which no member
+// contains. How a chunk of a large value is cached.
+std::string JoinFlowStateParts(const FlowStateJsonParts& parts);
+
+// Joins chunks made by JoinFlowStateParts (in order) into one value: the same
+// bytes as AssembleFlowState() of their parts.
+std::string AssembleFlowStateChunks(absl::Span<const absl::string_view> chunks);
+
 }  // namespace metasrv::core
 
 #endif  // METASRV_CORE_FLOW_STATE_CODEC_H_

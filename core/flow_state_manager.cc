@@ -15,7 +15,7 @@ struct FlowStateManager::Found {
   bool more = false;                     // The limit cut the range.
   // To encode `__flow/state`, whose entries have null bytes; nullopt when
   // it was not asked for, or asked for keys only.
-  std::optional<FlowAggregate::JsonPlan> plan;
+  std::optional<FlowAggregate::EncodingPlan> plan;
   uint64_t term = 0;  // The term it was read in.
 };
 
@@ -180,19 +180,43 @@ uint64_t FlowStateManager::flow_count() const {
 }
 
 void FlowStateManager::PlanAggregateLocked(Found* found) const {
-  found->plan = store_.aggregate().PlanJson();
+  found->plan = store_.aggregate().PlanEncoding(FlowAggregate::kJsonSlot);
   found->term = term_;
+}
+
+void FlowStateManager::EncodeAndCache(FlowAggregate::EncodingPlan* plan,
+                                      uint64_t term,
+                                      ChunkEncoder encoder) const {
+  FlowAggregate::Encode(plan, encoder);
+  if (!plan->encoded_any) return;
+  MutexLock lock(&mu_);
+  if (term_ == term) store_.mutable_aggregate().CacheEncoding(*plan);
+}
+
+std::optional<std::vector<std::shared_ptr<const std::string>>>
+FlowStateManager::EncodeChunks(int slot, ChunkEncoder encoder) const {
+  FlowAggregate::EncodingPlan plan;
+  uint64_t term = 0;
+  {
+    ReaderMutexLock lock(&mu_);
+    if (!store_.has_aggregate()) return std::nullopt;
+    plan = store_.aggregate().PlanEncoding(slot);
+    term = term_;
+  }
+  EncodeAndCache(&plan, term, encoder);
+  std::vector<std::shared_ptr<const std::string>> chunks;
+  chunks.reserve(plan.pieces.size());
+  for (FlowAggregate::EncodingPlan::Piece& piece : plan.pieces) {
+    chunks.push_back(std::move(piece.bytes));
+  }
+  return chunks;
 }
 
 std::vector<kv::KeyValue> FlowStateManager::Finish(Found found) const {
   std::string aggregate_json;
   if (found.plan.has_value()) {
-    aggregate_json = FlowAggregate::EncodePlan(&*found.plan);
-    if (found.plan->encoded_any) {
-      MutexLock lock(&mu_);
-      if (term_ == found.term)
-        store_.mutable_aggregate().CacheJson(*found.plan);
-    }
+    EncodeAndCache(&*found.plan, found.term, &FlowAggregate::EncodeJsonChunk);
+    aggregate_json = FlowAggregate::AssembleJson(*found.plan);
   }
   std::vector<kv::KeyValue> out;
   out.reserve(found.entries.size());

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -128,6 +129,15 @@ class FlowStateManager final : public kv::KvBackend {
   std::vector<FlownodeView> ListFlownodes(
       absl::Span<const uint64_t> node_ids) const;
 
+  // The aggregate encoded chunk by chunk (see FlowAggregate) into cache
+  // `slot` by `encoder`, which must be the same for a slot every time: each
+  // non-empty chunk's bytes, ascending by flow id; nullopt when there is no
+  // aggregate. Chunks that did not change since the slot was last filled are
+  // the cached bytes; the others are encoded without the lock. The chunks
+  // are of one instant. Slot FlowAggregate::kJsonSlot is the KV's JSON.
+  std::optional<std::vector<std::shared_ptr<const std::string>>> EncodeChunks(
+      int slot, ChunkEncoder encoder) const;
+
   // Flownodes known, and flows in the aggregate.
   uint64_t node_count() const;
   uint64_t flow_count() const;
@@ -151,6 +161,9 @@ class FlowStateManager final : public kv::KvBackend {
   FlowStateStore::Limits StoreLimits() const;
   // Plans the JSON of `__flow/state` into `found` if it exists.
   void PlanAggregateLocked(Found* found) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Encodes what `plan` lacks and caches it, if the term is still `term`.
+  void EncodeAndCache(FlowAggregate::EncodingPlan* plan, uint64_t term,
+                      ChunkEncoder encoder) const ABSL_LOCKS_EXCLUDED(mu_);
   // Turns what a read found into key-values: encodes the aggregate outside
   // the lock and caches the chunks it encoded.
   std::vector<kv::KeyValue> Finish(Found found) const ABSL_LOCKS_EXCLUDED(mu_);

@@ -65,11 +65,19 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   // it is wasted.
   bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
 
+  // Makes `bytes` the answer instead of response(): an answer built without
+  // the message (cached encodings). Call before Finish(OkStatus()).
+  void SetResponseBytes(grpc::ByteBuffer bytes) {
+    out_->Swap(&bytes);
+    raw_ = true;
+  }
+
   // Sends the response (when `status` is OK) or the error. An answer that
   // does not fit the reply budget is refused with RESOURCE_EXHAUSTED.
   void Finish(const absl::Status& status) {
     grpc::Status result = ToGrpcStatus(status);
-    if (result.ok()) {
+    if (!result.ok()) out_->Clear();
+    if (result.ok() && !raw_) {
       bool own = false;
       result = grpc::SerializationTraits<Response>::Serialize(*response_, out_,
                                                               &own);
@@ -112,8 +120,9 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
 
   grpc::CallbackServerContext* const context_;  // The call; gRPC's.
   grpc::ByteBuffer* const out_;                 // The response bytes; gRPC's.
-  ReplyBudget* const budget_;  // Borrowed; never null (Metrics::OrDiscard).
+  ReplyBudget* const budget_;  // Borrowed; may be null (no bound).
   uint64_t held_ = 0;          // Bytes taken from budget_.
+  bool raw_ = false;           // SetResponseBytes() made the answer.
   std::atomic<bool> cancelled_{false};  // OnCancel() ran.
   google::protobuf::Arena arena_;       // Holds both messages.
   Request* request_;                    // On arena_; null once sent.

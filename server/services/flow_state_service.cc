@@ -3,6 +3,7 @@
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/request_decoder.h"
 #include "server/rpc/unary_call.h"
+#include "server/services/flow_state_columns.h"
 #include "server/services/flow_state_response.h"
 #include "server/services/node_info_proto.h"
 
@@ -54,16 +55,36 @@ grpc::ServerUnaryReactor* FlowStateService::LeaderRead(
 grpc::ServerUnaryReactor* FlowStateService::GetFlowState(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  return LeaderRead<metasrv::v1::GetFlowStateRequest,
-                    metasrv::v1::GetFlowStateResponse>(
-      context, request, response,
-      [this](const metasrv::v1::GetFlowStateRequest& req,
-             metasrv::v1::GetFlowStateResponse* resp) {
-        return FillFlowState(
-            *flow_state_,
-            absl::MakeConstSpan(req.flow_ids().data(), req.flow_ids_size()),
-            req.with_nodes(), resp);
-      });
+  using Call = UnaryCall<metasrv::v1::GetFlowStateRequest,
+                         metasrv::v1::GetFlowStateResponse>;
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  Call* call = Call::Start(context, request, response, limits_, &reactor);
+  if (call == nullptr) return reactor;
+  if (absl::Status leader = core::CheckLeader(*leadership_); !leader.ok()) {
+    call->Finish(leader);
+    return reactor;
+  }
+  const metasrv::v1::GetFlowStateRequest& req = call->request();
+  if (req.flow_ids_size() == 0) {
+    // All flows: the cached chunk encodings, sent without a copy.
+    ScheduleRead(reads_, ReadCost::kLarge, call,
+                 [this, call](const metasrv::v1::GetFlowStateRequest& req,
+                              metasrv::v1::GetFlowStateResponse*) {
+                   call->SetResponseBytes(ToByteBuffer(
+                       EncodeFlowState(*flow_state_, req.with_nodes())));
+                   return absl::OkStatus();
+                 });
+    return reactor;
+  }
+  ScheduleRead(reads_, Cost(req), call,
+               [this](const metasrv::v1::GetFlowStateRequest& req,
+                      metasrv::v1::GetFlowStateResponse* resp) {
+                 return FillFlowState(*flow_state_,
+                                      absl::MakeConstSpan(req.flow_ids().data(),
+                                                          req.flow_ids_size()),
+                                      req.with_nodes(), resp);
+               });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* FlowStateService::ListFlownodes(

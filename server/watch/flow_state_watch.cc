@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "server/rpc/grpc_status.h"
+#include "server/services/flow_state_columns.h"
 #include "server/services/flow_state_response.h"
 #include "spdlog/spdlog.h"
 
@@ -48,25 +49,25 @@ void WatchHub::Remove(WatchStream* stream) { streams_.Remove(stream); }
 
 absl::StatusOr<std::shared_ptr<const WatchSnapshot>> WatchHub::Build(
     uint64_t sequence, bool reset) const {
-  google::protobuf::Arena arena;
-  auto* response = google::protobuf::Arena::CreateMessage<
-      metasrv::v1::WatchFlowStateResponse>(&arena);
-  response->set_sequence(sequence);
-  response->set_reset(reset);
-  response->set_sent_at_ms(absl::ToUnixMillis(absl::Now()));
-  absl::Status filled =
-      FillFlowState(*flow_state_, {}, false, response->mutable_state());
-  if (!filled.ok()) return filled;
+  // A WatchFlowStateResponse: its own fields, then `state` (field 4) as the
+  // cached chunk encodings of GetFlowState's columns, not copied.
+  const EncodedFlowState state = EncodeFlowState(*flow_state_, false);
+  std::string prefix;
+  if (sequence != 0) {
+    AppendVarint(1 << 3 | 0, &prefix);
+    AppendVarint(sequence, &prefix);
+  }
+  if (reset) {
+    AppendVarint(2 << 3 | 0, &prefix);
+    AppendVarint(1, &prefix);
+  }
+  AppendVarint(3 << 3 | 0, &prefix);
+  AppendVarint(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())), &prefix);
+  AppendVarint(4 << 3 | 2, &prefix);
+  AppendVarint(state.size(), &prefix);
   auto snapshot = std::make_shared<WatchSnapshot>();
   snapshot->sequence = sequence;
-  bool own_buffer = false;
-  grpc::Status serialized =
-      grpc::SerializationTraits<metasrv::v1::WatchFlowStateResponse>::Serialize(
-          *response, &snapshot->message, &own_buffer);
-  if (!serialized.ok()) {
-    return absl::InternalError("cannot serialize the flow state: " +
-                               serialized.error_message());
-  }
+  snapshot->message = ToByteBuffer(state, std::move(prefix));
   return snapshot;
 }
 

@@ -1,0 +1,142 @@
+#include "server/services/flow_state_columns.h"
+
+#include <grpcpp/support/slice.h>
+
+#include <utility>
+
+#include "core/flow_aggregate.h"
+
+namespace metasrv::server {
+namespace {
+
+// The cache slots of the two encodings (FlowAggregate::kJsonSlot is the
+// KV's JSON).
+constexpr int kColumnsSlot = 1;
+constexpr int kColumnsWithNodesSlot = 2;
+
+// Field numbers of metasrv.v1.GetFlowStateResponse.
+constexpr uint32_t kFound = 1, kFlowIds = 2, kFields = 3, kStateSizes = 4,
+                   kLastExecTimes = 5, kStartTimes = 6, kStateSizeNodes = 7,
+                   kLastExecTimeNodes = 8, kStartTimeNodes = 9;
+constexpr uint32_t kVarint = 0, kLengthDelimited = 2;
+
+size_t VarintSize(uint64_t value) {
+  size_t n = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// Appends one packed run of field `field`: column(flow) for every flow.
+template <typename Column>
+void AppendRun(uint32_t field, absl::Span<const core::AggregateFlow> flows,
+               Column column, std::string* out) {
+  size_t bytes = 0;
+  for (const core::AggregateFlow& flow : flows) {
+    bytes += VarintSize(column(flow));
+  }
+  AppendVarint(field << 3 | kLengthDelimited, out);
+  AppendVarint(bytes, out);
+  for (const core::AggregateFlow& flow : flows) AppendVarint(column(flow), out);
+}
+
+void AppendValueColumns(absl::Span<const core::AggregateFlow> flows,
+                        std::string* out) {
+  using core::AggregateFlow;
+  AppendRun(kFlowIds, flows, [](const AggregateFlow& f) -> uint64_t {
+    return f.stat.flow_id;
+  }, out);
+  AppendRun(kFields, flows, [](const AggregateFlow& f) -> uint64_t {
+    return f.stat.fields;
+  }, out);
+  AppendRun(kStateSizes, flows, [](const AggregateFlow& f) -> uint64_t {
+    return f.stat.state_size;
+  }, out);
+  // int64 columns: negative values as their two's complement, as protobuf.
+  AppendRun(kLastExecTimes, flows, [](const AggregateFlow& f) -> uint64_t {
+    return static_cast<uint64_t>(f.stat.last_exec_time);
+  }, out);
+  AppendRun(kStartTimes, flows, [](const AggregateFlow& f) -> uint64_t {
+    return static_cast<uint64_t>(f.stat.start_time);
+  }, out);
+}
+
+// gRPC's slice of `bytes`, keeping them alive while gRPC holds it.
+grpc::Slice SliceOf(std::shared_ptr<const std::string> bytes) {
+  auto* held = new std::shared_ptr<const std::string>(std::move(bytes));
+  return grpc::Slice(
+      const_cast<char*>((*held)->data()), (*held)->size(),
+      [](void* p) { delete static_cast<std::shared_ptr<const std::string>*>(p); },
+      held);
+}
+
+}  // namespace
+
+void AppendVarint(uint64_t value, std::string* out) {
+  while (value >= 0x80) {
+    out->push_back(static_cast<char>(value | 0x80));
+    value >>= 7;
+  }
+  out->push_back(static_cast<char>(value));
+}
+
+std::string EncodeColumnsChunk(absl::Span<const core::AggregateFlow> flows) {
+  std::string out;
+  out.reserve(flows.size() * 16 + 32);
+  AppendValueColumns(flows, &out);
+  return out;
+}
+
+std::string EncodeColumnsWithNodesChunk(
+    absl::Span<const core::AggregateFlow> flows) {
+  using core::AggregateFlow;
+  std::string out;
+  out.reserve(flows.size() * 24 + 48);
+  AppendValueColumns(flows, &out);
+  AppendRun(kStateSizeNodes, flows, [](const AggregateFlow& f) -> uint64_t {
+    return f.state_size_node;
+  }, &out);
+  AppendRun(kLastExecTimeNodes, flows, [](const AggregateFlow& f) -> uint64_t {
+    return f.last_exec_time_node;
+  }, &out);
+  AppendRun(kStartTimeNodes, flows, [](const AggregateFlow& f) -> uint64_t {
+    return f.start_time_node;
+  }, &out);
+  return out;
+}
+
+size_t EncodedFlowState::size() const {
+  size_t bytes = found ? 2 : 0;  // The `found` field.
+  for (const auto& chunk : chunks) bytes += chunk->size();
+  return bytes;
+}
+
+EncodedFlowState EncodeFlowState(const core::FlowStateManager& flow_state,
+                                 bool with_nodes) {
+  EncodedFlowState out;
+  auto chunks =
+      with_nodes ? flow_state.EncodeChunks(kColumnsWithNodesSlot,
+                                           &EncodeColumnsWithNodesChunk)
+                 : flow_state.EncodeChunks(kColumnsSlot, &EncodeColumnsChunk);
+  if (!chunks.has_value()) return out;
+  out.found = true;
+  out.chunks = *std::move(chunks);
+  return out;
+}
+
+grpc::ByteBuffer ToByteBuffer(const EncodedFlowState& state,
+                              std::string prefix) {
+  if (state.found) {
+    AppendVarint(kFound << 3 | kVarint, &prefix);
+    AppendVarint(1, &prefix);
+  }
+  std::vector<grpc::Slice> slices;
+  slices.reserve(state.chunks.size() + 1);
+  if (!prefix.empty()) slices.emplace_back(prefix);
+  for (const auto& chunk : state.chunks) slices.push_back(SliceOf(chunk));
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+}  // namespace metasrv::server

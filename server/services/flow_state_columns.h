@@ -1,0 +1,53 @@
+// The whole aggregate as GetFlowState's (and WatchFlowState's) columns,
+// encoded a chunk of flows at a time and cached by the core until a flow of
+// the chunk changes, then sent as those cached bytes without copying them.
+//
+// Protobuf lets a packed repeated field come as several runs in one message,
+// which parsers concatenate: each chunk's bytes are a run of every column, so
+// the chunks in order, after the `found` field, are a valid
+// metasrv.v1.GetFlowStateResponse with every flow in ascending order.
+#ifndef METASRV_SERVER_SERVICES_FLOW_STATE_COLUMNS_H_
+#define METASRV_SERVER_SERVICES_FLOW_STATE_COLUMNS_H_
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/flow_state_manager.h"
+
+namespace metasrv::server {
+
+// A GetFlowStateResponse for all flows, as chunks of encoded bytes.
+struct EncodedFlowState {
+  bool found = false;  // Whether there is any flow state.
+  // Each chunk's runs of the columns, ascending by flow id.
+  std::vector<std::shared_ptr<const std::string>> chunks;
+  // Bytes of the whole GetFlowStateResponse.
+  size_t size() const;
+};
+
+// The aggregate's columns (with `with_nodes`, the node columns too). Encodes
+// only chunks that changed since the last call; thread-safe.
+EncodedFlowState EncodeFlowState(const core::FlowStateManager& flow_state,
+                                 bool with_nodes);
+
+// `state` as a serialized GetFlowStateResponse, after `prefix` (the bytes of
+// an enclosing message that come before it, if any): the chunks are
+// referenced, not copied.
+grpc::ByteBuffer ToByteBuffer(const EncodedFlowState& state,
+                              std::string prefix = "");
+
+// The chunk encoders (exposed for tests).
+std::string EncodeColumnsChunk(absl::Span<const core::AggregateFlow> flows);
+std::string EncodeColumnsWithNodesChunk(
+    absl::Span<const core::AggregateFlow> flows);
+
+// Appends the protobuf varint of `value` to `out`.
+void AppendVarint(uint64_t value, std::string* out);
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_SERVICES_FLOW_STATE_COLUMNS_H_
