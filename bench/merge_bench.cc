@@ -4,12 +4,15 @@
 //   build/bench/merge_bench --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
 #include <cstdint>
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
+#include "core/flow_state_codec.h"
 #include "core/flow_state_manager.h"
 
 namespace metasrv::core {
@@ -68,6 +71,43 @@ void MergeInto(benchmark::State& state, bool shared) {
 void BM_Merge(benchmark::State& state) { MergeInto(state, false); }
 void BM_MergeSharedFlows(benchmark::State& state) { MergeInto(state, true); }
 BENCHMARK(BM_Merge)->Arg(10)->Arg(1000)->Arg(10000)->Arg(100000);
+
+// The reference algorithm, for the chart: GreptimeDB's metasrv on every
+// report writes the node's key, then reads every node's key back, decodes
+// each, takes the max per flow and writes the whole aggregate. Here over a
+// plain map of node JSON (no KV locking at all), so it is a lower bound of
+// that algorithm's cost.
+void BM_ReferenceMerge(benchmark::State& state) {
+  const int64_t nodes = state.range(0);
+  std::map<uint64_t, std::string> keys;
+  for (int64_t n = 0; n < nodes; ++n) {
+    keys[n] = EncodeFlowState(NodeReport(n, 0, false));
+  }
+  std::string aggregate;
+  int64_t round = 1;
+  for (auto _ : state) {
+    const uint64_t node = round % nodes;
+    keys[node] = EncodeFlowState(NodeReport(node, round, false));
+    std::map<uint32_t, FlowStat> max;
+    for (const auto& [id, json] : keys) {
+      absl::StatusOr<FlowStateValue> report = DecodeFlowState(json);
+      if (!report.ok()) std::abort();
+      for (const FlowStat& s : report->flows()) {
+        FlowStat& m = max[s.flow_id];
+        if (m.fields == 0) m = s;
+        m.state_size = std::max(m.state_size, s.state_size);
+        m.last_exec_time = std::max(m.last_exec_time, s.last_exec_time);
+      }
+    }
+    FlowStateValue::Builder b;
+    for (const auto& [id, m] : max) b.Set(m);
+    aggregate = EncodeFlowState(b.Build());
+    benchmark::DoNotOptimize(aggregate);
+    ++round;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ReferenceMerge)->Arg(10)->Arg(100)->Arg(1000)->Arg(10000);
 BENCHMARK(BM_MergeSharedFlows)->Arg(10)->Arg(1000)->Arg(10000);
 
 // The KV read of `__flow/state` (state.range(0) flows) after one 10-flow

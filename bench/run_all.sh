@@ -78,13 +78,19 @@ cat "$OUT/memory.csv"
 "$B/bench/memory_bench" --nodes=10000 --flows=100 | sed -n 's/^RESULT //p' >"$OUT/memory_core.json"
 cat "$OUT/memory_core.json"
 
-echo "== merge cost against cluster size (core)"
-"$B/bench/merge_bench" --benchmark_filter='BM_Merge/' --benchmark_repetitions="$REPS" \
+echo "== GetFlowState of an unchanged 100,000-flow state against a bare reply of the same size"
+OUT=$OUT B=$B REPS=$REPS DUR=$dur bash bench/read_bench.sh
+
+echo "== merge cost against cluster size (core), ours and the reference algorithm's"
+"$B/bench/merge_bench" --benchmark_filter='BM_Merge/|BM_ReferenceMerge/' \
+  --benchmark_repetitions="$REPS" \
   --benchmark_report_aggregates_only=true --benchmark_min_time=0.3 \
   --benchmark_format=csv 2>/dev/null |
-  sed -nE 's/^"BM_Merge\/([0-9]+)_median",[0-9]+,([0-9.e+]+),.*/\1,\2/p' >"$OUT/merge.tmp"
-{ echo "nodes,ns_per_merge"; cat "$OUT/merge.tmp"; } >"$OUT/merge.csv"; rm "$OUT/merge.tmp"
-cat "$OUT/merge.csv"
+  sed -nE 's/^"(BM_Merge|BM_ReferenceMerge)\/([0-9]+)_median",[0-9]+,([0-9.e+]+),.*/\1,\2,\3/p' >"$OUT/merge.tmp"
+{ echo "nodes,ns_per_merge"; sed -n 's/^BM_Merge,//p' "$OUT/merge.tmp"; } >"$OUT/merge.csv"
+{ echo "nodes,ns_per_merge"; sed -n 's/^BM_ReferenceMerge,//p' "$OUT/merge.tmp"; } >"$OUT/merge_reference.csv"
+rm "$OUT/merge.tmp"
+cat "$OUT/merge.csv" "$OUT/merge_reference.csv"
 
 gnuplot <<GP
 set terminal pngcairo size 1500,450 font ",10"
@@ -92,10 +98,12 @@ set output "$OUT/bench.png"
 set datafile separator ","
 set key top left
 set multiplot layout 1,3
-set title "Merge cost vs cluster size (10-flow reports)"
-set logscale x; set xlabel "flownodes"; set ylabel "ns per merge"; set yrange [0:*]
-plot "$OUT/merge.csv" skip 1 using 1:2 with linespoints title "metasrv merge"
-unset logscale x
+set title "Merge cost vs cluster size (10-flow reports), log-log"
+set logscale xy; set xlabel "flownodes"; set ylabel "ns per merge"; set yrange [*:*]
+set format y "10^{%L}"
+plot "$OUT/merge.csv" skip 1 using 1:2 with linespoints title "metasrv (incremental)", \
+     "$OUT/merge_reference.csv" skip 1 using 1:2 with linespoints title "reference (rewrite everything)"
+unset logscale xy; set format y
 set title "Closed-loop throughput vs streams"
 set logscale x; set xlabel "streams"; set ylabel "msgs/s"; set yrange [0:*]
 plot "< grep ',metasrv,' $OUT/sweep.csv" using 1:3 with linespoints title "metasrv", \

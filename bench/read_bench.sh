@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# GetFlowState of every flow of an unchanged 100,000-flow state (10,000
+# flownodes x 10 flows), against a bare gRPC server answering a prebuilt reply
+# of the same shape (echo_server --state_flows), interleaved, REPS times. One
+# reader calling back to back; server CPU per call from /proc.
+#   bash bench/read_bench.sh       # writes ${OUT:-bench/results}/read.csv
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${REPS:-3}
+OUT=${OUT:-bench/results}
+B=${BUILD_DIR:-build}
+DUR=${DUR:-5s}
+mkdir -p "$OUT"
+. bench/lib.sh
+port=39400
+start_reader_target() {  # start_reader_target echo|metasrv PORT
+  if [[ $1 == echo ]]; then
+    "$B/bench/echo_server" --bind_addr=127.0.0.1:$2 --state_flows=100000 2>/dev/null &
+    server_pid=$!
+    wait_for_port "$2"
+  else
+    start_server metasrv "$2"
+    # 10,000 flownodes report 10 flows each once; the state then stays.
+    loadgen fill --mode=closed --streams=10000 --flows=10 --channels=16 \
+      --reports=1 --warmup=0s --duration=60s >/dev/null
+  fi
+}
+echo "rep,target,calls,p50_us,p99_us,server_cpu_us_per_call,flows" >"$OUT/read.csv"
+for rep in $(seq "$REPS"); do
+  for target in echo metasrv; do
+    port=$((port + 1)); start_reader_target $target $port
+    before=$(cpu_ticks)
+    r=$(loadgen $target --streams=0 --state_readers=1 --reader_interval=0 \
+      --warmup=0s --duration=$DUR)
+    after=$(cpu_ticks)
+    stop_server
+    calls=$(json "$r" state_reads)
+    # Ticks are 1/100 s; no warm-up, so every call in the window is counted
+    # (the first one of metasrv encodes the cold state).
+    cpu=$(python3 -c "print(round(($after-$before)*10000/max(1,$calls),1))")
+    echo "$rep,$target,$calls,$(json "$r" state_p50_us),$(json "$r" state_p99_us),$cpu,$(json "$r" read_flows)" >>"$OUT/read.csv"
+  done
+done
+cat "$OUT/read.csv"
