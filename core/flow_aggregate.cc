@@ -132,20 +132,29 @@ void FlowAggregate::Replace(uint64_t node, const FlowStateValue& old_report,
 FlowAggregate::EncodingPlan FlowAggregate::PlanEncoding(int slot) const {
   EncodingPlan plan;
   plan.slot = slot;
-  plan.pieces.reserve(chunks_.size());
-  for (const auto& [id, chunk] : chunks_) {
-    if (chunk.flows.empty()) continue;
-    EncodingPlan::Piece& piece = plan.pieces.emplace_back();
-    piece.chunk_id = id;
-    piece.version = chunk.version;
-    piece.bytes = chunk.encoded[slot];
-    if (piece.bytes != nullptr) continue;
+  for (std::optional<uint32_t> next = 0; next.has_value();) {
+    next = PlanChunk(*next, &plan);
+  }
+  return plan;
+}
+
+std::optional<uint32_t> FlowAggregate::PlanChunk(uint32_t from,
+                                                 EncodingPlan* plan) const {
+  auto it = chunks_.lower_bound(from);
+  while (it != chunks_.end() && it->second.flows.empty()) ++it;
+  if (it == chunks_.end()) return std::nullopt;
+  const auto& [id, chunk] = *it;
+  EncodingPlan::Piece& piece = plan->pieces.emplace_back();
+  piece.chunk_id = id;
+  piece.version = chunk.version;
+  piece.bytes = chunk.encoded[plan->slot];
+  if (piece.bytes == nullptr) {
     piece.flows.reserve(chunk.flows.size());
     for (const auto& [flow_id, flow] : chunk.flows) {
       piece.flows.push_back(flow.ToFlow(flow_id));
     }
   }
-  return plan;
+  return id + 1;
 }
 
 void FlowAggregate::Encode(EncodingPlan* plan, ChunkEncoder encoder) {
@@ -177,20 +186,23 @@ std::string FlowAggregate::EncodeJsonChunk(
   return JoinFlowStateParts(parts);
 }
 
-std::string FlowAggregate::AssembleJson(const EncodingPlan& plan) {
-  std::vector<absl::string_view> chunks;
-  chunks.reserve(plan.pieces.size());
-  for (const EncodingPlan::Piece& piece : plan.pieces) {
-    chunks.push_back(*piece.bytes);
-  }
-  return AssembleFlowStateChunks(chunks);
+std::string FlowAggregate::AssembleJson(
+    absl::Span<const std::shared_ptr<const std::string>> chunks) {
+  std::vector<absl::string_view> views;
+  views.reserve(chunks.size());
+  for (const auto& chunk : chunks) views.push_back(*chunk);
+  return AssembleFlowStateChunks(views);
 }
 
 std::string FlowAggregate::EncodeJson() {
   EncodingPlan plan = PlanEncoding(kJsonSlot);
   Encode(&plan, &EncodeJsonChunk);
   CacheEncoding(plan);
-  return AssembleJson(plan);
+  std::vector<std::shared_ptr<const std::string>> chunks;
+  for (const EncodingPlan::Piece& piece : plan.pieces) {
+    chunks.push_back(piece.bytes);
+  }
+  return AssembleJson(chunks);
 }
 
 std::optional<uint32_t> FlowAggregate::CopyChunk(

@@ -77,14 +77,19 @@ class FlowAggregate {
   // Step 1 of an encoding into `slot`: the plan, O(chunks + flows of
   // changed chunks).
   EncodingPlan PlanEncoding(int slot) const;
+  // Step 1 a chunk at a time: adds the first non-empty chunk from chunk id
+  // `from` on to `plan` and returns the chunk id to go on from; nullopt
+  // when no chunk is left. An owner can release its lock between calls.
+  std::optional<uint32_t> PlanChunk(uint32_t from, EncodingPlan* plan) const;
   // Step 2, needs no access to the aggregate: encodes the pieces without
   // cached bytes with `encoder` (the slot's encoder, always the same one).
   static void Encode(EncodingPlan* plan, ChunkEncoder encoder);
   // Step 3: caches the bytes of pieces whose chunk has not changed since.
   void CacheEncoding(const EncodingPlan& plan);
 
-  // The JSON of an encoded kJsonSlot plan (see flow_state_codec.h).
-  static std::string AssembleJson(const EncodingPlan& plan);
+  // The JSON of kJsonSlot chunk encodings, in order (flow_state_codec.h).
+  static std::string AssembleJson(
+      absl::Span<const std::shared_ptr<const std::string>> chunks);
   // The JSON encoder of one chunk.
   static std::string EncodeJsonChunk(absl::Span<const AggregateFlow> flows);
   // The JSON, all three steps at once.

@@ -13,10 +13,9 @@ namespace metasrv::core {
 struct FlowStateManager::Found {
   std::vector<kv::StoredEntry> entries;  // Keys in order, with their bytes.
   bool more = false;                     // The limit cut the range.
-  // To encode `__flow/state`, whose entries have null bytes; nullopt when
-  // it was not asked for, or asked for keys only.
-  std::optional<FlowAggregate::EncodingPlan> plan;
-  uint64_t term = 0;  // The term it was read in.
+  // Whether `__flow/state`, whose entries have null bytes, is to be encoded
+  // (asked for, and not keys only).
+  bool encode_aggregate = false;
 };
 
 FlowStateManager::FlowStateManager(Options options)
@@ -179,11 +178,6 @@ uint64_t FlowStateManager::flow_count() const {
   return store_.aggregate().flow_count();
 }
 
-void FlowStateManager::PlanAggregateLocked(Found* found) const {
-  found->plan = store_.aggregate().PlanEncoding(FlowAggregate::kJsonSlot);
-  found->term = term_;
-}
-
 void FlowStateManager::EncodeAndCache(FlowAggregate::EncodingPlan* plan,
                                       uint64_t term,
                                       ChunkEncoder encoder) const {
@@ -195,38 +189,54 @@ void FlowStateManager::EncodeAndCache(FlowAggregate::EncodingPlan* plan,
 
 std::optional<std::vector<std::shared_ptr<const std::string>>>
 FlowStateManager::EncodeChunks(int slot, ChunkEncoder encoder) const {
-  FlowAggregate::EncodingPlan plan;
-  uint64_t term = 0;
-  {
-    ReaderMutexLock lock(&mu_);
-    if (!store_.has_aggregate()) return std::nullopt;
-    plan = store_.aggregate().PlanEncoding(slot);
-    term = term_;
+  // A chunk at a time, so that a read of a state that changed everywhere
+  // never holds the lock for more than one chunk's copy. A reset meanwhile
+  // starts the plan over in the new term.
+  while (true) {
+    FlowAggregate::EncodingPlan plan;
+    plan.slot = slot;
+    uint64_t term = 0;
+    {
+      ReaderMutexLock lock(&mu_);
+      if (!store_.has_aggregate()) return std::nullopt;
+      term = term_;
+    }
+    bool reset = false;
+    for (std::optional<uint32_t> next = 0; next.has_value() && !reset;) {
+      ReaderMutexLock lock(&mu_);
+      reset = term_ != term;
+      if (!reset) next = store_.aggregate().PlanChunk(*next, &plan);
+    }
+    if (reset) continue;
+    EncodeAndCache(&plan, term, encoder);
+    std::vector<std::shared_ptr<const std::string>> chunks;
+    chunks.reserve(plan.pieces.size());
+    for (FlowAggregate::EncodingPlan::Piece& piece : plan.pieces) {
+      chunks.push_back(std::move(piece.bytes));
+    }
+    return chunks;
   }
-  EncodeAndCache(&plan, term, encoder);
-  std::vector<std::shared_ptr<const std::string>> chunks;
-  chunks.reserve(plan.pieces.size());
-  for (FlowAggregate::EncodingPlan::Piece& piece : plan.pieces) {
-    chunks.push_back(std::move(piece.bytes));
-  }
-  return chunks;
 }
 
 std::vector<kv::KeyValue> FlowStateManager::Finish(Found found) const {
-  std::string aggregate_json;
-  if (found.plan.has_value()) {
-    EncodeAndCache(&*found.plan, found.term, &FlowAggregate::EncodeJsonChunk);
-    aggregate_json = FlowAggregate::AssembleJson(*found.plan);
+  std::optional<std::string> aggregate_json;
+  if (found.encode_aggregate) {
+    auto chunks = EncodeChunks(FlowAggregate::kJsonSlot,
+                               &FlowAggregate::EncodeJsonChunk);
+    // Gone (a reset since the keys were read): left out, as a key deleted.
+    if (chunks.has_value()) aggregate_json = FlowAggregate::AssembleJson(*chunks);
   }
   std::vector<kv::KeyValue> out;
   out.reserve(found.entries.size());
-  for (size_t i = 0; i < found.entries.size(); ++i) {
-    kv::StoredEntry& entry = found.entries[i];
+  for (kv::StoredEntry& entry : found.entries) {
+    const bool aggregate = entry.value == nullptr && entry.key == kFlowStateKey;
+    if (aggregate && found.encode_aggregate && !aggregate_json.has_value()) {
+      continue;
+    }
     kv::KeyValue& kv = out.emplace_back();
     kv.key = std::move(entry.key);
-    if (entry.value == nullptr && found.plan.has_value() &&
-        kv.key == kFlowStateKey) {
-      kv.value = aggregate_json;
+    if (aggregate && aggregate_json.has_value()) {
+      kv.value = *aggregate_json;
     } else if (entry.value != nullptr) {
       kv.value = *entry.value;
     }
@@ -251,7 +261,7 @@ absl::StatusOr<std::vector<kv::KeyValue>> FlowStateManager::BatchGet(
       if (key == kFlowStateKey) {
         if (!store_.has_aggregate()) continue;
         // Asked for more than once, it is encoded once.
-        if (!found.plan.has_value()) PlanAggregateLocked(&found);
+        found.encode_aggregate = true;
         found.entries.push_back({key, nullptr});
         continue;
       }
@@ -284,7 +294,7 @@ absl::StatusOr<kv::RangeResponse> FlowStateManager::Range(
         found.entries.pop_back();
         found.more = true;
       }
-      if (!req.keys_only) PlanAggregateLocked(&found);
+      found.encode_aggregate = !req.keys_only;
     }
   }
   kv::RangeResponse out;

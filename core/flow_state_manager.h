@@ -159,13 +159,11 @@ class FlowStateManager final : public kv::KvBackend {
   void Notify() const;
   // The store's limits, from the options.
   FlowStateStore::Limits StoreLimits() const;
-  // Plans the JSON of `__flow/state` into `found` if it exists.
-  void PlanAggregateLocked(Found* found) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Encodes what `plan` lacks and caches it, if the term is still `term`.
   void EncodeAndCache(FlowAggregate::EncodingPlan* plan, uint64_t term,
                       ChunkEncoder encoder) const ABSL_LOCKS_EXCLUDED(mu_);
-  // Turns what a read found into key-values: encodes the aggregate outside
-  // the lock and caches the chunks it encoded.
+  // Turns what a read found into key-values, with the JSON of `__flow/state`
+  // (EncodeChunks) if it was asked for.
   std::vector<kv::KeyValue> Finish(Found found) const ABSL_LOCKS_EXCLUDED(mu_);
 
   const Options options_;                              // Clock, TTL and limits.
