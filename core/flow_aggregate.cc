@@ -171,8 +171,7 @@ void FlowAggregate::CacheEncoding(const EncodingPlan& plan) {
   for (const EncodingPlan::Piece& piece : plan.pieces) {
     auto it = chunks_.find(piece.chunk_id);
     if (it == chunks_.end() || it->second.version != piece.version) continue;
-    std::shared_ptr<const std::string>& cached =
-        it->second.encoded[plan.slot];
+    std::shared_ptr<const std::string>& cached = it->second.encoded[plan.slot];
     if (cached == nullptr) cached = piece.bytes;
   }
 }

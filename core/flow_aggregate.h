@@ -55,8 +55,8 @@ class FlowAggregate {
   // non-empty chunk, its cached bytes, or a copy of its flows to encode.
   struct EncodingPlan {
     struct Piece {
-      uint32_t chunk_id = 0;  // Which chunk.
-      uint64_t version = 0;   // Its version when planned.
+      uint32_t chunk_id = 0;                     // Which chunk.
+      uint64_t version = 0;                      // Its version when planned.
       std::shared_ptr<const std::string> bytes;  // Encoded, or null.
       std::vector<AggregateFlow> flows;  // To encode when `bytes` is null.
     };

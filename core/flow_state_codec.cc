@@ -1,11 +1,10 @@
 #include "core/flow_state_codec.h"
 
 #include <array>
-#include <vector>
-
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -252,7 +251,8 @@ std::string JoinFlowStateParts(const FlowStateJsonParts& parts) {
   return out;
 }
 
-std::string AssembleFlowStateChunks(absl::Span<const absl::string_view> chunks) {
+std::string AssembleFlowStateChunks(
+    absl::Span<const absl::string_view> chunks) {
   // Each map's members, chunk by chunk.
   std::vector<std::array<absl::string_view, 3>> split;
   split.reserve(chunks.size());

@@ -221,10 +221,11 @@ FlowStateManager::EncodeChunks(int slot, ChunkEncoder encoder) const {
 std::vector<kv::KeyValue> FlowStateManager::Finish(Found found) const {
   std::optional<std::string> aggregate_json;
   if (found.encode_aggregate) {
-    auto chunks = EncodeChunks(FlowAggregate::kJsonSlot,
-                               &FlowAggregate::EncodeJsonChunk);
+    auto chunks =
+        EncodeChunks(FlowAggregate::kJsonSlot, &FlowAggregate::EncodeJsonChunk);
     // Gone (a reset since the keys were read): left out, as a key deleted.
-    if (chunks.has_value()) aggregate_json = FlowAggregate::AssembleJson(*chunks);
+    if (chunks.has_value())
+      aggregate_json = FlowAggregate::AssembleJson(*chunks);
   }
   std::vector<kv::KeyValue> out;
   out.reserve(found.entries.size());

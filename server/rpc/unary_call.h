@@ -120,9 +120,9 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
 
   grpc::CallbackServerContext* const context_;  // The call; gRPC's.
   grpc::ByteBuffer* const out_;                 // The response bytes; gRPC's.
-  ReplyBudget* const budget_;  // Borrowed; may be null (no bound).
-  uint64_t held_ = 0;          // Bytes taken from budget_.
-  bool raw_ = false;           // SetResponseBytes() made the answer.
+  ReplyBudget* const budget_;           // Borrowed; may be null (no bound).
+  uint64_t held_ = 0;                   // Bytes taken from budget_.
+  bool raw_ = false;                    // SetResponseBytes() made the answer.
   std::atomic<bool> cancelled_{false};  // OnCancel() ran.
   google::protobuf::Arena arena_;       // Holds both messages.
   Request* request_;                    // On arena_; null once sent.

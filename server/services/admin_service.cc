@@ -33,61 +33,58 @@ absl::Status AdminService::Admit(grpc::CallbackServerContext* context,
   return core::CheckLeader(*leadership_);
 }
 
-template <typename Request, typename Response>
-UnaryCall<Request, Response>* AdminService::StartAdmitted(
+template <typename Request, typename Response, typename Handle>
+grpc::ServerUnaryReactor* AdminService::Serve(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response, const char* method,
-    grpc::ServerUnaryReactor** reactor) const {
+    grpc::ByteBuffer* response, const char* method, Handle handle) const {
+  grpc::ServerUnaryReactor* reactor = nullptr;
   auto* call = UnaryCall<Request, Response>::Start(context, request, response,
-                                                   limits_, reactor);
-  if (call == nullptr) return nullptr;
-  if (absl::Status allowed = Admit(context, method); !allowed.ok()) {
-    call->Finish(allowed);
-    return nullptr;
-  }
-  return call;
+                                                   limits_, &reactor);
+  if (call == nullptr) return reactor;
+  absl::Status done = Admit(context, method);
+  if (done.ok()) done = handle(call->request(), call->response());
+  call->Finish(done);
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* AdminService::LeaderChange(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  grpc::ServerUnaryReactor* reactor = nullptr;
-  auto* call = StartAdmitted<metasrv::v1::LeaderChangeRequest,
-                             metasrv::v1::LeaderChangeResponse>(
-      context, request, response, "LeaderChange", &reactor);
-  if (call == nullptr) return reactor;
-  absl::StatusOr<uint64_t> dropped = leader_change_();
-  if (dropped.ok()) {
-    spdlog::info("leader change requested by {}: {} keys dropped",
-                 context->peer(), *dropped);
-    call->response()->set_dropped_keys(*dropped);
-  }
-  call->Finish(dropped.status());
-  return reactor;
+  return Serve<metasrv::v1::LeaderChangeRequest,
+               metasrv::v1::LeaderChangeResponse>(
+      context, request, response, "LeaderChange",
+      [this, context](const metasrv::v1::LeaderChangeRequest&,
+                      metasrv::v1::LeaderChangeResponse* resp) {
+        absl::StatusOr<uint64_t> dropped = leader_change_();
+        if (!dropped.ok()) return dropped.status();
+        spdlog::info("leader change requested by {}: {} keys dropped",
+                     context->peer(), *dropped);
+        resp->set_dropped_keys(*dropped);
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* AdminService::ForgetFlows(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  grpc::ServerUnaryReactor* reactor = nullptr;
-  auto* call = StartAdmitted<metasrv::v1::ForgetFlowsRequest,
-                             metasrv::v1::ForgetFlowsResponse>(
-      context, request, response, "ForgetFlows", &reactor);
-  if (call == nullptr) return reactor;
-  const auto& ids = call->request().flow_ids();
-  absl::StatusOr<core::ForgetResult> forgotten =
-      flow_state_->ForgetFlows(absl::MakeConstSpan(ids.data(), ids.size()));
-  if (forgotten.ok()) {
-    spdlog::info(
-        "forget flows requested by {}: {} of {} flows forgotten, {} "
-        "node reports rewritten",
-        context->peer(), forgotten->forgotten_flows, ids.size(),
-        forgotten->updated_nodes);
-    call->response()->set_forgotten_flows(forgotten->forgotten_flows);
-    call->response()->set_updated_nodes(forgotten->updated_nodes);
-  }
-  call->Finish(forgotten.status());
-  return reactor;
+  return Serve<metasrv::v1::ForgetFlowsRequest,
+               metasrv::v1::ForgetFlowsResponse>(
+      context, request, response, "ForgetFlows",
+      [this, context](const metasrv::v1::ForgetFlowsRequest& req,
+                      metasrv::v1::ForgetFlowsResponse* resp) {
+        const auto& ids = req.flow_ids();
+        absl::StatusOr<core::ForgetResult> forgotten = flow_state_->ForgetFlows(
+            absl::MakeConstSpan(ids.data(), ids.size()));
+        if (!forgotten.ok()) return forgotten.status();
+        spdlog::info(
+            "forget flows requested by {}: {} of {} flows forgotten, {} "
+            "node reports rewritten",
+            context->peer(), forgotten->forgotten_flows, ids.size(),
+            forgotten->updated_nodes);
+        resp->set_forgotten_flows(forgotten->forgotten_flows);
+        resp->set_updated_nodes(forgotten->updated_nodes);
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace metasrv::server

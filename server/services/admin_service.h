@@ -46,13 +46,13 @@ class AdminService final
   // this replica leads.
   absl::Status Admit(grpc::CallbackServerContext* context,
                      const char* method) const;
-  // Decodes the request and admits the call (see Admit); null when either
-  // failed and the call is already finished.
-  template <typename Request, typename Response>
-  UnaryCall<Request, Response>* StartAdmitted(
-      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-      grpc::ByteBuffer* response, const char* method,
-      grpc::ServerUnaryReactor** reactor) const;
+  // One admin call: decodes the request, admits it (see Admit), runs
+  // `handle(request, response*)` (returning an absl::Status) and finishes.
+  template <typename Request, typename Response, typename Handle>
+  grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response,
+                                  const char* method, Handle handle) const;
 
   const AdminAuth auth_;                      // Who may call.
   const LeaderChangeFn leader_change_;        // Does LeaderChange.

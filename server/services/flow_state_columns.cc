@@ -45,22 +45,29 @@ void AppendRun(uint32_t field, absl::Span<const core::AggregateFlow> flows,
 void AppendValueColumns(absl::Span<const core::AggregateFlow> flows,
                         std::string* out) {
   using core::AggregateFlow;
-  AppendRun(kFlowIds, flows, [](const AggregateFlow& f) -> uint64_t {
-    return f.stat.flow_id;
-  }, out);
-  AppendRun(kFields, flows, [](const AggregateFlow& f) -> uint64_t {
-    return f.stat.fields;
-  }, out);
-  AppendRun(kStateSizes, flows, [](const AggregateFlow& f) -> uint64_t {
-    return f.stat.state_size;
-  }, out);
+  AppendRun(
+      kFlowIds, flows,
+      [](const AggregateFlow& f) -> uint64_t { return f.stat.flow_id; }, out);
+  AppendRun(
+      kFields, flows,
+      [](const AggregateFlow& f) -> uint64_t { return f.stat.fields; }, out);
+  AppendRun(
+      kStateSizes, flows,
+      [](const AggregateFlow& f) -> uint64_t { return f.stat.state_size; },
+      out);
   // int64 columns: negative values as their two's complement, as protobuf.
-  AppendRun(kLastExecTimes, flows, [](const AggregateFlow& f) -> uint64_t {
-    return static_cast<uint64_t>(f.stat.last_exec_time);
-  }, out);
-  AppendRun(kStartTimes, flows, [](const AggregateFlow& f) -> uint64_t {
-    return static_cast<uint64_t>(f.stat.start_time);
-  }, out);
+  AppendRun(
+      kLastExecTimes, flows,
+      [](const AggregateFlow& f) -> uint64_t {
+        return static_cast<uint64_t>(f.stat.last_exec_time);
+      },
+      out);
+  AppendRun(
+      kStartTimes, flows,
+      [](const AggregateFlow& f) -> uint64_t {
+        return static_cast<uint64_t>(f.stat.start_time);
+      },
+      out);
 }
 
 // gRPC's slice of `bytes`, keeping them alive while gRPC holds it.
@@ -68,7 +75,9 @@ grpc::Slice SliceOf(std::shared_ptr<const std::string> bytes) {
   auto* held = new std::shared_ptr<const std::string>(std::move(bytes));
   return grpc::Slice(
       const_cast<char*>((*held)->data()), (*held)->size(),
-      [](void* p) { delete static_cast<std::shared_ptr<const std::string>*>(p); },
+      [](void* p) {
+        delete static_cast<std::shared_ptr<const std::string>*>(p);
+      },
       held);
 }
 
@@ -95,15 +104,18 @@ std::string EncodeColumnsWithNodesChunk(
   std::string out;
   out.reserve(flows.size() * 24 + 48);
   AppendValueColumns(flows, &out);
-  AppendRun(kStateSizeNodes, flows, [](const AggregateFlow& f) -> uint64_t {
-    return f.state_size_node;
-  }, &out);
-  AppendRun(kLastExecTimeNodes, flows, [](const AggregateFlow& f) -> uint64_t {
-    return f.last_exec_time_node;
-  }, &out);
-  AppendRun(kStartTimeNodes, flows, [](const AggregateFlow& f) -> uint64_t {
-    return f.start_time_node;
-  }, &out);
+  AppendRun(
+      kStateSizeNodes, flows,
+      [](const AggregateFlow& f) -> uint64_t { return f.state_size_node; },
+      &out);
+  AppendRun(
+      kLastExecTimeNodes, flows,
+      [](const AggregateFlow& f) -> uint64_t { return f.last_exec_time_node; },
+      &out);
+  AppendRun(
+      kStartTimeNodes, flows,
+      [](const AggregateFlow& f) -> uint64_t { return f.start_time_node; },
+      &out);
   return out;
 }
 
