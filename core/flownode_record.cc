@@ -4,29 +4,70 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "rapidjson/document.h"
 #include "rapidjson/error/en.h"
-#include "rapidjson/stringbuffer.h"
-#include "rapidjson/writer.h"
 
 namespace metasrv::core {
 namespace {
 
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
-
-void WriteString(Writer& w, const char* key, const std::string& value) {
-  w.Key(key);
-  w.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
+// Appends `"key":`, after a comma unless `out` ends an opening brace.
+void AppendKey(const char* key, std::string* out) {
+  if (out->back() != '{') out->push_back(',');
+  absl::StrAppend(out, "\"", key, "\":");
 }
 
-void WriteInt(Writer& w, const char* key, int64_t value) {
-  w.Key(key);
-  w.Int64(value);
+// Appends `value` as a JSON string, escaped as rapidjson's Writer escapes:
+// the quote, the backslash and control characters; other bytes as they are.
+void AppendString(const char* key, absl::string_view value, std::string* out) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  AppendKey(key, out);
+  out->push_back('"');
+  for (const char ch : value) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      default:
+        if (c < 0x20) {
+          out->append("\\u00");
+          out->push_back(kHex[c >> 4]);
+          out->push_back(kHex[c & 0xF]);
+        } else {
+          out->push_back(ch);
+        }
+    }
+  }
+  out->push_back('"');
 }
 
-void WriteInt(Writer& w, const char* key, uint64_t value) {
-  w.Key(key);
-  w.Uint64(value);
+void AppendInt(const char* key, int64_t value, std::string* out) {
+  AppendKey(key, out);
+  absl::StrAppend(out, value);
+}
+
+void AppendInt(const char* key, uint64_t value, std::string* out) {
+  AppendKey(key, out);
+  absl::StrAppend(out, value);
 }
 
 // Reads member `key` of `object` into `out`; kInvalidArgument if absent or not
@@ -96,30 +137,30 @@ bool FlownodeRecord::operator==(const FlownodeRecord& o) const {
 }
 
 std::string EncodeFlownodeRecord(const FlownodeRecord& record) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.StartObject();
-  WriteString(w, "peer_addr", record.peer_addr);
-  WriteInt(w, "last_heartbeat_ms", record.last_heartbeat_ms);
-  WriteInt(w, "last_report_ms", record.last_report_ms);
+  // Written by hand: rapidjson's Writer does pointer arithmetic on a null
+  // stack when it first writes, which UBSan reports (as for its reader, see
+  // flow_state_codec.cc).
+  std::string out = "{";
+  AppendString("peer_addr", record.peer_addr, &out);
+  AppendInt("last_heartbeat_ms", record.last_heartbeat_ms, &out);
+  AppendInt("last_report_ms", record.last_report_ms, &out);
   if (record.info.has_value()) {
-    const NodeInfo& info = *record.info;
-    w.Key("info");
-    w.StartObject();
+    AppendKey("info", &out);
+    out.push_back('{');
     ForEachNodeInfoField(
-        [&w](const char* name, const auto& field) {
+        [&out](const char* name, const auto& field) {
           if constexpr (std::is_same_v<std::decay_t<decltype(field)>,
                                        std::string>) {
-            WriteString(w, name, field);
+            AppendString(name, field, &out);
           } else {
-            WriteInt(w, name, field);
+            AppendInt(name, field, &out);
           }
         },
-        info);
-    w.EndObject();
+        *record.info);
+    out.push_back('}');
   }
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+  out.push_back('}');
+  return out;
 }
 
 absl::StatusOr<FlownodeRecord> DecodeFlownodeRecord(absl::string_view json) {

@@ -248,7 +248,9 @@ TEST_F(FlowStateManagerTest, ConcurrentMergesLoseNothing) {
       for (int i = 0; i < 50; ++i) {
         absl::StatusOr<std::string> json =
             manager.Get(std::string(kFlowStateKey));
-        if (json.ok()) EXPECT_TRUE(DecodeFlowState(*json).ok());
+        if (json.ok()) {
+          EXPECT_TRUE(DecodeFlowState(*json).ok());
+        }
       }
     });
     for (auto& th : threads) th.join();
@@ -287,7 +289,9 @@ TEST_F(FlowStateManagerTest, ConcurrentRangeReadsDecodeAndSettleExact) {
           manager_.Range({"__flow/", kv::PrefixEnd("__flow/")});
       ASSERT_TRUE(r.ok());
       for (size_t i = 0; i < r->kvs.size(); ++i) {
-        if (i > 0) ASSERT_LT(r->kvs[i - 1].key, r->kvs[i].key);
+        if (i > 0) {
+          ASSERT_LT(r->kvs[i - 1].key, r->kvs[i].key);
+        }
         absl::StatusOr<FlowStateValue> value = DecodeFlowState(r->kvs[i].value);
         ASSERT_TRUE(value.ok()) << r->kvs[i].key;
         // Every report sets both fields of its flow: so does the max.

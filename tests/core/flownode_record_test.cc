@@ -43,6 +43,26 @@ TEST(FlownodeRecordTest, RoundTripsWithInfoAndEscapes) {
   EXPECT_EQ(*decoded, record);
 }
 
+TEST(FlownodeRecordTest, EscapesEveryControlByteAndKeepsOthers) {
+  FlownodeRecord record;
+  record.peer_addr = std::string("a\0b\x01\x1f\b\f\n\r\t\"\\/\x7f\xc3\xa9", 16);
+  record.info = NodeInfo();
+  record.info->hostname = "h";
+  record.info->start_time_ms = 18446744073709551615u;
+  record.info->cpu_usage_millicores = -1;
+  const std::string json = EncodeFlownodeRecord(record);
+  const std::string want =
+      R"({"peer_addr":"a\u0000b\u0001\u001F\b\f\n\r\t\"\\/)"
+      "\x7f\xc3\xa9\",";
+  EXPECT_EQ(json.substr(0, want.size()), want);
+  EXPECT_NE(json.find(R"("start_time_ms":18446744073709551615,)"),
+            std::string::npos);
+  EXPECT_NE(json.find(R"("cpu_usage_millicores":-1,)"), std::string::npos);
+  absl::StatusOr<FlownodeRecord> back = DecodeFlownodeRecord(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, record);
+}
+
 TEST(FlownodeRecordTest, SkipsUnknownMembers) {
   absl::StatusOr<FlownodeRecord> decoded = DecodeFlownodeRecord(
       R"({"peer_addr":"a:1","zone":"eu","last_heartbeat_ms":2,"last_report_ms":1})");
