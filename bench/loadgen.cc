@@ -9,8 +9,11 @@
 // fixed phases; latency counts from the scheduled time, so a slow server
 // cannot hide its queueing.
 #include <google/protobuf/arena.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/proto_buffer_reader.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -57,6 +60,11 @@ ABSL_FLAG(int, watchers, 0, "WatchFlowState subscribers (callback reactors)");
 ABSL_FLAG(
     bool, watch_stall, false,
     "watchers read their first state, then never read again (slow readers)");
+ABSL_FLAG(bool, watch_deltas, false,
+          "watchers ask for deltas (changes only after the first state)");
+ABSL_FLAG(int, changing_flows, -1,
+          "of each report's --flows, how many change from one report to the "
+          "next (the others repeat their values); -1: all");
 ABSL_FLAG(uint64_t, node_offset, 0, "first node id");
 ABSL_FLAG(bool, follow_leader, false,
           "HA: --target lists every replica; streams go to the leader, and a "
@@ -258,9 +266,16 @@ class Flownode final
   // The report of round `round`: sizes and times change every round.
   void FillReport(int64_t round) {
     auto* stat = report_.mutable_flow_stat();
+    const int flows = stat->flow_stat_size_size();
+    const int changing = absl::GetFlag(FLAGS_changing_flows);
+    // Flow ids are node * flows + f; the first `changing` f of each change.
+    auto changes = [&](uint32_t id) {
+      return changing < 0 || static_cast<int>(id % flows) < changing;
+    };
     for (auto& [id, size] : *stat->mutable_flow_stat_size())
-      size = 1024 + round % 4096;
-    for (auto& [id, t] : *stat->mutable_flow_last_exec_time_map()) t = round;
+      if (changes(id)) size = 1024 + round % 4096;
+    for (auto& [id, t] : *stat->mutable_flow_last_exec_time_map())
+      if (changes(id)) t = round;
   }
 
   // The bytes of the next report. zstd frames are made once, for
@@ -352,27 +367,116 @@ void Reader(std::shared_ptr<grpc::Channel> channel, bool range, Shared* shared,
 
 // One WatchFlowState subscriber: counts the states it gets and how old each
 // is on arrival (now minus the server's sent_at_ms, same machine clock).
+// What a watcher needs of one WatchFlowStateResponse, read from its bytes
+// without parsing the state's columns (a remote watcher's parse is not the
+// server's cost, and this process shares the machine with the server).
+struct WatchHeader {
+  uint64_t sequence = 0;
+  int64_t sent_at_ms = 0;
+  bool delta = false;
+  uint64_t base_sequence = 0;
+  int64_t flows = 0;  // Entries of state.flow_ids.
+};
+
+// Counts the varints of the packed flow_ids (field 2) in a
+// GetFlowStateResponse of `size` bytes, skipping every other field.
+bool CountFlowIds(google::protobuf::io::CodedInputStream* in, uint32_t size,
+                  int64_t* flows) {
+  const auto limit = in->PushLimit(static_cast<int>(size));
+  while (uint32_t tag = in->ReadTag()) {
+    if (tag == (2 << 3 | 2)) {
+      uint32_t len = 0;
+      if (!in->ReadVarint32(&len)) return false;
+      const auto inner = in->PushLimit(static_cast<int>(len));
+      uint32_t id = 0;
+      while (in->BytesUntilLimit() > 0 && in->ReadVarint32(&id)) ++*flows;
+      in->PopLimit(inner);
+    } else if (!google::protobuf::internal::WireFormatLite::SkipField(in,
+                                                                      tag)) {
+      return false;
+    }
+  }
+  in->PopLimit(limit);
+  return true;
+}
+
+bool ReadWatchHeader(grpc::ByteBuffer* bytes, WatchHeader* out) {
+  grpc::ProtoBufferReader reader(bytes);
+  google::protobuf::io::CodedInputStream in(&reader);
+  while (uint32_t tag = in.ReadTag()) {
+    uint64_t v = 0;
+    switch (tag) {
+      case 1 << 3:
+        if (!in.ReadVarint64(&out->sequence)) return false;
+        break;
+      case 3 << 3:
+        if (!in.ReadVarint64(&v)) return false;
+        out->sent_at_ms = static_cast<int64_t>(v);
+        break;
+      case 5 << 3:
+        if (!in.ReadVarint64(&v)) return false;
+        out->delta = v != 0;
+        break;
+      case 6 << 3:
+        if (!in.ReadVarint64(&out->base_sequence)) return false;
+        break;
+      case 4 << 3 | 2: {
+        uint32_t len = 0;
+        if (!in.ReadVarint32(&len) || !CountFlowIds(&in, len, &out->flows))
+          return false;
+        break;
+      }
+      default:
+        if (!google::protobuf::internal::WireFormatLite::SkipField(&in, tag))
+          return false;
+    }
+  }
+  return true;
+}
+
+// One WatchFlowState subscriber, reading raw bytes (see WatchHeader).
 class Watcher final
-    : public grpc::ClientReadReactor<metasrv::v1::WatchFlowStateResponse> {
+    : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  Watcher(metasrv::v1::FlowState::Stub* stub, Shared* shared, bool stall)
+  Watcher(grpc::GenericStub* stub, Shared* shared, bool stall, bool deltas)
       : shared_(shared), stall_(stall) {
-    stub->async()->WatchFlowState(&ctx_, &request_, this);
+    metasrv::v1::WatchFlowStateRequest request;
+    request.set_deltas(deltas);
+    grpc::Slice slice(request.SerializeAsString());
+    request_ = grpc::ByteBuffer(&slice, 1);
+    stub->PrepareBidiStreamingCall(&ctx_,
+                                   "/metasrv.v1.FlowState/WatchFlowState",
+                                   grpc::StubOptions(), this);
+    StartWrite(&request_);
+    StartWritesDone();
     StartRead(&msg_);
     StartCall();
   }
   void OnReadDone(bool ok) override {
     if (!ok) return;
+    WatchHeader h;
+    if (!ReadWatchHeader(&msg_, &h)) shared_->errors.fetch_add(1);
+    msg_.Clear();
     const Clock::time_point now = Clock::now();
     if (now >= shared_->measure_from && now < shared_->measure_to) {
-      const int64_t age_ms =
-          absl::ToUnixMillis(absl::Now()) - msg_.sent_at_ms();
+      const int64_t age_ms = absl::ToUnixMillis(absl::Now()) - h.sent_at_ms;
       std::lock_guard<std::mutex> lock(mu_);
       samples_.us.push_back(static_cast<double>(age_ms) * 1000.0);
-      flows_ = msg_.state().flow_ids_size();
+      if (h.delta) {
+        ++deltas_;
+        delta_flows_ += h.flows;
+      } else {
+        flows_ = h.flows;
+      }
     }
+    // A delta applies to the message before it, always.
+    if (h.delta && h.base_sequence != last_sequence_) {
+      shared_->errors.fetch_add(1);
+    }
+    last_sequence_ = h.sequence;
     if (!stall_) StartRead(&msg_);
   }
+  void OnWriteDone(bool) override {}
   void OnDone(const grpc::Status& status) override {
     CountEnd(status, shared_);
     done_.store(true);
@@ -387,16 +491,24 @@ class Watcher final
     std::lock_guard<std::mutex> lock(mu_);
     return flows_;
   }
+  // Deltas received in the window, and the flows they carried.
+  std::pair<int64_t, int64_t> deltas() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {deltas_, delta_flows_};
+  }
 
  private:
   Shared* const shared_;
   const bool stall_;  // Read one state, then stop reading.
   grpc::ClientContext ctx_;
-  metasrv::v1::WatchFlowStateRequest request_;
-  metasrv::v1::WatchFlowStateResponse msg_;  // Read into; only in callbacks.
-  std::mutex mu_;                            // Guards the two below.
-  Samples samples_;                          // Arrival ages, in µs.
-  int64_t flows_ = 0;                        // Flows in the latest state.
+  grpc::ByteBuffer request_;    // The serialized WatchFlowStateRequest.
+  grpc::ByteBuffer msg_;        // Read into; only in callbacks.
+  std::mutex mu_;               // Guards the four below.
+  Samples samples_;             // Arrival ages, in µs.
+  int64_t flows_ = 0;           // Flows in the latest whole state.
+  int64_t deltas_ = 0;          // Deltas in the window.
+  int64_t delta_flows_ = 0;     // Flows in those deltas.
+  uint64_t last_sequence_ = 0;  // Of the previous message; only in callbacks.
   std::atomic<bool> done_{false};
 };
 
@@ -514,14 +626,14 @@ int main(int argc, char** argv) {
                          &reader_samples[r], &reader_flows);
   }
 
-  std::vector<std::unique_ptr<metasrv::v1::FlowState::Stub>> watch_stubs;
+  std::vector<std::unique_ptr<grpc::GenericStub>> watch_stubs;
   for (auto& channel : channels)
-    watch_stubs.push_back(metasrv::v1::FlowState::NewStub(channel));
+    watch_stubs.push_back(std::make_unique<grpc::GenericStub>(channel));
   std::vector<std::unique_ptr<Watcher>> watchers;
   for (int w = 0; w < absl::GetFlag(FLAGS_watchers); ++w) {
-    watchers.push_back(
-        std::make_unique<Watcher>(watch_stubs[w % nchan].get(), &shared,
-                                  absl::GetFlag(FLAGS_watch_stall)));
+    watchers.push_back(std::make_unique<Watcher>(
+        watch_stubs[w % nchan].get(), &shared, absl::GetFlag(FLAGS_watch_stall),
+        absl::GetFlag(FLAGS_watch_deltas)));
   }
 
   if (closed) {
@@ -541,7 +653,9 @@ int main(int argc, char** argv) {
     const Clock::time_point end =
         reports > 0 ? t0 + period * reports + std::chrono::seconds(5)
                     : shared.measure_to;
-    for (int64_t m = 0; Clock::now() < end; ++m) {
+    // Round m begins at t0 + m*P; none begins after the end (an interval
+    // longer than the run means one round).
+    for (int64_t m = 0; t0 + period * m < end; ++m) {
       for (int k = 0; k < n; ++k) {
         const Clock::time_point due = t0 + period * m + period * k / n;
         if (due >= end) break;
@@ -590,11 +704,14 @@ int main(int argc, char** argv) {
     all.insert(all.end(), s.us.begin(), s.us.end());
   }
   std::vector<double> watch_ages;
-  int64_t watch_flows = 0;
+  int64_t watch_flows = 0, watch_deltas = 0, watch_delta_flows = 0;
   for (auto& w : watchers) {
     Samples s = w->TakeSamples();
     watch_ages.insert(watch_ages.end(), s.us.begin(), s.us.end());
     watch_flows = std::max(watch_flows, w->flows());
+    const auto [d, df] = w->deltas();
+    watch_deltas += d;
+    watch_delta_flows += df;
   }
   const int state_readers = absl::GetFlag(FLAGS_state_readers);
   std::vector<double> state_reads, range_reads;
@@ -617,7 +734,7 @@ int main(int argc, char** argv) {
       "\"range_reads\":%zu,\"range_p50_us\":%.1f,\"range_p99_us\":%.1f,"
       "\"read_flows\":%lld,\"watchers\":%zu,\"watch_msgs\":%zu,"
       "\"watch_age_p50_ms\":%.1f,\"watch_age_p99_ms\":%.1f,\"watch_flows\":%"
-      "lld,"
+      "lld,\"watch_deltas\":%lld,\"watch_delta_flows_avg\":%.1f,"
       "\"redirects\":%lld,\"not_leader\":%lld}\n",
       absl::GetFlag(FLAGS_label).c_str(), closed ? "closed" : "open", n, flows,
       window_s, msgs, msgs / window_s, Percentile(all, 0.50),
@@ -630,7 +747,10 @@ int main(int argc, char** argv) {
       static_cast<long long>(reader_flows.load()), watchers.size(),
       watch_ages.size(), Percentile(watch_ages, 0.50) / 1000.0,
       Percentile(watch_ages, 0.99) / 1000.0,
-      static_cast<long long>(watch_flows),
+      static_cast<long long>(watch_flows), static_cast<long long>(watch_deltas),
+      watch_deltas > 0 ? static_cast<double>(watch_delta_flows) /
+                             static_cast<double>(watch_deltas)
+                       : 0.0,
       static_cast<long long>(shared.redirects.load()),
       static_cast<long long>(shared.not_leader.load()));
   return shared.errors.load() == 0 ? 0 : 1;

@@ -292,10 +292,12 @@ int Watch(const Client& c, const Flags& f) {
   }
   auto stub = metasrv::v1::FlowState::NewStub(c.channel());
   grpc::ClientContext ctx;  // No deadline: it runs until stopped.
+  metasrv::v1::WatchFlowStateRequest request;
+  request.set_deltas(true);  // Changes only, after the first state.
   std::unique_ptr<grpc::ClientReader<metasrv::v1::WatchFlowStateResponse>>
-      reader = stub->WatchFlowState(&ctx, {});
+      reader = stub->WatchFlowState(&ctx, request);
   metasrv::v1::WatchFlowStateResponse msg;
-  std::map<uint32_t, Row> before;
+  std::map<uint32_t, Row> known;  // The state, as the messages so far say.
   int64_t seen = 0;
   while (reader->Read(&msg)) {
     const std::string t =
@@ -304,26 +306,35 @@ int Watch(const Client& c, const Flags& f) {
     if (msg.reset()) {
       std::printf("%s reset: all flow state dropped (leader change)\n",
                   t.c_str());
-      before.clear();
+      known.clear();
     }
-    std::map<uint32_t, Row> now = RowsOf(msg.state());
-    for (const auto& [id, r] : now) {
-      auto old = before.find(id);
+    // A whole state: flows known but absent from it are gone.
+    std::map<uint32_t, Row> rows = RowsOf(msg.state());
+    std::vector<uint32_t> removed(msg.removed_flow_ids().begin(),
+                                  msg.removed_flow_ids().end());
+    if (!msg.delta()) {
+      for (const auto& [id, r] : known) {
+        if (!rows.count(id)) removed.push_back(id);
+      }
+    }
+    for (const auto& [id, r] : rows) {
+      auto old = known.find(id);
       const std::string values = absl::StrCat(
           "state_size=", Cell(r, 1, static_cast<int64_t>(r.state_size)),
           " last_exec_time_ms=", Cell(r, 2, r.last_exec),
           " start_time_ms=", Cell(r, 4, r.start));
-      if (old == before.end()) {
+      if (old == known.end()) {
         std::printf("%s new flow %u %s\n", t.c_str(), id, values.c_str());
       } else if (old->second != r) {
         std::printf("%s flow %u %s\n", t.c_str(), id, values.c_str());
       }
+      known[id] = r;
     }
-    for (const auto& [id, r] : before) {
-      if (!now.count(id)) std::printf("%s flow %u removed\n", t.c_str(), id);
+    for (uint32_t id : removed) {
+      if (known.erase(id) > 0)
+        std::printf("%s flow %u removed\n", t.c_str(), id);
     }
     std::fflush(stdout);
-    before = std::move(now);
     if (++seen == count) {
       ctx.TryCancel();
       reader->Finish().IgnoreError();

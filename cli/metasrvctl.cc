@@ -83,9 +83,9 @@ const std::vector<Command>& Commands() {
       {"watch",
        "print flow-state changes as they happen",
        "usage: metasrvctl watch [--count=N]\n"
-       "Subscribes to the flow state (WatchFlowState) and prints one line per\n"
-       "change: new, changed and removed flows, and resets. The server pushes "
-       "at\n"
+       "Subscribes to the flow state (WatchFlowState, changes only after the\n"
+       "first state) and prints one line per change: new, changed and removed\n"
+       "flows, and resets. The server pushes at\n"
        "most once per its --watch_min_interval. Stops after N states "
        "(default:\n"
        "never).\n",

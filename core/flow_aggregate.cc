@@ -216,6 +216,27 @@ std::optional<uint32_t> FlowAggregate::CopyChunk(
   return it->first + 1;
 }
 
+std::optional<uint32_t> FlowAggregate::CopyChunkIfChanged(
+    uint32_t from, const absl::flat_hash_map<uint32_t, uint64_t>& known,
+    std::vector<ChunkCopy>* out) const {
+  auto it = chunks_.lower_bound(from);
+  while (it != chunks_.end() && it->second.flows.empty()) ++it;
+  if (it == chunks_.end()) return std::nullopt;
+  const auto& [id, chunk] = *it;
+  ChunkCopy& copy = out->emplace_back();
+  copy.chunk_id = id;
+  copy.version = chunk.version;
+  auto seen = known.find(id);
+  copy.copied = seen == known.end() || seen->second != chunk.version;
+  if (copy.copied) {
+    copy.flows.reserve(chunk.flows.size());
+    for (const auto& [flow_id, flow] : chunk.flows) {
+      copy.flows.push_back(flow.ToFlow(flow_id));
+    }
+  }
+  return id + 1;
+}
+
 std::vector<AggregateFlow> FlowAggregate::Read(
     absl::Span<const uint32_t> flow_ids) const {
   std::vector<AggregateFlow> out;

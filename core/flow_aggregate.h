@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
 #include "core/field_max.h"
 #include "core/flow_state_codec.h"
@@ -100,6 +101,22 @@ class FlowAggregate {
   // continue from; nullopt when no chunk is left.
   std::optional<uint32_t> CopyChunk(uint32_t from,
                                     std::vector<AggregateFlow>* out) const;
+  // One chunk for an owner that keeps its own copy of the aggregate
+  // (FlowChangeTracker): its id and version, and its flows when asked.
+  struct ChunkCopy {
+    uint32_t chunk_id = 0;             // Which chunk.
+    uint64_t version = 0;              // Its version (never 0).
+    bool copied = false;               // Whether `flows` holds its flows.
+    std::vector<AggregateFlow> flows;  // Ascending by id, when `copied`.
+  };
+  // Appends the first non-empty chunk from chunk id `from` on to `out`, with
+  // its flows unless its version is `known`'s entry for its id; returns the
+  // chunk id to continue from, nullopt when no chunk is left. Versions are
+  // only comparable within one aggregate.
+  std::optional<uint32_t> CopyChunkIfChanged(
+      uint32_t from, const absl::flat_hash_map<uint32_t, uint64_t>& known,
+      std::vector<ChunkCopy>* out) const;
+
   // The flows of `flow_ids` that exist, ascending by id (duplicates once);
   // all flows when `flow_ids` is empty.
   std::vector<AggregateFlow> Read(absl::Span<const uint32_t> flow_ids) const;

@@ -218,6 +218,32 @@ FlowStateManager::EncodeChunks(int slot, ChunkEncoder encoder) const {
   }
 }
 
+FlowStateManager::ChunkChanges FlowStateManager::CopyChangedChunks(
+    uint64_t known_term,
+    const absl::flat_hash_map<uint32_t, uint64_t>& known) const {
+  static const absl::flat_hash_map<uint32_t, uint64_t> kNone;
+  while (true) {
+    ChunkChanges out;
+    {
+      ReaderMutexLock lock(&mu_);
+      out.term = term_;
+      out.found = store_.has_aggregate();
+    }
+    if (!out.found) return out;
+    const auto& compare_to = out.term == known_term ? known : kNone;
+    bool reset = false;
+    for (std::optional<uint32_t> next = 0; next.has_value() && !reset;) {
+      ReaderMutexLock lock(&mu_);
+      reset = term_ != out.term;
+      if (!reset) {
+        next = store_.aggregate().CopyChunkIfChanged(*next, compare_to,
+                                                     &out.chunks);
+      }
+    }
+    if (!reset) return out;
+  }
+}
+
 std::vector<kv::KeyValue> FlowStateManager::Finish(Found found) const {
   std::optional<std::string> aggregate_json;
   if (found.encode_aggregate) {

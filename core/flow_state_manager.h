@@ -138,6 +138,21 @@ class FlowStateManager final : public kv::KvBackend {
   std::optional<std::vector<std::shared_ptr<const std::string>>> EncodeChunks(
       int slot, ChunkEncoder encoder) const;
 
+  // The aggregate for a caller that keeps its own copy (FlowChangeTracker):
+  // every non-empty chunk's id and version, with the flows of those whose
+  // version is not `known`'s entry. `known` counts only if `known_term` is
+  // still the term (versions restart with each term); otherwise every chunk
+  // is copied. Copies a chunk at a time under the shared lock; a reset
+  // meanwhile starts over in the new term.
+  struct ChunkChanges {
+    uint64_t term = 0;   // The term the chunks are of.
+    bool found = false;  // Whether there is an aggregate (see Get()).
+    std::vector<FlowAggregate::ChunkCopy> chunks;  // Ascending by chunk id.
+  };
+  ChunkChanges CopyChangedChunks(
+      uint64_t known_term,
+      const absl::flat_hash_map<uint32_t, uint64_t>& known) const;
+
   // Flownodes known, and flows in the aggregate.
   uint64_t node_count() const;
   uint64_t flow_count() const;

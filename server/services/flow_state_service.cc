@@ -122,10 +122,9 @@ absl::Status FlowStateService::ListNodes(
 grpc::ServerWriteReactor<grpc::ByteBuffer>* FlowStateService::WatchFlowState(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   absl::Status refused = core::CheckLeader(*leadership_);
+  metasrv::v1::WatchFlowStateRequest parsed;
   if (refused.ok()) {
-    // The request has no fields yet, but must still be one.
     grpc::ByteBuffer copy(*request);
-    metasrv::v1::WatchFlowStateRequest parsed;
     refused = DecodeRequest(&copy, limits_.max_request_bytes, &parsed);
   }
   if (!refused.ok()) {
@@ -138,7 +137,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* FlowStateService::WatchFlowState(
     return new Refusal(ToGrpcStatus(refused));
   }
   (void)context;
-  return new WatchStream(watch_, metrics_);
+  return new WatchStream(watch_, parsed.deltas(), metrics_);
 }
 
 }  // namespace metasrv::server

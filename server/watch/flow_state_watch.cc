@@ -2,6 +2,7 @@
 
 #include <grpcpp/impl/codegen/proto_utils.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/time/clock.h"
@@ -25,7 +26,8 @@ WatchHub::~WatchHub() {
 }
 
 void WatchHub::Start() {
-  published_term_ = flow_state_->term();
+  tracker_ = std::make_unique<core::FlowChangeTracker>(&EncodeColumnsChunk,
+                                                       flow_state_->term());
   publisher_ = std::thread([this] { Run(); });
 }
 
@@ -47,27 +49,75 @@ absl::Status WatchHub::Add(WatchStream* stream) { return streams_.Add(stream); }
 
 void WatchHub::Remove(WatchStream* stream) { streams_.Remove(stream); }
 
-absl::StatusOr<std::shared_ptr<const WatchSnapshot>> WatchHub::Build(
-    uint64_t sequence, bool reset) const {
-  // A WatchFlowStateResponse: its own fields, then `state` (field 4) as the
-  // cached chunk encodings of GetFlowState's columns, not copied.
-  const EncodedFlowState state = EncodeFlowState(*flow_state_, false);
+namespace {
+
+// The optional fields of a WatchFlowStateResponse beside `state`.
+struct MessageFields {
+  uint64_t sequence = 0;                           // Field 1.
+  bool reset = false;                              // Field 2.
+  bool delta = false;                              // Field 5.
+  uint64_t base = 0;                               // Field 6.
+  const std::vector<uint32_t>* removed = nullptr;  // Field 7 (packed).
+};
+
+// A serialized WatchFlowStateResponse: `fields`, then `state` (field 4) as
+// its chunks, referenced and not copied.
+grpc::ByteBuffer Message(const MessageFields& fields,
+                         const EncodedFlowState& state) {
   std::string prefix;
-  if (sequence != 0) {
-    AppendVarint(1 << 3 | 0, &prefix);
-    AppendVarint(sequence, &prefix);
+  auto varint_field = [&prefix](uint32_t field, uint64_t value) {
+    AppendVarint(field << 3 | 0, &prefix);
+    AppendVarint(value, &prefix);
+  };
+  if (fields.sequence != 0) varint_field(1, fields.sequence);
+  if (fields.reset) varint_field(2, 1);
+  varint_field(3, static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())));
+  if (fields.delta) varint_field(5, 1);
+  if (fields.base != 0) varint_field(6, fields.base);
+  if (fields.removed != nullptr && !fields.removed->empty()) {
+    std::string packed;
+    for (uint32_t id : *fields.removed) AppendVarint(id, &packed);
+    AppendVarint(7 << 3 | 2, &prefix);
+    AppendVarint(packed.size(), &prefix);
+    prefix += packed;
   }
-  if (reset) {
-    AppendVarint(2 << 3 | 0, &prefix);
-    AppendVarint(1, &prefix);
-  }
-  AppendVarint(3 << 3 | 0, &prefix);
-  AppendVarint(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())), &prefix);
   AppendVarint(4 << 3 | 2, &prefix);
   AppendVarint(state.size(), &prefix);
+  return ToByteBuffer(state, std::move(prefix));
+}
+
+}  // namespace
+
+std::shared_ptr<const WatchSnapshot> WatchHub::Publish(uint64_t sequence) {
+  core::FlowChangeTracker::Update update = tracker_->Advance(*flow_state_);
+  const bool same = !update.reset && update.changed.empty() &&
+                    update.removed.empty() && update.found == last_found_ &&
+                    last_sequence_.has_value();
+  if (same) return nullptr;  // Reports that repeated what was known.
+  last_found_ = update.found;
   auto snapshot = std::make_shared<WatchSnapshot>();
   snapshot->sequence = sequence;
-  snapshot->message = ToByteBuffer(state, std::move(prefix));
+  snapshot->publish = ++publishes_;
+  EncodedFlowState whole;
+  whole.found = update.found;
+  whole.chunks = std::move(update.chunks);
+  MessageFields fields;
+  fields.sequence = sequence;
+  fields.reset = update.reset;
+  snapshot->message = Message(fields, whole);
+  const std::optional<uint64_t> base = std::exchange(last_sequence_, sequence);
+  if (!update.reset && base.has_value()) {
+    EncodedFlowState changed;
+    changed.found = update.found;
+    if (!update.changed.empty()) {
+      changed.chunks.push_back(std::make_shared<const std::string>(
+          EncodeColumnsChunk(update.changed)));
+    }
+    fields.delta = true;
+    fields.base = *base;
+    fields.removed = &update.removed;
+    snapshot->delta = Message(fields, changed);
+  }
   return snapshot;
 }
 
@@ -75,15 +125,22 @@ absl::StatusOr<std::shared_ptr<const WatchSnapshot>> WatchHub::Current() {
   uint64_t sequence = 0;
   {
     absl::MutexLock lock(&mu_);
-    if (current_ != nullptr && current_->sequence == changes_) return current_;
+    // The last state published: if changes came since, the publisher is
+    // about to publish them, and this watcher gets that next (as a delta).
+    if (current_ != nullptr) return current_;
     sequence = changes_;
   }
-  absl::StatusOr<std::shared_ptr<const WatchSnapshot>> built =
-      Build(sequence, /*reset=*/false);
-  if (!built.ok()) return built;
+  // Nothing published yet. Not a publish: a state of a later instant than
+  // the publisher's of the same sequence could be, so no delta follows it.
+  auto built = std::make_shared<WatchSnapshot>();
+  built->sequence = sequence;
+  MessageFields fields;
+  fields.sequence = sequence;
+  built->message =
+      Message(fields, EncodeFlowState(*flow_state_, /*with_nodes=*/false));
   absl::MutexLock lock(&mu_);
-  if (current_ == nullptr || current_->sequence < sequence) current_ = *built;
-  return built;
+  if (current_ == nullptr) current_ = built;
+  return current_;
 }
 
 void WatchHub::Run() {
@@ -103,33 +160,48 @@ void WatchHub::Run() {
       sequence = changes_;
       published_ = sequence;
     }
-    const uint64_t term = flow_state_->term();
-    const bool reset = term != published_term_;
-    absl::StatusOr<std::shared_ptr<const WatchSnapshot>> snapshot =
-        Build(sequence, reset);
+    std::shared_ptr<const WatchSnapshot> snapshot = Publish(sequence);
+    if (snapshot == nullptr) continue;  // Nothing to tell.
     last_push = absl::Now();
-    if (!snapshot.ok()) {
-      spdlog::warn("watch: cannot build the flow state: {}",
-                   snapshot.status().ToString());
-      continue;
-    }
-    published_term_ = term;
     {
       absl::MutexLock lock(&mu_);
-      if (current_ == nullptr || current_->sequence < sequence) {
-        current_ = *snapshot;
+      if (current_ == nullptr || current_->sequence <= sequence) {
+        current_ = snapshot;
       }
     }
-    // Only WatchStreams are ever added to streams_ (see Add()).
-    streams_.ForEach([&snapshot](AbortableStream* stream) {
-      static_cast<WatchStream*>(stream)->Offer(*snapshot);
-    });
+    if (!OfferInWaves(snapshot)) return;
     metrics_->WatchPublished();
   }
 }
 
-WatchStream::WatchStream(WatchHub* hub, Metrics* metrics)
-    : hub_(hub), metrics_(Metrics::OrDiscard(metrics)) {
+bool WatchHub::OfferInWaves(
+    const std::shared_ptr<const WatchSnapshot>& snapshot) {
+  // Many watchers: waves of about kWaveSize, spread over half of the
+  // interval, so that the writes (and their completions, which share
+  // gRPC's threads with heartbeats) never come in one burst.
+  const uint64_t waves =
+      std::clamp<uint64_t>(streams_.size() / kWaveSize, 1, kMaxWaves);
+  const absl::Duration gap =
+      options_.min_interval / 2 / static_cast<int64_t>(waves);
+  for (uint64_t wave = 0; wave < waves; ++wave) {
+    if (wave > 0) {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), gap)) return false;
+    }
+    // Only WatchStreams are ever added to streams_ (see Add()).
+    streams_.ForEach([&](AbortableStream* stream) {
+      auto* watcher = static_cast<WatchStream*>(stream);
+      if (watcher->ordinal() % waves == wave) watcher->Offer(snapshot);
+    });
+  }
+  return true;
+}
+
+WatchStream::WatchStream(WatchHub* hub, bool deltas, Metrics* metrics)
+    : hub_(hub),
+      deltas_(deltas),
+      ordinal_(hub->NextOrdinal()),
+      metrics_(Metrics::OrDiscard(metrics)) {
   absl::Status added = hub_->Add(this);
   if (!added.ok()) {
     FinishOnce(ToGrpcStatus(added));
@@ -158,10 +230,19 @@ void WatchStream::Offer(std::shared_ptr<const WatchSnapshot> snapshot) {
       next_ = std::move(snapshot);
       return;
     }
-    end_.write_in_flight = true;
-    write_buffer_ = snapshot->message;
+    StartWriteOf(*snapshot);
   }
   StartWrite(&write_buffer_);
+}
+
+void WatchStream::StartWriteOf(const WatchSnapshot& snapshot) {
+  end_.write_in_flight = true;
+  const bool follows =
+      sent_publish_ != 0 && snapshot.publish == sent_publish_ + 1;
+  write_buffer_ = deltas_ && follows && snapshot.delta.has_value()
+                      ? *snapshot.delta
+                      : snapshot.message;
+  sent_publish_ = snapshot.publish;
 }
 
 void WatchStream::OnWriteDone(bool ok) {
@@ -172,8 +253,7 @@ void WatchStream::OnWriteDone(bool ok) {
     if (!after.go_on) {
       next_.reset();
     } else if (next_ != nullptr) {
-      end_.write_in_flight = true;
-      write_buffer_ = next_->message;
+      StartWriteOf(*next_);
       next_.reset();
     } else {
       return;  // Idle until the next Offer().

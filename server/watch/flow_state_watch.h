@@ -6,12 +6,20 @@
 // one state per min_interval. Each watcher has at most one write in flight
 // and one state waiting: a newer state replaces the waiting one, so a slow
 // reader skips to the latest and memory stays bounded whatever it does.
+//
+// Deltas: the publisher keeps its own copy of the aggregate
+// (core::FlowChangeTracker) and makes each state from it twice, whole and as
+// the change since its previous state. A watcher that asked for deltas gets
+// the change when the previous state was the last one it was sent, and the
+// whole state otherwise (its first message, after a reset, after it skipped a
+// state). Either message is built once and shared by every watcher.
 #ifndef METASRV_SERVER_WATCH_FLOW_STATE_WATCH_H_
 #define METASRV_SERVER_WATCH_FLOW_STATE_WATCH_H_
 
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -21,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/flow_change_tracker.h"
 #include "core/flow_state_manager.h"
 #include "server/ops/metrics.h"
 #include "server/rpc/stream_end.h"
@@ -28,10 +37,16 @@
 
 namespace metasrv::server {
 
-// One state as sent: a serialized metasrv.v1.WatchFlowStateResponse.
+// One state as sent: serialized metasrv.v1.WatchFlowStateResponses.
 struct WatchSnapshot {
-  uint64_t sequence = 0;     // The hub's change count it reflects.
-  grpc::ByteBuffer message;  // The bytes to write; shared by all watchers.
+  uint64_t sequence = 0;  // The hub's change count it reflects.
+  // The publisher's count of states (1, 2, ...); 0 for a state built for a
+  // new watcher, which no delta follows.
+  uint64_t publish = 0;
+  grpc::ByteBuffer message;  // The whole state; shared by all watchers.
+  // The change since publish `publish - 1`, for delta watchers that were
+  // sent that one; none after a reset or when there is no such publish.
+  std::optional<grpc::ByteBuffer> delta;
 };
 
 class WatchStream;
@@ -68,47 +83,64 @@ class WatchHub final : public core::FlowStateListener {
   absl::Status Add(WatchStream* stream);
   void Remove(WatchStream* stream);
 
-  // The state now, for a new watcher: the last one built if nothing changed
-  // since, else built now. An error only if the KV fails.
+  // The state for a new watcher: the last one published (changes since are
+  // about to be published), or, before the first publish, built now. An
+  // error only if the KV fails.
   absl::StatusOr<std::shared_ptr<const WatchSnapshot>> Current();
 
   uint64_t watchers() const { return streams_.size(); }
+  // A number for each new watcher (0, 1, ...), to split them in waves.
+  uint64_t NextOrdinal() { return ordinals_.fetch_add(1); }
 
  private:
   // The publisher: waits for a change, waits out min_interval since the last
   // push, builds the state and offers it to every watcher.
   void Run();
-  // Builds the state as of change count `sequence`.
-  absl::StatusOr<std::shared_ptr<const WatchSnapshot>> Build(uint64_t sequence,
-                                                             bool reset) const;
+  // Watchers are offered a state in waves of about kWaveSize, at most
+  // kMaxWaves of them.
+  static constexpr uint64_t kWaveSize = 32;
+  static constexpr uint64_t kMaxWaves = 32;
+  // Offers `snapshot` to every watcher, in waves; false if Stop() came.
+  bool OfferInWaves(const std::shared_ptr<const WatchSnapshot>& snapshot);
+  // Builds the next state, as of change count `sequence`, from the
+  // tracker's copy; null when it is the same as the last one published.
+  std::shared_ptr<const WatchSnapshot> Publish(uint64_t sequence);
 
   const core::FlowStateManager* const flow_state_;  // The state; borrowed.
   const Options options_;                           // Interval and limit.
   Metrics* const metrics_;  // Borrowed; never null (Metrics::OrDiscard).
   StreamRegistry streams_;  // The open watchers (all WatchStreams).
-  absl::Mutex mu_;          // Guards the fields below.
+  std::atomic<uint64_t> ordinals_{0};            // Next NextOrdinal().
+  absl::Mutex mu_;                               // Guards the fields below.
   uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;    // Changes seen so far.
   uint64_t published_ ABSL_GUARDED_BY(mu_) = 0;  // changes_ last published.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;   // Stop() was called.
   // The newest state built (for new watchers); null before the first.
   std::shared_ptr<const WatchSnapshot> current_ ABSL_GUARDED_BY(mu_);
-  // Flow-state term of the last push; used by the publisher thread only.
-  uint64_t published_term_ = 0;
-  std::thread publisher_;  // Runs Run(); joinable between Start() and Stop().
+  // The publisher's copy of the aggregate; used by its thread only.
+  std::unique_ptr<core::FlowChangeTracker> tracker_;
+  uint64_t publishes_ = 0;  // States published; the publisher's only.
+  // Sequence of the last state published; the publisher's only.
+  std::optional<uint64_t> last_sequence_;
+  bool last_found_ = false;  // Its `found`; the publisher's only.
+  std::thread publisher_;    // Runs Run(); joinable between Start() and Stop().
 };
 
 // The reactor of one WatchFlowState call.
 class WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                           public AbortableStream {
  public:
-  // Registers with `hub` and sends the current state. Deletes itself when
-  // gRPC is done with it.
-  explicit WatchStream(WatchHub* hub, Metrics* metrics);
+  // Registers with `hub` and sends the current state; with `deltas`, later
+  // messages are changes where they can be. Deletes itself when gRPC is done
+  // with it.
+  WatchStream(WatchHub* hub, bool deltas, Metrics* metrics);
 
   // Sends `snapshot` if no write is in flight, else keeps it as the next to
   // send (replacing, and so skipping, any older one waiting). States not
   // newer than one already offered are dropped. Never blocks.
   void Offer(std::shared_ptr<const WatchSnapshot> snapshot);
+
+  uint64_t ordinal() const { return ordinal_; }
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -118,8 +150,14 @@ class WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
  private:
   // Finishes with `status` unless already finishing. Call without mu_ held.
   void FinishOnce(const grpc::Status& status);
+  // Makes `snapshot` the write in flight: its delta if it follows the last
+  // state sent and this watcher takes deltas, else the whole state.
+  void StartWriteOf(const WatchSnapshot& snapshot)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   WatchHub* const hub_;      // Publishes to this stream; borrowed.
+  const bool deltas_;        // The watcher asked for changes only.
+  const uint64_t ordinal_;   // Its number; picks its wave.
   Metrics* const metrics_;   // Borrowed; never null (Metrics::OrDiscard).
   bool registered_ = false;  // Whether Add() succeeded.
 
@@ -131,6 +169,9 @@ class WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   std::optional<uint64_t> offered_ ABSL_GUARDED_BY(mu_);
   // The next state to send once the write in flight completes.
   std::shared_ptr<const WatchSnapshot> next_ ABSL_GUARDED_BY(mu_);
+  // WatchSnapshot::publish of the last state written; 0: none a delta can
+  // follow.
+  uint64_t sent_publish_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace metasrv::server

@@ -74,6 +74,16 @@ TEST(MetasrvctlTest, GetLeaderPeersAndWatch) {
   auto change = watch.ReadLine();
   ASSERT_TRUE(change.has_value());
   EXPECT_NE(change->find("flow 7 state_size=701"), std::string::npos) << *change;
+  // Node 1 now reports flow 9 only: flow 9 is new and flow 7, which only
+  // node 1 held, is removed (watch asks for deltas; the removal comes as
+  // removed_flow_ids).
+  Report(server.channel(), 1, 9, 900);
+  auto added = watch.ReadLine();
+  ASSERT_TRUE(added.has_value());
+  EXPECT_NE(added->find("new flow 9 state_size=900"), std::string::npos) << *added;
+  auto removed = watch.ReadLine();
+  ASSERT_TRUE(removed.has_value());
+  EXPECT_NE(removed->find("flow 7 removed"), std::string::npos) << *removed;
 }
 
 TEST(MetasrvctlTest, NodesAndForget) {

@@ -19,10 +19,13 @@ using metasrv::v1::WatchFlowStateResponse;
 
 // One WatchFlowState call, read by gRPC's callback client API. With `hold`,
 // it reads the first message and then nothing until Release(): a slow reader.
+// With `deltas`, it asks for changes only.
 class WatchClient final : public grpc::ClientReadReactor<WatchFlowStateResponse> {
  public:
-  explicit WatchClient(metasrv::v1::FlowState::Stub* stub, bool hold = false)
+  explicit WatchClient(metasrv::v1::FlowState::Stub* stub, bool hold = false,
+                       bool deltas = false)
       : hold_(hold) {
+    request_.set_deltas(deltas);
     stub->async()->WatchFlowState(&context_, &request_, this);
     StartRead(&incoming_);
     StartCall();

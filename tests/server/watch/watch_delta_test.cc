@@ -1,0 +1,204 @@
+// End to end over gRPC: WatchFlowState with deltas (changes only).
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "metasrv/v1/metasrv.grpc.pb.h"
+#include "tests/server/in_process_server.h"
+#include "tests/server/test_util.h"
+#include "tests/server/watch_client.h"
+
+namespace metasrv::testing {
+namespace {
+
+using metasrv::v1::WatchFlowStateResponse;
+using ::testing::ElementsAre;
+using Messages = std::vector<WatchFlowStateResponse>;
+
+// A watcher's view: flow id -> "size/exec", from applying its messages in
+// order as a client must. Fails the test when a delta does not follow the
+// message before it.
+std::map<uint32_t, std::string> Apply(const Messages& messages) {
+  std::map<uint32_t, std::string> flows;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const WatchFlowStateResponse& m = messages[i];
+    if (m.delta()) {
+      EXPECT_GT(i, 0u) << "the first message is never a delta";
+      if (i > 0) {
+        EXPECT_EQ(m.base_sequence(), messages[i - 1].sequence()) << i;
+      }
+      for (uint32_t id : m.removed_flow_ids()) {
+        EXPECT_EQ(flows.erase(id), 1u) << "removed unknown flow " << id;
+      }
+    } else {
+      flows.clear();
+    }
+    const metasrv::v1::GetFlowStateResponse& s = m.state();
+    for (int f = 0; f < s.flow_ids_size(); ++f) {
+      flows[s.flow_ids(f)] =
+          absl::StrCat(s.state_sizes(f), "/", s.last_exec_times_ms(f));
+    }
+  }
+  return flows;
+}
+
+// The same view, from GetFlowState.
+std::map<uint32_t, std::string> Read(const std::shared_ptr<grpc::Channel>& ch) {
+  std::map<uint32_t, std::string> flows;
+  for (const FlowRow& r : GetFlowState(ch).flows) {
+    flows[r.flow_id] = absl::StrCat(r.state_size, "/", r.last_exec_time_ms);
+  }
+  return flows;
+}
+
+std::vector<uint32_t> FlowIds(const WatchFlowStateResponse& m) {
+  return {m.state().flow_ids().begin(), m.state().flow_ids().end()};
+}
+
+class WatchDeltaTest : public InProcessServerTest {
+ protected:
+  server::ServerOptions Options() override {
+    server::ServerOptions options = InProcessServerTest::Options();
+    options.watch_min_interval = absl::Milliseconds(5);
+    return options;
+  }
+  void SetUp() override {
+    InProcessServerTest::SetUp();
+    stub_ = metasrv::v1::FlowState::NewStub(channel_);
+  }
+  // Waits until `watcher`'s applied view equals GetFlowState's.
+  bool Converges(WatchClient& watcher) {
+    const std::map<uint32_t, std::string> want = Read(channel_);
+    return watcher.WaitFor(
+        [&](const Messages& m) { return !m.empty() && Apply(m) == want; });
+  }
+
+  std::unique_ptr<metasrv::v1::FlowState::Stub> stub_;
+};
+
+TEST_F(WatchDeltaTest, WholeStateFirstThenOnlyWhatChanged) {
+  HeartbeatClient node1(channel_), node2(channel_);
+  ASSERT_TRUE(node1.Call(FlowReport(1, {{1, 100, 10}, {2, 200, 20}})));
+  ASSERT_TRUE(node2.Call(FlowReport(2, {{3000, 5, 5}})));
+  WatchClient watcher(stub_.get(), /*hold=*/false, /*deltas=*/true);
+  // The first message is the whole state last published (perhaps before
+  // node 2's report), then changes bring the watcher up to date.
+  ASSERT_TRUE(Converges(watcher));
+  EXPECT_FALSE(watcher.messages().front().delta());
+  EXPECT_TRUE(watcher.messages().back().delta());
+  // Node 1 raises flow 2 only; the next message with flows names flow 2
+  // alone.
+  const size_t seen = watcher.messages().size();
+  ASSERT_TRUE(node1.Call(FlowReport(1, {{1, 100, 10}, {2, 201, 21}})));
+  ASSERT_TRUE(watcher.WaitFor([seen](const Messages& m) {
+    return m.size() > seen && m.back().state().flow_ids_size() > 0;
+  }));
+  const WatchFlowStateResponse change = watcher.messages().back();
+  EXPECT_THAT(FlowIds(change), ElementsAre(2u));
+  EXPECT_EQ(change.state().state_sizes(0), 201u);
+  EXPECT_TRUE(change.state().found());
+  EXPECT_TRUE(change.removed_flow_ids().empty());
+  ASSERT_TRUE(Converges(watcher));
+  // Node 1 stops reporting flow 1, the only holder: it is removed.
+  ASSERT_TRUE(node1.Call(FlowReport(1, {{2, 201, 21}})));
+  ASSERT_TRUE(watcher.WaitFor(
+      [](const Messages& m) { return m.back().removed_flow_ids_size() > 0; }));
+  EXPECT_THAT(watcher.messages().back().removed_flow_ids(), ElementsAre(1u));
+  EXPECT_EQ(watcher.messages().back().state().flow_ids_size(), 0);
+  ASSERT_TRUE(Converges(watcher));
+}
+
+TEST_F(WatchDeltaTest, ResetSendsTheWholeStateAgain) {
+  HeartbeatClient node(channel_);
+  ASSERT_TRUE(node.Call(FlowReport(1, {{1, 100, 10}})));
+  WatchClient watcher(stub_.get(), false, true);
+  ASSERT_TRUE(Converges(watcher));
+  auto admin = metasrv::v1::Admin::NewStub(channel_);
+  grpc::ClientContext ctx;
+  metasrv::v1::LeaderChangeResponse resp;
+  ASSERT_TRUE(admin->LeaderChange(&ctx, {}, &resp).ok());
+  ASSERT_TRUE(
+      watcher.WaitFor([](const Messages& m) { return m.back().reset(); }));
+  const WatchFlowStateResponse reset = watcher.messages().back();
+  EXPECT_FALSE(reset.delta());
+  EXPECT_FALSE(reset.state().found());
+  HeartbeatClient again(channel_);
+  ASSERT_TRUE(again.Call(FlowReport(1, {{7, 70, 7}})));
+  ASSERT_TRUE(Converges(watcher));
+  EXPECT_TRUE(watcher.messages().back().delta());
+}
+
+// Whole-state watchers (old clients) beside delta watchers: both see every
+// change, and the whole-state messages never carry delta fields.
+TEST_F(WatchDeltaTest, OldClientsStillGetTheWholeState) {
+  HeartbeatClient node(channel_);
+  ASSERT_TRUE(node.Call(FlowReport(1, {{1, 1, 1}, {2, 2, 2}})));
+  WatchClient old_client(stub_.get());
+  WatchClient delta_client(stub_.get(), false, true);
+  for (int i = 3; i < 20; ++i) {
+    ASSERT_TRUE(node.Call(
+        FlowReport(1, {{1, 1, 1}, {2, static_cast<uint64_t>(i), i}})));
+    ASSERT_TRUE(Converges(old_client)) << i;
+    ASSERT_TRUE(Converges(delta_client)) << i;
+  }
+  for (const WatchFlowStateResponse& m : old_client.messages()) {
+    EXPECT_FALSE(m.delta());
+    EXPECT_EQ(m.base_sequence(), 0u);
+    EXPECT_EQ(m.state().flow_ids_size(), 2);
+  }
+  int deltas = 0;
+  for (const WatchFlowStateResponse& m : delta_client.messages())
+    deltas += m.delta();
+  EXPECT_GE(deltas, 10);
+}
+
+// A delta watcher that stopped reading skipped states; when it reads again
+// it gets the whole state (a delta would be against a state it never got),
+// then deltas again.
+TEST_F(WatchDeltaTest, AWatcherThatFellBehindGetsTheWholeState) {
+  std::vector<std::tuple<uint32_t, uint64_t, int64_t>> flows;
+  for (uint32_t f = 0; f < 20000; ++f) flows.push_back({f, 1000000 + f, 1});
+  HeartbeatClient node(channel_);
+  ASSERT_TRUE(node.Call(FlowReport(1, flows)));
+  grpc::ChannelArguments args;  // A fixed 64 KiB window (see watch_test.cc).
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024);
+  auto slow_stub = metasrv::v1::FlowState::NewStub(
+      ConnectOwn(server_->advertised_addr(), args));
+  WatchClient slow(slow_stub.get(), /*hold=*/true, /*deltas=*/true);
+  WatchClient fast(stub_.get(), false, true);
+  ASSERT_TRUE(slow.WaitFor([](const Messages& m) { return !m.empty(); }));
+  // Every flow changes each time: each delta is larger than the window, so
+  // a write to the slow watcher stays in flight and it skips states.
+  for (int i = 1; i <= 30; ++i) {
+    for (auto& flow : flows) std::get<1>(flow) = 2000000 + i;
+    ASSERT_TRUE(node.Call(FlowReport(1, flows)));
+    ASSERT_TRUE(Converges(fast)) << i;
+  }
+  slow.Release();
+  ASSERT_TRUE(Converges(slow));
+  const Messages got = slow.messages();
+  // The first state (whole), perhaps a write that was in flight, then a
+  // whole state again: never a delta against a skipped state.
+  ASSERT_GE(got.size(), 2u);
+  EXPECT_LE(got.size(), 4u);
+  EXPECT_FALSE(got.back().delta() &&
+               got.back().base_sequence() != got[got.size() - 2].sequence());
+  bool whole_after_first = false;
+  for (size_t i = 1; i < got.size(); ++i) whole_after_first |= !got[i].delta();
+  EXPECT_TRUE(whole_after_first);
+  // And deltas from there on.
+  std::get<1>(flows[0]) = 7;
+  ASSERT_TRUE(node.Call(FlowReport(1, flows)));
+  ASSERT_TRUE(Converges(slow));
+  EXPECT_TRUE(slow.messages().back().delta());
+  EXPECT_EQ(slow.messages().back().state().flow_ids_size(), 1);
+}
+
+}  // namespace
+}  // namespace metasrv::testing
