@@ -20,12 +20,20 @@ echo "== watchers: heartbeat latency and server cost with WatchFlowState subscri
 # flow changing in every report or 1 of each report's 10 (changing=1); 10,000
 # x 10 (100,000 flows, every 3 s) with 0 or 10 watchers, and with 100 watchers
 # that stop reading (stall).
+# Each: streams interval watchers stall(0/1) deltas(0/1) changing_flows.
+# SCENARIOS (a ;-separated list) runs others, e.g. the delta pairs alone:
+#   SCENARIOS="1000 1s 0 0 0 1;1000 1s 1000 0 1 1" REPS=5 bash bench/watch_bench.sh
+if [[ -n ${SCENARIOS:-} ]]; then
+  IFS=';' read -r -a SCENARIOS <<<"$SCENARIOS"
+else
+  SCENARIOS=("1000 1s 0 0 0 -1" "1000 1s 1000 0 0 -1" "1000 1s 1000 0 1 -1"
+             "1000 1s 0 0 0 1" "1000 1s 1000 0 1 1"
+             "10000 3s 0 0 0 -1" "10000 3s 10 0 0 -1" "10000 3s 100 1 0 -1")
+fi
 if [[ $QUICK == 1 ]]; then wdur=5; wwarm=2; else wdur=15; wwarm=5; fi
 echo "rep,scenario,streams,watchers,stall,deltas,changing,hb_p50_us,hb_p99_us,errors,server_cpu_s,server_cores,rss_kib,watch_msgs,watch_age_p50_ms,watch_age_p99_ms,watch_flows,watch_delta_flows,watch_errors" >"$OUT/watch.csv"
 for rep in $(seq "$REPS"); do
-  for sc in "1000 1s 0 0 0 -1" "1000 1s 1000 0 0 -1" "1000 1s 1000 0 1 -1" \
-            "1000 1s 0 0 0 1" "1000 1s 1000 0 1 1" \
-            "10000 3s 0 0 0 -1" "10000 3s 10 0 0 -1" "10000 3s 100 1 0 -1"; do
+  for sc in "${SCENARIOS[@]}"; do
     read -r streams interval watchers stall deltas changing <<<"$sc"
     dflag=(); [[ $deltas == 1 ]] && dflag=(--watch_deltas)
     # Stalled watchers first take in as many states as their connection's
