@@ -1,5 +1,8 @@
 #include "cli/commands.h"
 
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "greptime/v1/meta/cluster.grpc.pb.h"
 #include "greptime/v1/meta/heartbeat.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
 
 namespace metasrvctl {
@@ -42,6 +46,17 @@ int Fail(const grpc::Status& s) {
   std::fprintf(stderr, "metasrvctl: %s: %s\n",
                code >= 0 && code <= 16 ? kNames[code] : "error",
                s.error_message().c_str());
+  // What usually causes it.
+  if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+      s.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+    std::fprintf(stderr,
+                 "metasrvctl: admin calls need the server's token: "
+                 "--token_file=FILE (or run on the server's host)\n");
+  } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    std::fprintf(stderr,
+                 "metasrvctl: is it up at --addr? If it serves TLS, pass "
+                 "--tls_ca=PEM (a plaintext client cannot talk to it)\n");
+  }
   return kError;
 }
 
@@ -101,11 +116,28 @@ bool AddToken(const Flags& f, const char* command, grpc::ClientContext* ctx) {
   return true;
 }
 
+// Prints `value` as JSON (protobuf's printer: escaping done right, numbers
+// exact up to 2^53) and a newline.
+int PrintJson(const google::protobuf::Value& value) {
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(value, &json).ok()) {
+    std::fprintf(stderr, "metasrvctl: cannot print JSON\n");
+    return kError;
+  }
+  std::printf("%s\n", json.c_str());
+  return kOk;
+}
+
 std::string Cell(const Row& r, uint32_t bit, int64_t v) {
   return (r.fields & bit) ? absl::StrCat(v) : "-";
 }
 
 }  // namespace
+
+bool FlagOn(const Flags& f, const std::string& name) {
+  auto it = f.values.find(name);
+  return it != f.values.end() && it->second != "false";
+}
 
 std::string ReadFile(const std::string& path, bool* ok) {
   std::ifstream in(path);
@@ -133,21 +165,21 @@ int Get(const Client& c, const Flags& f) {
   if (!s.ok()) return Fail(s);
   const bool found = resp.found();
   const std::map<uint32_t, Row> rows = RowsOf(resp);
-  if (f.values.count("json")) {
-    std::string out =
-        absl::StrCat("{\"found\":", found ? "true" : "false", ",\"flows\":[");
-    bool first = true;
+  if (FlagOn(f, "json")) {
+    google::protobuf::Value out;
+    auto* fields = out.mutable_struct_value()->mutable_fields();
+    (*fields)["found"].set_bool_value(found);
+    auto* flows = (*fields)["flows"].mutable_list_value();
     for (const auto& [id, r] : rows) {
-      absl::StrAppend(&out, first ? "" : ",", "{\"flow_id\":", id);
-      if (r.fields & 1) absl::StrAppend(&out, ",\"state_size\":", r.state_size);
+      auto* flow =
+          flows->add_values()->mutable_struct_value()->mutable_fields();
+      (*flow)["flow_id"].set_number_value(id);
+      if (r.fields & 1) (*flow)["state_size"].set_number_value(r.state_size);
       if (r.fields & 2)
-        absl::StrAppend(&out, ",\"last_exec_time_ms\":", r.last_exec);
-      if (r.fields & 4) absl::StrAppend(&out, ",\"start_time_ms\":", r.start);
-      out += "}";
-      first = false;
+        (*flow)["last_exec_time_ms"].set_number_value(r.last_exec);
+      if (r.fields & 4) (*flow)["start_time_ms"].set_number_value(r.start);
     }
-    std::printf("%s]}\n", out.c_str());
-    return kOk;
+    return PrintJson(out);
   }
   if (!found) {
     std::printf("no flow state (no report since the last leader change)\n");
@@ -246,20 +278,23 @@ int Nodes(const Client& c, const Flags& f) {
   metasrv::v1::ListFlownodesResponse resp;
   grpc::Status s = stub->ListFlownodes(&ctx, {}, &resp);
   if (!s.ok()) return Fail(s);
-  if (f.values.count("json")) {
-    std::string out = "[";
+  if (FlagOn(f, "json")) {
+    google::protobuf::Value out;
+    auto* list = out.mutable_list_value();
     for (const metasrv::v1::Flownode& n : resp.nodes()) {
-      absl::StrAppend(&out, out.size() > 1 ? "," : "",
-                      "{\"node_id\":", n.node_id(), ",\"peer_addr\":\"",
-                      absl::CEscape(n.peer_addr()),
-                      "\",\"last_heartbeat_ms\":", n.last_heartbeat_ms(),
-                      ",\"last_report_ms\":", n.last_report_ms(),
-                      ",\"flow_count\":", n.flow_count(), ",\"hostname\":\"",
-                      absl::CEscape(n.info().hostname()), "\",\"version\":\"",
-                      absl::CEscape(n.info().version()), "\"}");
+      auto* node = list->add_values()->mutable_struct_value()->mutable_fields();
+      (*node)["node_id"].set_number_value(static_cast<double>(n.node_id()));
+      (*node)["peer_addr"].set_string_value(n.peer_addr());
+      (*node)["last_heartbeat_ms"].set_number_value(
+          static_cast<double>(n.last_heartbeat_ms()));
+      (*node)["last_report_ms"].set_number_value(
+          static_cast<double>(n.last_report_ms()));
+      (*node)["flow_count"].set_number_value(
+          static_cast<double>(n.flow_count()));
+      (*node)["hostname"].set_string_value(n.info().hostname());
+      (*node)["version"].set_string_value(n.info().version());
     }
-    std::printf("%s]\n", out.c_str());
-    return kOk;
+    return PrintJson(out);
   }
   std::printf("%-10s %-22s %-24s %-24s %-7s %-16s %s\n", "NODE_ID", "PEER_ADDR",
               "LAST_HEARTBEAT", "LAST_REPORT", "FLOWS", "HOSTNAME", "VERSION");
@@ -280,6 +315,25 @@ int Nodes(const Client& c, const Flags& f) {
                 n.info().version().empty() ? "-" : n.info().version().c_str());
   }
   return kOk;
+}
+
+int Health(const Client& c, const Flags& f) {
+  auto stub = grpc::health::v1::Health::NewStub(c.channel());
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  grpc::health::v1::HealthCheckRequest req;
+  if (auto it = f.values.find("service"); it != f.values.end()) {
+    req.set_service(it->second);
+  }
+  grpc::health::v1::HealthCheckResponse resp;
+  grpc::Status s = stub->Check(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s);
+  std::printf("%s\n", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
+                          resp.status())
+                          .c_str());
+  return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING
+             ? kOk
+             : kError;
 }
 
 int Watch(const Client& c, const Flags& f) {

@@ -37,6 +37,10 @@ class Client {
   absl::Duration timeout_;                  // Per unary call.
 };
 
+// Whether boolean flag `name` is set and not "false" (`--json`,
+// `--json=true`; `--json=false` is off).
+bool FlagOn(const Flags& f, const std::string& name);
+
 // The contents of `path`; *ok says whether it could be read.
 std::string ReadFile(const std::string& path, bool* ok);
 
@@ -49,6 +53,7 @@ int Peers(const Client& c, const Flags& f);
 int Reset(const Client& c, const Flags& f);
 int Forget(const Client& c, const Flags& f);
 int Watch(const Client& c, const Flags& f);
+int Health(const Client& c, const Flags& f);
 
 }  // namespace metasrvctl
 

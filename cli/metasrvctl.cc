@@ -91,6 +91,15 @@ const std::vector<Command>& Commands() {
        "never).\n",
        {"count"},
        Watch},
+      {"health",
+       "check that the server serves (gRPC health)",
+       "usage: metasrvctl health [--service=NAME]\n"
+       "Asks grpc.health.v1.Health/Check (the whole server, or one service)\n"
+       "and prints SERVING or NOT_SERVING. Exit code 0 only when SERVING: "
+       "usable\n"
+       "as a container or load-balancer health check.\n",
+       {"service"},
+       Health},
   };
   return commands;
 }
@@ -112,9 +121,8 @@ std::string UsageText() {
   }
   text +=
       "\n"
-      "metasrvctl COMMAND --help describes a command. Exit codes: 0 ok, 1 "
-      "error,\n"
-      "2 usage.\n";
+      "metasrvctl COMMAND --help describes a command; metasrvctl --version.\n"
+      "Exit codes: 0 ok, 1 error, 2 usage.\n";
   return text;
 }
 
@@ -169,11 +177,22 @@ std::optional<std::unique_ptr<Client>> MakeClient(Flags& global) {
   }
   std::shared_ptr<grpc::ChannelCredentials> creds =
       grpc::InsecureChannelCredentials();
+  if (global.values.count("tls_cert") != global.values.count("tls_key")) {
+    std::fprintf(stderr, "metasrvctl: --tls_cert and --tls_key go together\n");
+    return std::nullopt;
+  }
   if (global.values.count("tls_ca") || global.values.count("tls_cert")) {
     grpc::SslCredentialsOptions o;
     bool ok = true;
     if (global.values.count("tls_ca")) {
       o.pem_root_certs = ReadFile(global.values["tls_ca"], &ok);
+      if (ok && o.pem_root_certs.find("-----BEGIN CERTIFICATE-----") ==
+                    std::string::npos) {
+        std::fprintf(stderr,
+                     "metasrvctl: --tls_ca=%s holds no PEM certificate\n",
+                     global.values["tls_ca"].c_str());
+        return std::nullopt;
+      }
     }
     if (ok && global.values.count("tls_cert")) {
       o.pem_cert_chain = ReadFile(global.values["tls_cert"], &ok);
@@ -191,6 +210,17 @@ std::optional<std::unique_ptr<Client>> MakeClient(Flags& global) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && (std::string(argv[1]) == "--version" ||
+                    std::string(argv[1]) == "version")) {
+    std::printf("metasrvctl %s (commit %s, %s build)\n", METASRV_VERSION,
+                METASRV_GIT_COMMIT, METASRV_BUILD_TYPE);
+    return kOk;
+  }
+  if (argc == 2 &&
+      (std::string(argv[1]) == "-h" || std::string(argv[1]) == "help")) {
+    std::printf("%s", UsageText().c_str());
+    return kOk;
+  }
   // Global flags come before the command: argv[1, i).
   int i = 1;
   while (i < argc && absl::StartsWith(argv[i], "--")) ++i;
@@ -215,8 +245,14 @@ int main(int argc, char** argv) {
     return kUsage;
   }
   Flags flags;
-  if (!Parse(argc, argv, i + 1, &flags) || !flags.positional.empty()) {
+  if (!Parse(argc, argv, i + 1, &flags)) {
     std::fprintf(stderr, "%s", command->help);
+    return kUsage;
+  }
+  if (!flags.positional.empty()) {
+    std::fprintf(stderr, "metasrvctl %s: unexpected argument '%s'\n%s",
+                 command->name, flags.positional.front().c_str(),
+                 command->help);
     return kUsage;
   }
   if (flags.values.count("help")) {

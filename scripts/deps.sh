@@ -8,12 +8,13 @@ packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev rapidjson-dev prometheus-cpp-dev libzstd-dev libmicrohttpd-dev grpc-proto
+  libtomlplusplus-dev libsystemd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [[ "${1:-}" == "test" ]]; then
   # python3-h2, -zstandard and -protobuf: the test client that speaks exactly
   # as GreptimeDB's (tonic) meta client does.
-  packages+=(etcd-server etcd-client openssl python3 python3-h2 python3-zstandard
+  packages+=(etcd-server etcd-client openssl python3 python3-h2 python3-zstandard systemd
              python3-protobuf)
 fi
 

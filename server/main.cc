@@ -1,35 +1,45 @@
 // metasrv: the flow-state metadata service. See README.md.
-#include <csignal>
-#include <cstdlib>
+#include <systemd/sd-daemon.h>
 
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <vector>
+
 #include "absl/synchronization/mutex.h"
 #include "server/metasrv_server.h"
+#include "server/ops/command_line.h"
 #include "server/ops/flags.h"
 #include "server/rpc/grpc_log.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
+extern char** environ;
+
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "metasrv: flow-state metadata service for GreptimeDB flownodes.\n"
-      "  metasrv --bind_addr=127.0.0.1:3002 [--flagfile=metasrv.flags]");
-  absl::ParseCommandLine(argc, argv);
+  namespace srv = metasrv::server;
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  const srv::CommandLine command_line = srv::ReadCommandLine(argc, argv, env);
+  if (command_line.exit_code >= 0) return command_line.exit_code;
   // Lock-order checking stays on in tests; in the server it costs time on
   // every lock and would abort the process on a finding.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   spdlog::set_default_logger(spdlog::stderr_color_mt("metasrv"));
-  if (absl::Status s = metasrv::server::ApplyLogLevelFlag(); !s.ok()) {
-    spdlog::error("{}", s.ToString());
-    return 2;
+  if (absl::Status s = srv::ApplyLoggingFlags(); !s.ok()) {
+    std::fprintf(stderr, "metasrv: %s\n", std::string(s.message()).c_str());
+    return srv::kExitUsage;
   }
-  metasrv::server::RouteGrpcLogsToSpdlog();
-  absl::StatusOr<metasrv::server::ServerOptions> options =
-      metasrv::server::OptionsFromFlags();
+  srv::RouteGrpcLogsToSpdlog();
+  spdlog::info("{}", srv::VersionLine());
+  for (const std::string& note : command_line.notes) {
+    spdlog::warn("config {}", note);
+  }
+  absl::StatusOr<srv::ServerOptions> options = srv::OptionsFromFlags();
   if (!options.ok()) {
-    spdlog::error("{}", options.status().ToString());
-    return 2;
+    std::fprintf(stderr, "metasrv: %s\n",
+                 std::string(options.status().message()).c_str());
+    return srv::kExitUsage;
   }
   // Block the stop signals in every thread (gRPC's inherit the mask) and
   // wait for them here, so shutdown runs on an ordinary thread.
@@ -42,13 +52,16 @@ int main(int argc, char** argv) {
   auto server = metasrv::server::MetasrvServer::Start(*std::move(options));
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
-    return 1;
+    return srv::kExitRuntime;
   }
+  // Under systemd (Type=notify): serving now. A no-op elsewhere.
+  sd_notify(0, "READY=1");
   int signal = 0;
   sigwait(&stop_signals, &signal);
+  sd_notify(0, "STOPPING=1");
   spdlog::info("received signal {}; shutting down", signal);
   (*server)->Shutdown();
   (*server)->Wait();
   spdlog::info("stopped");
-  return 0;
+  return srv::kExitOk;
 }

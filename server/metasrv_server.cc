@@ -65,9 +65,12 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   absl::Status resolved = ResolveBindPort(&options);
   if (!resolved.ok()) return resolved;
   std::unique_ptr<MetasrvServer> s(new MetasrvServer(std::move(options)));
-  s->advertised_addr_ = s->options_.server_addr.empty()
-                            ? s->options_.bind_addr
-                            : s->options_.server_addr;
+  // Never a wildcard: clients dial what AskLeader and MetasrvPeers say.
+  absl::StatusOr<std::string> advertised = AdvertisableAddress(
+      s->options_.server_addr.empty() ? s->options_.bind_addr
+                                      : s->options_.server_addr);
+  if (!advertised.ok()) return advertised.status();
+  s->advertised_addr_ = *advertised;
   s->StartLeadership();
   absl::Status started = s->StartSupport();
   if (started.ok()) started = s->MakeServices();
@@ -294,12 +297,12 @@ MetasrvServer::ServerCredentials(const ServerOptions& options) {
 }
 
 uint64_t MetasrvServer::OnBecomeLeader() {
-  metrics_->LeaderChanged();
+  metrics_->LeaderChanged(LeaderChangeCause::kElected);
   return flow_state_.Reset().term;
 }
 
 uint64_t MetasrvServer::OnStepDown() {
-  metrics_->LeaderChanged();
+  metrics_->LeaderChanged(LeaderChangeCause::kSteppedDown);
   const grpc::Status stepped_down(grpc::StatusCode::ABORTED,
                                   "not leader: this metasrv stepped down");
   streams_.AbortAll(stepped_down);
@@ -309,6 +312,7 @@ uint64_t MetasrvServer::OnStepDown() {
 
 absl::StatusOr<uint64_t> MetasrvServer::LeaderChange() {
   if (election_ != nullptr) return election_->Resign();
+  metrics_->LeaderChanged(LeaderChangeCause::kAdmin);
   return flow_state_.Reset().dropped_keys;
 }
 

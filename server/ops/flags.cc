@@ -5,9 +5,10 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "spdlog/spdlog.h"
+#include "server/ops/logging.h"
 
 ABSL_FLAG(std::string, bind_addr, "127.0.0.1:3002",
           "host:port to serve gRPC on (port 0 picks a free one)");
@@ -73,6 +74,21 @@ ABSL_FLAG(absl::Duration, watch_min_interval, absl::Milliseconds(500),
           "WatchFlowState pushes at most one state per this interval");
 ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error or off");
+ABSL_FLAG(std::string, log_format, "text",
+          "text (one line per record, UTC RFC 3339 time) or json (one JSON "
+          "object per line)");
+ABSL_FLAG(std::string, backend, "",
+          "memory_store (standalone, always the leader) or etcd_store (leader "
+          "election on --store_addrs); empty: etcd_store when --store_addrs "
+          "is set, else memory_store");
+ABSL_FLAG(std::string, store_key_prefix, "",
+          "prefix of this cluster's keys in the store (the election key), so "
+          "that several clusters can share one etcd");
+ABSL_FLAG(std::string, config_file, "",
+          "TOML config file (GreptimeDB's metasrv key names; also -c FILE). "
+          "Precedence: flags > GREPTIMEDB_METASRV__* environment > file");
+ABSL_FLAG(bool, print_config, false,
+          "print the effective configuration as TOML and exit");
 
 namespace metasrv::server {
 
@@ -164,23 +180,38 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.store_addrs.erase(
       std::remove(o.store_addrs.begin(), o.store_addrs.end(), ""),
       o.store_addrs.end());
-  o.election_name = absl::GetFlag(FLAGS_election_name);
+  const std::string backend = absl::GetFlag(FLAGS_backend);
+  if (backend == "memory_store") {
+    o.store_addrs.clear();
+  } else if (backend == "etcd_store") {
+    if (o.store_addrs.empty()) {
+      return absl::InvalidArgumentError(
+          "--backend=etcd_store needs --store_addrs (etcd endpoints)");
+    }
+  } else if (!backend.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend: '", backend,
+                     "' is not supported; use memory_store or etcd_store"));
+  }
+  o.election_name = absl::StrCat(absl::GetFlag(FLAGS_store_key_prefix),
+                                 absl::GetFlag(FLAGS_election_name));
   o.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
   absl::Status valid = Validate(o);
   if (!valid.ok()) return valid;
   return o;
 }
 
-absl::Status ApplyLogLevelFlag() {
-  const std::string name = absl::GetFlag(FLAGS_log_level);
-  const spdlog::level::level_enum level = spdlog::level::from_str(name);
-  // from_str answers "off" for names it does not know.
-  if (level == spdlog::level::off && name != "off") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--log_level: unknown level '", name, "'"));
-  }
-  spdlog::set_level(level);
-  return absl::OkStatus();
+absl::Status ApplyLoggingFlags() {
+  return ConfigureLogging(absl::GetFlag(FLAGS_log_level),
+                          absl::GetFlag(FLAGS_log_format));
 }
+
+bool IsServerFlag(const absl::CommandLineFlag& flag) {
+  // The flags library keeps the file name without a leading '/'.
+  return !flag.Filename().empty() && absl::EndsWith(__FILE__, flag.Filename());
+}
+
+std::string ConfigFileFlag() { return absl::GetFlag(FLAGS_config_file); }
+bool PrintConfigFlag() { return absl::GetFlag(FLAGS_print_config); }
 
 }  // namespace metasrv::server

@@ -1,8 +1,10 @@
-// Command-line flags of the metasrv binary. `--flagfile=FILE` reads flags
-// from a file, one `--name=value` per line: that is the config file.
+// Command-line flags of the metasrv binary. Their values can also come from
+// a TOML config file and the environment (config_file.h); `--flagfile=FILE`
+// reads flags from a file, one `--name=value` per line.
 #ifndef METASRV_SERVER_OPS_FLAGS_H_
 #define METASRV_SERVER_OPS_FLAGS_H_
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/status/statusor.h"
 #include "server/metasrv_server.h"
 
@@ -11,8 +13,16 @@ namespace metasrv::server {
 // ServerOptions from the parsed flags; kInvalidArgument for bad values.
 absl::StatusOr<ServerOptions> OptionsFromFlags();
 
-// Sets spdlog's level from --log_level; kInvalidArgument for an unknown one.
-absl::Status ApplyLogLevelFlag();
+// Sets up logging from --log_level and --log_format (logging.h);
+// kInvalidArgument for an unknown level or format.
+absl::Status ApplyLoggingFlags();
+
+// Whether `flag` is one of this file's flags (not one of a library's).
+bool IsServerFlag(const absl::CommandLineFlag& flag);
+
+// --config_file and --print_config.
+std::string ConfigFileFlag();
+bool PrintConfigFlag();
 
 }  // namespace metasrv::server
 

@@ -7,8 +7,48 @@
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
+#include "server/ops/build_info.h"
+#include "server/ops/process_stats.h"
 
 namespace metasrv::server {
+
+namespace {
+
+// The standard process_* metrics (as Prometheus' client libraries name
+// them), read from /proc at scrape time.
+void AddProcessMetrics(std::vector<prometheus::MetricFamily>* out) {
+  const ProcessStats stats = ReadProcessStats();
+  auto add = [out](const char* name, const char* help,
+                   prometheus::MetricType type, double value) {
+    prometheus::MetricFamily family;
+    family.name = name;
+    family.help = help;
+    family.type = type;
+    prometheus::ClientMetric metric;
+    if (type == prometheus::MetricType::Counter) {
+      metric.counter.value = value;
+    } else {
+      metric.gauge.value = value;
+    }
+    family.metric.push_back(std::move(metric));
+    out->push_back(std::move(family));
+  };
+  add("process_cpu_seconds_total", "User and system CPU time spent, seconds.",
+      prometheus::MetricType::Counter, stats.cpu_seconds);
+  add("process_resident_memory_bytes", "Resident memory size, bytes.",
+      prometheus::MetricType::Gauge, stats.resident_bytes);
+  add("process_virtual_memory_bytes", "Virtual memory size, bytes.",
+      prometheus::MetricType::Gauge, stats.virtual_bytes);
+  add("process_open_fds", "Open file descriptors.",
+      prometheus::MetricType::Gauge, stats.open_fds);
+  add("process_max_fds", "Limit of open file descriptors.",
+      prometheus::MetricType::Gauge, stats.max_fds);
+  add("process_start_time_seconds",
+      "Start time of the process since the Unix epoch, seconds.",
+      prometheus::MetricType::Gauge, stats.start_time_seconds);
+}
+
+}  // namespace
 
 // Gauges computed when Prometheus scrapes.
 class Metrics::Gauges final : public prometheus::Collectable {
@@ -38,6 +78,7 @@ class Metrics::Gauges final : public prometheus::Collectable {
     add("metasrv_kv_keys", "Keys in the in-memory KV.", sources_.kv_keys);
     add("metasrv_watchers", "WatchFlowState streams open now.",
         sources_.watchers);
+    AddProcessMetrics(&out);
     return out;
   }
 
@@ -86,8 +127,25 @@ Metrics::Metrics(Sources sources)
                 .Register(*registry_)
                 .Add({});
   };
-  leader_changes_ = counter("metasrv_leader_changes_total",
-                            "Times this replica started or stopped leading.");
+  auto& leader_changes =
+      prometheus::BuildCounter()
+          .Name("metasrv_leader_changes_total")
+          .Help(
+              "Leadership changes, each of which reset the flow state, by "
+              "cause.")
+          .Register(*registry_);
+  leader_changes_ = {&leader_changes.Add({{"cause", "elected"}}),
+                     &leader_changes.Add({{"cause", "stepped_down"}}),
+                     &leader_changes.Add({{"cause", "admin"}})};
+  const BuildInfo build = GetBuildInfo();
+  prometheus::BuildGauge()
+      .Name("metasrv_build_info")
+      .Help("Always 1; the labels say which build this is.")
+      .Register(*registry_)
+      .Add({{"version", build.version},
+            {"commit", build.commit},
+            {"build_type", build.build_type}})
+      .Set(1);
   watch_published_ = counter("metasrv_watch_published_total",
                              "Flow states built and offered to watchers.");
   watch_skipped_ = counter(
@@ -122,7 +180,9 @@ void Metrics::ReportIgnored(IgnoredReason reason) {
   ignored_[static_cast<size_t>(reason)]->Increment();
 }
 
-void Metrics::LeaderChanged() { leader_changes_->Increment(); }
+void Metrics::LeaderChanged(LeaderChangeCause cause) {
+  leader_changes_[static_cast<size_t>(cause)]->Increment();
+}
 
 void Metrics::WatchPublished() { watch_published_->Increment(); }
 

@@ -25,6 +25,13 @@ enum class IgnoredReason {
   kOverCapacity,  // Past --max_nodes or --max_total_flows.
 };
 
+// Why the flow state was reset by a leadership change.
+enum class LeaderChangeCause {
+  kElected,      // This replica became the leader.
+  kSteppedDown,  // It stopped leading (lost or resigned its lease).
+  kAdmin,        // The LeaderChange admin RPC, standalone.
+};
+
 // Counters and a histogram updated on the hot path, plus gauges read from
 // `Sources` when scraped. Thread safety: all methods are safe from any thread;
 // the hot-path ones take no lock.
@@ -55,7 +62,8 @@ class Metrics {
   void HeartbeatReceived(int role);
   void ReportMerged(absl::Duration took);
   void ReportIgnored(IgnoredReason reason);
-  void LeaderChanged();
+  // Every reset of the flow state by a leadership change, by cause.
+  void LeaderChanged(LeaderChangeCause cause);
   // A WatchFlowState state was built and offered to every watcher.
   void WatchPublished();
   // A watcher skipped a state: a newer one replaced it before it was sent.
@@ -71,11 +79,11 @@ class Metrics {
   prometheus::Counter* merged_;                     // In registry_.
   std::array<prometheus::Counter*, 6> ignored_;     // By reason; in registry_.
   prometheus::Histogram* merge_seconds_;            // In registry_.
-  prometheus::Counter* leader_changes_;             // In registry_.
-  prometheus::Counter* watch_published_;            // In registry_.
-  prometheus::Counter* watch_skipped_;              // In registry_.
-  prometheus::Counter* nodes_expired_;              // In registry_.
-  std::shared_ptr<Gauges> gauges_;                  // Scrape-time gauges.
+  std::array<prometheus::Counter*, 3> leader_changes_;  // By cause.
+  prometheus::Counter* watch_published_;                // In registry_.
+  prometheus::Counter* watch_skipped_;                  // In registry_.
+  prometheus::Counter* nodes_expired_;                  // In registry_.
+  std::shared_ptr<Gauges> gauges_;                      // Scrape-time gauges.
 };
 
 }  // namespace metasrv::server

@@ -1,6 +1,8 @@
 #include "server/ops/net_util.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -67,6 +69,48 @@ absl::StatusOr<int> PickFreePort(const std::string& host) {
   close(fd);
   if (port < 0) return absl::UnavailableError(std::strerror(err));
   return port;
+}
+
+absl::StatusOr<std::string> AdvertisableAddress(const std::string& bind_addr) {
+  std::string host;
+  int port = 0;
+  if (absl::Status s = SplitHostPort(bind_addr, &host, &port); !s.ok()) {
+    return s;
+  }
+  const bool v4_any = host == "0.0.0.0" || host.empty();
+  const bool v6_any = host == "::";
+  if (!v4_any && !v6_any) return bind_addr;
+  // The first non-loopback address that is up, of the bound family first.
+  std::string same_family, other_family;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) == 0) {
+    for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr || (i->ifa_flags & IFF_UP) == 0 ||
+          (i->ifa_flags & IFF_LOOPBACK) != 0) {
+        continue;
+      }
+      char text[INET6_ADDRSTRLEN] = {};
+      const int family = i->ifa_addr->sa_family;
+      if (family == AF_INET) {
+        inet_ntop(AF_INET,
+                  &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text,
+                  sizeof(text));
+      } else if (family == AF_INET6) {
+        const auto* a6 = reinterpret_cast<sockaddr_in6*>(i->ifa_addr);
+        if (IN6_IS_ADDR_LINKLOCAL(&a6->sin6_addr)) continue;  // Needs a zone.
+        inet_ntop(AF_INET6, &a6->sin6_addr, text, sizeof(text));
+      } else {
+        continue;
+      }
+      std::string& slot =
+          (family == AF_INET) == v4_any ? same_family : other_family;
+      if (slot.empty()) slot = text;
+    }
+    freeifaddrs(list);
+  }
+  std::string chosen = !same_family.empty() ? same_family : other_family;
+  if (chosen.empty()) chosen = v6_any ? "::1" : "127.0.0.1";
+  return JoinHostPort(chosen, port);
 }
 
 }  // namespace metasrv::server

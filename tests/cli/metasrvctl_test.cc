@@ -1,4 +1,7 @@
 // metasrvctl end to end, against the real server binary.
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +19,24 @@ struct CtlRun {
   std::string out;  // Its stdout.
 };
 
+// `json` parsed; fails the test if it is not JSON.
+google::protobuf::Value ParseJson(const std::string& json) {
+  google::protobuf::Value v;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &v).ok())
+      << "not JSON: " << json;
+  return v;
+}
+
+// Whether two JSON texts hold the same value (object keys in any order).
+::testing::AssertionResult SameJson(const std::string& got,
+                                    const std::string& want) {
+  if (google::protobuf::util::MessageDifferencer::Equals(ParseJson(got),
+                                                         ParseJson(want))) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << got << " is not " << want;
+}
+
 // Runs metasrvctl with `args` and collects its stdout and exit code.
 CtlRun Ctl(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {METASRVCTL_BINARY};
@@ -24,7 +45,8 @@ CtlRun Ctl(const std::vector<std::string>& args) {
   CtlRun run;
   while (auto line = p.ReadLine(absl::Seconds(20))) run.out += *line + "\n";
   std::optional<int> status = p.Wait(absl::Seconds(20));
-  if (status.has_value() && WIFEXITED(*status)) run.exit_code = WEXITSTATUS(*status);
+  if (status.has_value() && WIFEXITED(*status))
+    run.exit_code = WEXITSTATUS(*status);
   return run;
 }
 
@@ -47,14 +69,19 @@ TEST(MetasrvctlTest, GetLeaderPeersAndWatch) {
   CtlRun table = Ctl({addr, "get"});
   EXPECT_EQ(table.exit_code, 0);
   EXPECT_NE(table.out.find("FLOW_ID"), std::string::npos);
-  EXPECT_NE(table.out.find("7            700            77                   -"),
-            std::string::npos)
+  EXPECT_NE(
+      table.out.find("7            700            77                   -"),
+      std::string::npos)
       << table.out;
   CtlRun json = Ctl({addr, "get", "--json", "--flow=8"});
   EXPECT_EQ(json.exit_code, 0);
-  EXPECT_EQ(json.out,
-            "{\"found\":true,\"flows\":[{\"flow_id\":8,\"state_size\":800,"
-            "\"last_exec_time_ms\":77}]}\n");
+  EXPECT_TRUE(SameJson(json.out,
+                       "{\"found\":true,\"flows\":[{\"flow_id\":8,"
+                       "\"state_size\":800,\"last_exec_time_ms\":77}]}"));
+  // --json=false is the table.
+  CtlRun table_again = Ctl({addr, "get", "--json=false", "--flow=8"});
+  EXPECT_NE(table_again.out.find("FLOW_ID"), std::string::npos)
+      << table_again.out;
 
   CtlRun leader = Ctl({addr, "leader"});
   EXPECT_EQ(leader.exit_code, 0);
@@ -64,23 +91,27 @@ TEST(MetasrvctlTest, GetLeaderPeersAndWatch) {
   EXPECT_EQ(peers.out, "leader    " + server.addr() + "\n");
 
   // watch: the first state shows every flow as new; a change shows up next.
-  std::vector<std::string> argv = {METASRVCTL_BINARY, addr, "watch", "--count=50"};
+  std::vector<std::string> argv = {METASRVCTL_BINARY, addr, "watch",
+                                   "--count=50"};
   ChildProcess watch(argv);
   auto first = watch.ReadLine();
   ASSERT_TRUE(first.has_value());
-  EXPECT_NE(first->find("new flow 7 state_size=700"), std::string::npos) << *first;
+  EXPECT_NE(first->find("new flow 7 state_size=700"), std::string::npos)
+      << *first;
   ASSERT_TRUE(watch.ReadLine().has_value());  // flow 8
   Report(server.channel(), 1, 7, 701);
   auto change = watch.ReadLine();
   ASSERT_TRUE(change.has_value());
-  EXPECT_NE(change->find("flow 7 state_size=701"), std::string::npos) << *change;
+  EXPECT_NE(change->find("flow 7 state_size=701"), std::string::npos)
+      << *change;
   // Node 1 now reports flow 9 only: flow 9 is new and flow 7, which only
   // node 1 held, is removed (watch asks for deltas; the removal comes as
   // removed_flow_ids).
   Report(server.channel(), 1, 9, 900);
   auto added = watch.ReadLine();
   ASSERT_TRUE(added.has_value());
-  EXPECT_NE(added->find("new flow 9 state_size=900"), std::string::npos) << *added;
+  EXPECT_NE(added->find("new flow 9 state_size=900"), std::string::npos)
+      << *added;
   auto removed = watch.ReadLine();
   ASSERT_TRUE(removed.has_value());
   EXPECT_NE(removed->find("flow 7 removed"), std::string::npos) << *removed;
@@ -97,17 +128,22 @@ TEST(MetasrvctlTest, NodesAndForget) {
   EXPECT_NE(nodes.out.find("NODE_ID"), std::string::npos) << nodes.out;
   CtlRun json = Ctl({addr, "nodes", "--json"});
   EXPECT_EQ(json.exit_code, 0);
-  EXPECT_NE(json.out.find("{\"node_id\":1,"), std::string::npos) << json.out;
-  EXPECT_NE(json.out.find("\"flow_count\":1"), std::string::npos) << json.out;
-  EXPECT_NE(json.out.find("{\"node_id\":2,"), std::string::npos) << json.out;
+  const google::protobuf::Value list = ParseJson(json.out);
+  ASSERT_EQ(list.list_value().values_size(), 2) << json.out;
+  for (int i = 0; i < 2; ++i) {
+    const auto& node = list.list_value().values(i).struct_value().fields();
+    EXPECT_EQ(node.at("node_id").number_value(), i + 1);
+    EXPECT_EQ(node.at("flow_count").number_value(), 1);
+    EXPECT_GT(node.at("last_heartbeat_ms").number_value(), 1.7e12);
+  }
 
   EXPECT_EQ(Ctl({addr, "forget"}).exit_code, 2);  // --flow is required.
   CtlRun forget = Ctl({addr, "forget", "--flow=7,99"});
   EXPECT_EQ(forget.exit_code, 0);
   EXPECT_EQ(forget.out, "1 flows forgotten; 1 node reports rewritten\n");
-  EXPECT_EQ(Ctl({addr, "get", "--json"}).out,
-            "{\"found\":true,\"flows\":[{\"flow_id\":8,\"state_size\":800,"
-            "\"last_exec_time_ms\":77}]}\n");
+  EXPECT_TRUE(SameJson(Ctl({addr, "get", "--json"}).out,
+                       "{\"found\":true,\"flows\":[{\"flow_id\":8,"
+                       "\"state_size\":800,\"last_exec_time_ms\":77}]}"));
 }
 
 TEST(MetasrvctlTest, ResetSendsTheTokenFromAFile) {
@@ -121,12 +157,17 @@ TEST(MetasrvctlTest, ResetSendsTheTokenFromAFile) {
   Report(server.channel(), 1, 7, 700);
   CtlRun refused = Ctl({addr, "reset"});
   EXPECT_EQ(refused.exit_code, 1);
-  EXPECT_EQ(Ctl({addr, "get", "--json"}).out.find("\"found\":true"), 1u);
+  EXPECT_TRUE(ParseJson(Ctl({addr, "get", "--json"}).out)
+                  .struct_value()
+                  .fields()
+                  .at("found")
+                  .bool_value());
   CtlRun reset = Ctl({addr, "reset", absl::StrCat("--token_file=", path)});
   EXPECT_EQ(reset.exit_code, 0);
   // The report, the node's record, the aggregate.
   EXPECT_NE(reset.out.find("3 keys dropped"), std::string::npos) << reset.out;
-  EXPECT_EQ(Ctl({addr, "get", "--json"}).out, "{\"found\":false,\"flows\":[]}\n");
+  EXPECT_TRUE(SameJson(Ctl({addr, "get", "--json"}).out,
+                       "{\"found\":false,\"flows\":[]}"));
   unlink(path);
 }
 
@@ -137,13 +178,36 @@ TEST(MetasrvctlTest, ExitCodesAndHelp) {
   EXPECT_EQ(Ctl({"get", "--flow=x"}).exit_code, 2);
   EXPECT_EQ(Ctl({"watch", "--count=0"}).exit_code, 2);
   EXPECT_EQ(Ctl({"--help"}).exit_code, 0);
-  for (const char* cmd : {"get", "nodes", "leader", "peers", "reset", "forget", "watch"}) {
+  EXPECT_EQ(Ctl({"-h"}).exit_code, 0);
+  EXPECT_EQ(Ctl({"help"}).exit_code, 0);
+  CtlRun version = Ctl({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_EQ(version.out.find("metasrvctl 0.1.0 (commit "), 0u) << version.out;
+  EXPECT_EQ(Ctl({"get", "stray"}).exit_code, 2);
+  // Half a client certificate, or a CA file that holds none: refused, not a
+  // silent plaintext connection.
+  EXPECT_EQ(Ctl({"--tls_key=/etc/hostname", "leader"}).exit_code, 2);
+  EXPECT_EQ(Ctl({"--tls_cert=/etc/hostname", "leader"}).exit_code, 2);
+  EXPECT_EQ(Ctl({"--tls_ca=/etc/hostname", "leader"}).exit_code, 2);
+  for (const char* cmd : {"get", "nodes", "leader", "peers", "reset", "forget",
+                          "watch", "health"}) {
     CtlRun help = Ctl({cmd, "--help"});
     EXPECT_EQ(help.exit_code, 0) << cmd;
-    EXPECT_NE(help.out.find(std::string("metasrvctl ") + cmd), std::string::npos);
+    EXPECT_NE(help.out.find(std::string("metasrvctl ") + cmd),
+              std::string::npos);
   }
   // Nobody listens there: an error, not a usage problem.
   EXPECT_EQ(Ctl({"--addr=127.0.0.1:1", "--timeout=1s", "leader"}).exit_code, 1);
+  EXPECT_EQ(Ctl({"--addr=127.0.0.1:1", "--timeout=1s", "health"}).exit_code, 1);
+}
+
+TEST(MetasrvctlTest, HealthOfAServingServer) {
+  ServerProcess server;
+  CtlRun health = Ctl({"--addr=" + server.addr(), "health"});
+  EXPECT_EQ(health.exit_code, 0);
+  EXPECT_EQ(health.out, "SERVING\n");
+  CtlRun unknown = Ctl({"--addr=" + server.addr(), "health", "--service=nope"});
+  EXPECT_EQ(unknown.exit_code, 1);  // NOT_FOUND: no such service.
 }
 
 }  // namespace

@@ -12,12 +12,15 @@
 #include <map>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "server/ops/admin_auth.h"
+#include "metasrv/v1/metasrv.grpc.pb.h"
 #include "server/metasrv_server.h"
+#include "server/ops/admin_auth.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
 #include "tests/server/in_process_server.h"
@@ -92,7 +95,36 @@ TEST(MetricsTest, ValuesMoveWithTraffic) {
   EXPECT_EQ(m["metasrv_flow_nodes"], 1);
   EXPECT_EQ(m["metasrv_flows"], 2);
   EXPECT_EQ(m["metasrv_kv_keys"], 3);  // Report, record, aggregate.
-  EXPECT_EQ(m["metasrv_leader_changes_total"], 0);
+  EXPECT_EQ(m["metasrv_leader_changes_total{cause=\"admin\"}"], 0);
+  // The standard process metrics, read at scrape time.
+  EXPECT_GT(m["process_resident_memory_bytes"], 1 << 20);
+  EXPECT_GT(m["process_virtual_memory_bytes"],
+            m["process_resident_memory_bytes"]);
+  EXPECT_GT(m["process_open_fds"], 3);
+  EXPECT_GE(m["process_max_fds"], m["process_open_fds"]);
+  EXPECT_GT(m["process_cpu_seconds_total"], 0);
+  const double now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+  EXPECT_LE(m["process_start_time_seconds"], now + 1);
+  EXPECT_GT(m["process_start_time_seconds"], now - 24 * 3600);
+  bool build_info = false;
+  for (const auto& [line, value] : m) {
+    if (absl::StartsWith(line, "metasrv_build_info{")) {
+      build_info = value == 1 && absl::StrContains(line, "version=\"0.1.0\"") &&
+                   absl::StrContains(line, "commit=\"") &&
+                   absl::StrContains(line, "build_type=\"");
+    }
+  }
+  EXPECT_TRUE(build_info);
+
+  // A standalone LeaderChange wipes the state and is counted as such.
+  auto admin = metasrv::v1::Admin::NewStub(channel);
+  grpc::ClientContext ctx;
+  metasrv::v1::LeaderChangeResponse resp;
+  ASSERT_TRUE(admin->LeaderChange(&ctx, {}, &resp).ok());
+  m = Scrape(server->metrics_port());
+  EXPECT_EQ(m["metasrv_leader_changes_total{cause=\"admin\"}"], 1);
+  EXPECT_EQ(m["metasrv_leader_changes_total{cause=\"elected\"}"], 0);
+  EXPECT_EQ(m["metasrv_kv_keys"], 0);
 
   ASSERT_TRUE(a.Close().ok());
   ASSERT_TRUE(b.Close().ok());

@@ -1,0 +1,35 @@
+// The metasrv binary's command line: --help, --version, `-c FILE`, the
+// config file and environment (config_file.h), then the flags themselves.
+#ifndef METASRV_SERVER_OPS_COMMAND_LINE_H_
+#define METASRV_SERVER_OPS_COMMAND_LINE_H_
+
+#include <string>
+#include <vector>
+
+namespace metasrv::server {
+
+// Exit codes of the binary.
+inline constexpr int kExitOk = 0;       // Served and stopped, or --help.
+inline constexpr int kExitRuntime = 1;  // Could not start or serve.
+inline constexpr int kExitUsage = 2;    // Bad arguments, flags or config.
+
+// What the command line asked for.
+struct CommandLine {
+  // An exit code to end with at once (after --help, --version,
+  // --print_config or an error, which has been printed); -1 to go on.
+  int exit_code = -1;
+  // Config keys ignored and why, to log once logging is set up.
+  std::vector<std::string> notes;
+};
+
+// Reads argv (and `env`, as `environ`) into the flags: file < environment <
+// command line. Prints help, version and errors itself.
+CommandLine ReadCommandLine(int argc, char** argv,
+                            const std::vector<std::string>& env);
+
+// "metasrv 0.1.0 (commit abc1234, Release build)".
+std::string VersionLine();
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_OPS_COMMAND_LINE_H_

@@ -1,0 +1,187 @@
+// The real binary's command line: help, version, exit codes, the TOML config
+// file and GREPTIMEDB_METASRV__* environment, and their precedence.
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/test_util.h"
+
+namespace metasrv::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Ran {
+  int exit_code = -1;
+  std::string out;  // Its stdout.
+};
+
+// Runs the binary with `args` (after `env`, through /usr/bin/env) to its end.
+Ran RunBinary(const std::vector<std::string>& args,
+              const std::vector<std::string>& env = {}) {
+  std::vector<std::string> argv = {"/usr/bin/env"};
+  argv.insert(argv.end(), env.begin(), env.end());
+  argv.push_back(METASRV_BINARY);
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess child(argv);
+  Ran ran;
+  while (std::optional<std::string> line = child.ReadLine()) {
+    ran.out += *line + "\n";
+  }
+  std::optional<int> status = child.Wait(absl::Seconds(10));
+  EXPECT_TRUE(status.has_value());
+  if (status.has_value() && WIFEXITED(*status)) {
+    ran.exit_code = WEXITSTATUS(*status);
+  }
+  return ran;
+}
+
+std::string TempFile(const std::string& text) {
+  char path[] = "/tmp/metasrv-toml-XXXXXX";
+  const int fd = mkstemp(path);
+  close(fd);
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(CommandLineTest, HelpAndVersion) {
+  for (const char* flag : {"--help", "-h"}) {
+    Ran help = RunBinary({flag});
+    EXPECT_EQ(help.exit_code, 0) << flag;
+    EXPECT_THAT(help.out, HasSubstr("Usage: metasrv [-c FILE]"));
+    EXPECT_THAT(help.out,
+                HasSubstr("--bind_addr (default \"127.0.0.1:3002\")"));
+    EXPECT_THAT(help.out, HasSubstr("Exit codes: 0"));
+  }
+  Ran version = RunBinary({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_THAT(version.out, HasSubstr("metasrv 0.1.0 (commit "));
+  EXPECT_THAT(version.out, HasSubstr(" build)"));
+  EXPECT_THAT(version.out, ::testing::Not(HasSubstr("NDEBUG")));
+}
+
+TEST(CommandLineTest, UsageErrorsExitWithTwo) {
+  EXPECT_EQ(RunBinary({"stray"}).exit_code, 2);
+  EXPECT_EQ(RunBinary({"--bind_addr=127.0.0.1:0", "--", "stray"}).exit_code, 2);
+  EXPECT_EQ(RunBinary({"--no_such_flag=1"}).exit_code, 2);
+  EXPECT_EQ(RunBinary({"--max_streams=lots"}).exit_code, 2);
+  EXPECT_EQ(RunBinary({"--max_streams"}).exit_code, 2);
+  EXPECT_EQ(RunBinary({"-c"}).exit_code, 2);
+  EXPECT_EQ(RunBinary({"-c", "/nonexistent.toml"}).exit_code, 2);
+  EXPECT_EQ(RunBinary({"--backend=postgres_store", "--bind_addr=127.0.0.1:0"})
+                .exit_code,
+            2);
+  const std::string bad = TempFile("[grpc]\nbind_addr = 3002\n");
+  EXPECT_EQ(RunBinary({"-c", bad}).exit_code, 2);
+  EXPECT_EQ(RunBinary({"--print_config"},
+                      {"GREPTIMEDB_METASRV__HEARTBEAT_INTERVAL=soon"})
+                .exit_code,
+            2);
+  unlink(bad.c_str());
+}
+
+// Flags > environment > file > defaults, shown by --print_config.
+TEST(CommandLineTest, PrecedenceFlagsThenEnvironmentThenFile) {
+  const std::string file = TempFile(
+      "heartbeat_interval = \"2s\"\n"
+      "max_streams = 5\n"
+      "max_nodes = 6\n"
+      "[grpc]\nbind_addr = \"127.0.0.1:1111\"\n"
+      "[http]\naddr = \"127.0.0.1:4111\"\n");
+  Ran ran = RunBinary(
+      {"-c", file, "--max_streams", "7", "--print_config"},
+      {"GREPTIMEDB_METASRV__GRPC__BIND_ADDR=127.0.0.1:2222",
+       "GREPTIMEDB_METASRV__MAX_STREAMS=8", "GREPTIMEDB_METASRV__MAX_NODES=9"});
+  EXPECT_EQ(ran.exit_code, 0);
+  EXPECT_THAT(ran.out, HasSubstr("heartbeat_interval = '2s'"));     // File.
+  EXPECT_THAT(ran.out, HasSubstr("addr = '127.0.0.1:4111'"));       // File.
+  EXPECT_THAT(ran.out, HasSubstr("bind_addr = '127.0.0.1:2222'"));  // Env.
+  EXPECT_THAT(ran.out, HasSubstr("max_nodes = 9"));                 // Env.
+  EXPECT_THAT(ran.out, HasSubstr("max_streams = 7"));               // Flag.
+  EXPECT_THAT(ran.out, HasSubstr("watch_min_interval = '500ms'"));  // Default.
+  // What --print_config prints is a config file that gives the same.
+  const std::string printed = TempFile(ran.out);
+  Ran again = RunBinary({"-c", printed, "--print_config"});
+  EXPECT_EQ(again.exit_code, 0);
+  EXPECT_EQ(again.out, ran.out);
+  unlink(file.c_str());
+  unlink(printed.c_str());
+}
+
+TEST(CommandLineTest, ServesWithAGreptimeDbStyleConfigFile) {
+  const std::string file = TempFile(
+      "backend = \"memory_store\"\n"
+      "heartbeat_interval = \"1500ms\"\n"
+      "selector = \"round_robin\"\n"
+      "[http]\naddr = \"\"\n");
+  ServerProcess server({"-c", file});
+  HeartbeatClient flownode(server.channel());
+  auto resp = flownode.Call(Request(meta::FLOWNODE, 1));
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->heartbeat_config().heartbeat_interval_ms(), 1500u);
+  unlink(file.c_str());
+}
+
+// A datagram socket standing in for systemd's notify socket.
+class NotifySocket {
+ public:
+  NotifySocket() {
+    char dir[] = "/tmp/metasrv-notify-XXXXXX";
+    dir_ = mkdtemp(dir);
+    path_ = dir_ + "/notify";
+    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path_.c_str());
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  }
+  ~NotifySocket() {
+    close(fd_);
+    unlink(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  // The next datagram, waiting up to 10 s; empty if none came.
+  std::string Next() {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, 10000) != 1) return "";
+    char buf[512];
+    const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  }
+
+ private:
+  std::string dir_, path_;
+  int fd_ = -1;
+};
+
+// Type=notify: READY=1 once it serves, STOPPING=1 when SIGTERM comes.
+TEST(CommandLineTest, TellsSystemdWhenItServesAndWhenItStops) {
+  NotifySocket notify;
+  const std::string addr = absl::StrCat("127.0.0.1:", FreePort());
+  ChildProcess server({"/usr/bin/env", "NOTIFY_SOCKET=" + notify.path(),
+                       METASRV_BINARY, "--bind_addr=" + addr,
+                       "--metrics_addr="});
+  EXPECT_EQ(notify.Next(), "READY=1");
+  // Ready means serving: a call succeeds at once.
+  EXPECT_TRUE(AcceptsTcp(addr));
+  server.Signal(SIGTERM);
+  EXPECT_EQ(notify.Next(), "STOPPING=1");
+  std::optional<int> status = server.Wait(absl::Seconds(10));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+}
+
+}  // namespace
+}  // namespace metasrv::testing
