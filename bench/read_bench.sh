@@ -3,11 +3,11 @@
 # flownodes x 10 flows), against a bare gRPC server answering a prebuilt reply
 # of the same shape (echo_server --state_flows), interleaved, REPS times. One
 # reader calling back to back; server CPU per call from /proc.
-#   bash bench/read_bench.sh       # writes ${OUT:-bench/results}/read.csv
+#   bash bench/read_bench.sh       # writes ${OUT:-build/bench-results}/read.csv
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-3}
-OUT=${OUT:-bench/results}
+OUT=${OUT:-${BUILD_DIR:-build}/bench-results}
 B=${BUILD_DIR:-build}
 DUR=${DUR:-5s}
 mkdir -p "$OUT"

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Runs the whole benchmark suite and writes CSV files and a plot to
-# ${OUT:-bench/results}. Every throughput figure is paired with the echo
-# baseline measured in the same run.
-#   bash bench/run_all.sh            # REPS=3 repetitions of each scenario
+# ${OUT:-build/bench-results} (outside the checkout's tracked files; the
+# figures RESULTS.md quotes are kept in bench/results: OUT=bench/results).
+# Every throughput figure is paired with the echo baseline measured in the
+# same run.
+#   bash bench/run_all.sh                  # REPS=3 repetitions of each scenario
 #   REPS=1 QUICK=1 bash bench/run_all.sh   # a short smoke run
+#   OUT=bench/results REPS=3 bash bench/run_all.sh   # refresh the kept figures
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-3}
 QUICK=${QUICK:-0}
-OUT=${OUT:-bench/results}
 B=${BUILD_DIR:-build}
+OUT=${OUT:-$B/bench-results}
 bash scripts/deps.sh test
 dpkg-query -W -f='${Status}' gnuplot-nox 2>/dev/null | grep -q "install ok installed" ||
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null; }
@@ -86,7 +89,7 @@ echo "== merge cost against cluster size (core), ours and the reference algorith
   --benchmark_repetitions="$REPS" \
   --benchmark_report_aggregates_only=true --benchmark_min_time=0.3 \
   --benchmark_format=csv 2>/dev/null |
-  sed -nE 's/^"(BM_Merge|BM_ReferenceMerge)\/([0-9]+)_median",[0-9]+,([0-9.e+]+),.*/\1,\2,\3/p' >"$OUT/merge.tmp"
+  sed -nE 's/^"(BM_Merge|BM_ReferenceMerge)\/([0-9]+)(_median)?",[0-9]+,([0-9.e+]+),.*/\1,\2,\4/p' >"$OUT/merge.tmp"
 { echo "nodes,ns_per_merge"; sed -n 's/^BM_Merge,//p' "$OUT/merge.tmp"; } >"$OUT/merge.csv"
 { echo "nodes,ns_per_merge"; sed -n 's/^BM_ReferenceMerge,//p' "$OUT/merge.tmp"; } >"$OUT/merge_reference.csv"
 rm "$OUT/merge.tmp"

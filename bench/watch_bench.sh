@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # WatchFlowState under load: heartbeat latency and server cost with watchers.
 # Part of bench/run_all.sh; alone (after a build with -DMETASRV_BUILD_BENCH=ON):
-#   REPS=3 bash bench/watch_bench.sh      # writes ${OUT:-bench/results}/watch.csv
+#   REPS=3 bash bench/watch_bench.sh      # writes ${OUT:-build/bench-results}/watch.csv
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-3}
 QUICK=${QUICK:-0}
-OUT=${OUT:-bench/results}
+OUT=${OUT:-${BUILD_DIR:-build}/bench-results}
 B=${BUILD_DIR:-${B:-build}}
 mkdir -p "$OUT"
 . bench/lib.sh

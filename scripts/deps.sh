@@ -14,7 +14,7 @@ packages=(
 if [[ "${1:-}" == "test" ]]; then
   # python3-h2, -zstandard and -protobuf: the test client that speaks exactly
   # as GreptimeDB's (tonic) meta client does.
-  packages+=(etcd-server etcd-client openssl python3 python3-h2 python3-zstandard systemd
+  packages+=(etcd-server etcd-client openssl python3 python3-h2 python3-zstandard python3-yaml systemd
              python3-protobuf)
 fi
 

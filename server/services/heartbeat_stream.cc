@@ -31,7 +31,8 @@ HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
       arena_(BlockOptions(arena_block_, sizeof(arena_block_))) {
   absl::Status added = registry_->Add(this);
   if (!added.ok()) {
-    spdlog::warn("heartbeat stream refused: {}", added.ToString());
+    spdlog::warn("heartbeat stream from {} refused: {}", peer_,
+                 added.ToString());
     FinishOnce(ToGrpcStatus(added));
     return;
   }
@@ -55,6 +56,8 @@ void HeartbeatStream::HandleRead() {
   absl::Status parsed =
       DecodeRequest(&read_buffer_, max_request_bytes_, request);
   if (!parsed.ok()) {
+    spdlog::debug("heartbeat stream from {} ended: {}", peer_,
+                  parsed.ToString());
     FinishOnce(ToGrpcStatus(parsed));
     return;
   }

@@ -1,5 +1,7 @@
 // The real binary's command line: help, version, exit codes, the TOML config
 // file and GREPTIMEDB_METASRV__* environment, and their precedence.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -131,6 +133,31 @@ TEST(CommandLineTest, ServesWithAGreptimeDbStyleConfigFile) {
   ASSERT_TRUE(resp.has_value());
   EXPECT_EQ(resp->heartbeat_config().heartbeat_interval_ms(), 1500u);
   unlink(file.c_str());
+}
+
+// A port taken by someone else: the server says which flag to change.
+TEST(CommandLineTest, MetricsPortTakenNamesTheFlag) {
+  const int taken = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(taken, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(taken, 1), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(taken, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  // Its stderr into the stdout this test reads.
+  ChildProcess child(
+      {"/bin/sh", "-c",
+       absl::StrCat(METASRV_BINARY, " --bind_addr=127.0.0.1:", FreePort(),
+                    " --metrics_addr=127.0.0.1:", port, " 2>&1")});
+  std::string out;
+  while (std::optional<std::string> line = child.ReadLine()) out += *line;
+  std::optional<int> status = child.Wait(absl::Seconds(10));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(WEXITSTATUS(*status), 1);
+  EXPECT_THAT(out, HasSubstr("choose another with --metrics_addr")) << out;
+  close(taken);
 }
 
 // A datagram socket standing in for systemd's notify socket.

@@ -1,0 +1,77 @@
+// Log lines: UTC RFC 3339 time with Z, as text or one JSON object per line.
+#include "server/ops/logging.h"
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
+
+namespace metasrv::server {
+namespace {
+
+class LoggingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    previous_ = spdlog::default_logger();
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink));
+  }
+  void TearDown() override {
+    ASSERT_TRUE(ConfigureLogging("info", "text").ok());
+    spdlog::set_default_logger(previous_);
+  }
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+TEST_F(LoggingTest, TextLinesCarryUtcTime) {
+  ASSERT_TRUE(ConfigureLogging("info", "text").ok());
+  spdlog::info("serving on {}", "127.0.0.1:3002");
+  spdlog::debug("not shown at info");
+  const std::string line = out_.str();
+  EXPECT_TRUE(std::regex_match(
+      line,
+      std::regex(
+          R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z info serving on 127\.0\.0\.1:3002\n)")))
+      << line;
+}
+
+TEST_F(LoggingTest, JsonIsOneObjectPerLineWithEscaping) {
+  ASSERT_TRUE(ConfigureLogging("debug", "json").ok());
+  spdlog::warn("peer \"a\\b\"\nsaid \x01 héllo");
+  spdlog::debug("second");
+  std::istringstream lines(out_.str());
+  std::string first, second, extra;
+  ASSERT_TRUE(std::getline(lines, first));
+  ASSERT_TRUE(std::getline(lines, second));
+  EXPECT_FALSE(std::getline(lines, extra));
+  google::protobuf::Value v;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(first, &v).ok())
+      << first;
+  const auto& f = v.struct_value().fields();
+  EXPECT_EQ(f.at("level").string_value(), "warning");
+  EXPECT_EQ(f.at("msg").string_value(), "peer \"a\\b\"\nsaid \x01 héllo");
+  EXPECT_TRUE(
+      std::regex_match(f.at("time").string_value(),
+                       std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")))
+      << f.at("time").string_value();
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(second, &v).ok())
+      << second;
+}
+
+TEST_F(LoggingTest, UnknownLevelOrFormatChangesNothing) {
+  EXPECT_EQ(ConfigureLogging("loud", "text").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ConfigureLogging("info", "xml").code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace metasrv::server
