@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "server/ops/build_info.h"
 #include "server/ops/config_file.h"
 #include "server/ops/flags.h"
@@ -74,9 +77,10 @@ struct Given {
 // Normalizes `argv` into `--name=value` arguments in `out`; `given` gets
 // this service's flags among them. An exit code when it cannot, or for
 // --help and --version; -1 otherwise.
-int Normalize(int argc, char** argv, std::vector<std::string>* out,
-              std::vector<Given>* given) {
-  for (int i = 1; i < argc; ++i) {
+int Normalize(const std::vector<std::string>& argv,
+              std::vector<std::string>* out, std::vector<Given>* given) {
+  const int argc = static_cast<int>(argv.size());
+  for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help" || a == "-help") {
       PrintHelp();
@@ -140,6 +144,45 @@ int Normalize(int argc, char** argv, std::vector<std::string>* out,
   return -1;
 }
 
+// argv after argv[0], each --flagfile=FILE replaced by the flags in FILE (one
+// per line; blank lines and lines starting with # skipped), so that the
+// flags in a file are checked like those on the command line.
+absl::StatusOr<std::vector<std::string>> ExpandFlagfiles(
+    const std::vector<std::string>& args, int depth = 0) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string files;
+    if (absl::StartsWith(args[i], "--flagfile=")) {
+      files = args[i].substr(sizeof("--flagfile=") - 1);
+    } else if (args[i] == "--flagfile" && i + 1 < args.size()) {
+      files = args[++i];
+    } else {
+      out.push_back(args[i]);
+      continue;
+    }
+    if (depth > 8)
+      return absl::InvalidArgumentError("--flagfile nests too deep");
+    for (absl::string_view file :
+         absl::StrSplit(files, ',', absl::SkipEmpty())) {
+      std::ifstream in{std::string(file)};
+      if (!in) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--flagfile: cannot read ", file));
+      }
+      std::vector<std::string> lines;
+      for (std::string line; std::getline(in, line);) {
+        const absl::string_view trimmed = absl::StripAsciiWhitespace(line);
+        if (!trimmed.empty() && trimmed[0] != '#') lines.emplace_back(trimmed);
+      }
+      absl::StatusOr<std::vector<std::string>> nested =
+          ExpandFlagfiles(lines, depth + 1);
+      if (!nested.ok()) return nested.status();
+      out.insert(out.end(), nested->begin(), nested->end());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string VersionLine() {
@@ -153,7 +196,13 @@ CommandLine ReadCommandLine(int argc, char** argv,
   CommandLine result;
   std::vector<std::string> args;
   std::vector<Given> given;
-  result.exit_code = Normalize(argc, argv, &args, &given);
+  absl::StatusOr<std::vector<std::string>> expanded =
+      ExpandFlagfiles(std::vector<std::string>(argv + 1, argv + argc));
+  if (!expanded.ok()) {
+    result.exit_code = UsageError(std::string(expanded.status().message()));
+    return result;
+  }
+  result.exit_code = Normalize(*expanded, &args, &given);
   if (result.exit_code >= 0) return result;
   std::string config_file;
   for (const Given& g : given) {
@@ -189,7 +238,7 @@ CommandLine ReadCommandLine(int argc, char** argv,
     result.notes.insert(result.notes.end(), source.notes.begin(),
                         source.notes.end());
   }
-  // The flags library parses them again (and reads --flagfile).
+  // The flags library parses them again (--flagfile already expanded).
   std::vector<char*> parse_argv = {argv[0]};
   for (std::string& a : args) parse_argv.push_back(a.data());
   absl::SetProgramUsageMessage("metasrv [-c FILE] [--flag=value ...]");

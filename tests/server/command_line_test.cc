@@ -84,6 +84,11 @@ TEST(CommandLineTest, UsageErrorsExitWithTwo) {
   EXPECT_EQ(RunBinary({"--backend=postgres_store", "--bind_addr=127.0.0.1:0"})
                 .exit_code,
             2);
+  // Flags in a --flagfile are checked like those on the command line.
+  EXPECT_EQ(RunBinary({"--flagfile=/nonexistent"}).exit_code, 2);
+  const std::string flags = TempFile("# comment\n\n--max_streams=lots\n");
+  EXPECT_EQ(RunBinary({"--flagfile=" + flags}).exit_code, 2);
+  unlink(flags.c_str());
   const std::string bad = TempFile("[grpc]\nbind_addr = 3002\n");
   EXPECT_EQ(RunBinary({"-c", bad}).exit_code, 2);
   EXPECT_EQ(RunBinary({"--print_config"},
