@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.pb.h"
@@ -71,8 +72,8 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
                                       : s->options_.server_addr);
   if (!advertised.ok()) return advertised.status();
   s->advertised_addr_ = *advertised;
-  s->StartLeadership();
-  absl::Status started = s->StartSupport();
+  absl::Status started = s->StartLeadership();
+  if (started.ok()) started = s->StartSupport();
   if (started.ok()) started = s->MakeServices();
   if (started.ok()) started = s->Serve();
   if (!started.ok()) return started;
@@ -80,18 +81,70 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   return s;
 }
 
-void MetasrvServer::StartLeadership() {
+absl::Status MetasrvServer::StartLeadership() {
   if (options_.store_addrs.empty()) {
     leadership_ =
         std::make_unique<core::StandaloneLeadership>(advertised_addr_);
-    return;
+    return absl::OkStatus();
   }
+  absl::StatusOr<EtcdSecurity> security = StoreSecurity(options_);
+  if (!security.ok()) return security.status();
   auto election = std::make_unique<EtcdElection>(
       EtcdElectionOptions{options_.store_addrs, options_.election_name,
-                          advertised_addr_, options_.lease_ttl},
+                          advertised_addr_, options_.lease_ttl,
+                          *std::move(security)},
       core::SystemClock(), this);
+  // A wrong CA or password is an error now; etcd being down is not (the
+  // election waits for it).
+  absl::Status access = election->CheckAccess(absl::Seconds(3));
+  if (access.code() == absl::StatusCode::kFailedPrecondition) return access;
+  if (!access.ok()) {
+    spdlog::warn("etcd not reachable yet ({}); the election will retry",
+                 access.ToString());
+  }
   election_ = election.get();
   leadership_ = std::move(election);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EtcdSecurity> MetasrvServer::StoreSecurity(
+    const ServerOptions& options) {
+  EtcdSecurity security;
+  const std::string& mode = options.store_tls_mode;
+  if (mode == "require" || mode == "verify_ca" || mode == "verify_full") {
+    security.tls = true;
+  } else if (mode != "disable" && mode != "prefer" && !mode.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--backend_tls_mode: '", mode,
+        "' is not one of disable, prefer, require, verify_ca, verify_full"));
+  }
+  const std::pair<const std::string*, std::string*> files[] = {
+      {&options.store_tls_ca, &security.ca_pem},
+      {&options.store_tls_cert, &security.cert_pem},
+      {&options.store_tls_key, &security.key_pem}};
+  for (const auto& [path, into] : files) {
+    if (path->empty()) continue;
+    absl::StatusOr<std::string> read = ReadFile(*path);
+    if (!read.ok()) return read.status();
+    *into = *std::move(read);
+  }
+  if (security.cert_pem.empty() != security.key_pem.empty()) {
+    return absl::InvalidArgumentError(
+        "--backend_tls_cert_path and --backend_tls_key_path go together");
+  }
+  security.username = options.store_username;
+  if (!security.username.empty()) {
+    if (options.store_password_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--store_username needs --store_password_file");
+    }
+    absl::StatusOr<std::string> password =
+        ReadFile(options.store_password_file);
+    if (!password.ok()) return password.status();
+    security.password =
+        std::string(absl::StripTrailingAsciiWhitespace(*password));
+  }
+  return security;
 }
 
 absl::Status MetasrvServer::StartSupport() {

@@ -42,6 +42,13 @@ struct ServerOptions {
   std::vector<std::string> store_addrs;
   std::string election_name = "__metasrv_election";  // With store_addrs.
   absl::Duration lease_ttl = absl::Seconds(5);       // With store_addrs.
+  // etcd over TLS (GreptimeDB's [backend_tls]): mode disable or prefer
+  // (plaintext), require, verify_ca or verify_full (TLS; the server's
+  // certificate and name are always verified), and PEM files.
+  std::string store_tls_mode = "disable";
+  std::string store_tls_ca, store_tls_cert, store_tls_key;
+  // etcd user and a file holding its password; empty user: no auth.
+  std::string store_username, store_password_file;
   uint64_t heartbeat_interval_ms = 3000;  // Told to clients at handshake.
   uint64_t retry_interval_ms = 3000;      // Told to clients at handshake.
   absl::Duration shutdown_grace = absl::Seconds(1);  // For in-flight calls.
@@ -119,7 +126,10 @@ class MetasrvServer final : public core::LeadershipListener {
   explicit MetasrvServer(ServerOptions options);
   // The steps of Start(), in order. Standalone or an etcd election (not
   // started yet).
-  void StartLeadership();
+  absl::Status StartLeadership();
+  // The TLS material and credentials for etcd the options name, read.
+  static absl::StatusOr<EtcdSecurity> StoreSecurity(
+      const ServerOptions& options);
   // Metrics, the watch hub, node expiry, the HTTP endpoints.
   absl::Status StartSupport();
   // The heartbeat logic and the gRPC services.

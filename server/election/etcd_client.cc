@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kv/kv_backend.h"
 
@@ -15,20 +16,88 @@ void SetTimeout(grpc::ClientContext* ctx, absl::Duration timeout) {
 
 }  // namespace
 
-EtcdClient::EtcdClient(std::vector<std::string> endpoints) {
+EtcdClient::EtcdClient(std::vector<std::string> endpoints,
+                       EtcdSecurity security)
+    : security_(std::move(security)) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      grpc::InsecureChannelCredentials();
+  if (security_.tls) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = security_.ca_pem;
+    ssl.pem_cert_chain = security_.cert_pem;
+    ssl.pem_private_key = security_.key_pem;
+    credentials = grpc::SslCredentials(ssl);
+  }
   for (const std::string& addr : endpoints) {
     Endpoint e;
     grpc::ChannelArguments args;
     // Reconnect quickly after etcd comes back: the election waits on it.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    e.channel = grpc::CreateCustomChannel(
-        addr, grpc::InsecureChannelCredentials(), args);
+    e.channel = grpc::CreateCustomChannel(addr, credentials, args);
     e.lease = etcdserverpb::Lease::NewStub(e.channel);
     e.kv = etcdserverpb::KV::NewStub(e.channel);
     e.election = v3electionpb::Election::NewStub(e.channel);
+    e.auth = etcdserverpb::Auth::NewStub(e.channel);
     endpoints_.push_back(std::move(e));
   }
+}
+
+absl::Status EtcdClient::Authorize(grpc::ClientContext* ctx,
+                                   absl::Duration timeout) {
+  if (security_.username.empty()) return absl::OkStatus();
+  std::string token;
+  {
+    absl::MutexLock lock(&mu_);
+    token = token_;
+  }
+  if (token.empty()) {
+    grpc::ClientContext auth_ctx;
+    SetTimeout(&auth_ctx, timeout);
+    etcdserverpb::AuthenticateRequest req;
+    req.set_name(security_.username);
+    req.set_password(security_.password);
+    etcdserverpb::AuthenticateResponse resp;
+    const grpc::Status s = Current().auth->Authenticate(&auth_ctx, req, &resp);
+    if (!s.ok()) {
+      // A refused password stays refused: not a reason to retry.
+      if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+          s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("etcd refused user '", security_.username,
+                         "': ", s.error_message()));
+      }
+      return Check(s);
+    }
+    token = resp.token();
+    absl::MutexLock lock(&mu_);
+    token_ = token;
+  }
+  ctx->AddMetadata("token", token);
+  return absl::OkStatus();
+}
+
+absl::Status EtcdClient::CheckAccess(absl::Duration timeout) {
+  grpc::ClientContext ctx;
+  SetTimeout(&ctx, timeout);
+  absl::Status s = Authorize(&ctx, timeout);
+  if (s.ok()) {
+    etcdserverpb::RangeRequest req;
+    req.set_key("__metasrv_access_check");
+    etcdserverpb::RangeResponse resp;
+    s = Check(Current().kv->Range(&ctx, req, &resp));
+  }
+  // gRPC reports a failed TLS handshake as UNAVAILABLE; it will not heal.
+  if (absl::IsUnavailable(s) &&
+      (absl::StrContains(s.message(), "andshake") ||
+       absl::StrContains(s.message(), "SSL") ||
+       absl::StrContains(s.message(), "certificate"))) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("TLS with etcd failed (check the CA and the client "
+                     "certificate): ",
+                     s.message()));
+  }
+  return s;
 }
 
 EtcdClient::Endpoint& EtcdClient::Current() {
@@ -39,6 +108,11 @@ EtcdClient::Endpoint& EtcdClient::Current() {
 absl::Status EtcdClient::Check(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   const auto code = status.error_code();
+  if (code == grpc::StatusCode::UNAUTHENTICATED) {
+    // The token expired (or etcd restarted): get a new one next time.
+    absl::MutexLock lock(&mu_);
+    token_.clear();
+  }
   if (code == grpc::StatusCode::UNAVAILABLE ||
       code == grpc::StatusCode::DEADLINE_EXCEEDED) {
     absl::MutexLock lock(&mu_);
@@ -52,6 +126,7 @@ absl::StatusOr<int64_t> EtcdClient::LeaseGrant(absl::Duration ttl,
                                                absl::Duration timeout) {
   grpc::ClientContext ctx;
   SetTimeout(&ctx, timeout);
+  if (absl::Status a = Authorize(&ctx, timeout); !a.ok()) return a;
   etcdserverpb::LeaseGrantRequest req;
   req.set_ttl(absl::ToInt64Seconds(absl::Ceil(ttl, absl::Seconds(1))));
   etcdserverpb::LeaseGrantResponse resp;
@@ -67,6 +142,7 @@ absl::StatusOr<int64_t> EtcdClient::LeaseGrant(absl::Duration ttl,
 absl::Status EtcdClient::LeaseRevoke(int64_t lease, absl::Duration timeout) {
   grpc::ClientContext ctx;
   SetTimeout(&ctx, timeout);
+  if (absl::Status a = Authorize(&ctx, timeout); !a.ok()) return a;
   etcdserverpb::LeaseRevokeRequest req;
   req.set_id(lease);
   etcdserverpb::LeaseRevokeResponse resp;
@@ -79,6 +155,7 @@ absl::StatusOr<absl::Duration> EtcdClient::LeaseKeepAlive(
   // bounds the whole exchange.
   grpc::ClientContext ctx;
   SetTimeout(&ctx, timeout);
+  if (absl::Status a = Authorize(&ctx, timeout); !a.ok()) return a;
   auto stream = Current().lease->LeaseKeepAlive(&ctx);
   etcdserverpb::LeaseKeepAliveRequest req;
   req.set_id(lease);
@@ -103,6 +180,7 @@ absl::StatusOr<absl::Duration> EtcdClient::LeaseKeepAlive(
 absl::StatusOr<v3electionpb::LeaderKey> EtcdClient::Campaign(
     const std::string& name, int64_t lease, const std::string& value,
     grpc::ClientContext* context) {
+  if (absl::Status a = Authorize(context, absl::Seconds(5)); !a.ok()) return a;
   v3electionpb::CampaignRequest req;
   req.set_name(name);
   req.set_lease(lease);
@@ -117,6 +195,7 @@ absl::Status EtcdClient::Resign(const v3electionpb::LeaderKey& leader,
                                 absl::Duration timeout) {
   grpc::ClientContext ctx;
   SetTimeout(&ctx, timeout);
+  if (absl::Status a = Authorize(&ctx, timeout); !a.ok()) return a;
   v3electionpb::ResignRequest req;
   *req.mutable_leader() = leader;
   v3electionpb::ResignResponse resp;
@@ -127,6 +206,7 @@ absl::StatusOr<std::vector<std::string>> EtcdClient::Candidates(
     const std::string& name, absl::Duration timeout) {
   grpc::ClientContext ctx;
   SetTimeout(&ctx, timeout);
+  if (absl::Status a = Authorize(&ctx, timeout); !a.ok()) return a;
   etcdserverpb::RangeRequest req;
   const std::string prefix = name + "/";
   req.set_key(prefix);
@@ -146,6 +226,8 @@ absl::StatusOr<std::vector<std::string>> EtcdClient::Candidates(
 
 std::unique_ptr<grpc::ClientReader<v3electionpb::LeaderResponse>>
 EtcdClient::Observe(const std::string& name, grpc::ClientContext* context) {
+  // Without a token the stream fails at once and the observer retries.
+  Authorize(context, absl::Seconds(5)).IgnoreError();
   v3electionpb::LeaderRequest req;
   req.set_name(name);
   return Current().election->Observe(context, req);

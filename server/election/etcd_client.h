@@ -19,6 +19,16 @@
 
 namespace metasrv::server {
 
+// How to reach a secured etcd: TLS and, separately, user authentication.
+struct EtcdSecurity {
+  bool tls = false;      // Connect over TLS, verifying the server.
+  std::string ca_pem;    // CA bundle to verify it with; empty: the system's.
+  std::string cert_pem;  // Client certificate chain (mTLS); may be empty.
+  std::string key_pem;   // Its private key.
+  std::string username;  // etcd user; empty: no authentication.
+  std::string password;  // Its password.
+};
+
 // Talks to one of several etcd endpoints, moving to the next one when a call
 // fails with UNAVAILABLE or DEADLINE_EXCEEDED. Every call has a deadline.
 // Errors: kUnavailable / kDeadlineExceeded (retry), kNotFound (the lease or
@@ -27,8 +37,17 @@ namespace metasrv::server {
 // Thread safety: all methods are safe from any thread.
 class EtcdClient {
  public:
-  // `endpoints` are host:port; at least one.
-  explicit EtcdClient(std::vector<std::string> endpoints);
+  // `endpoints` are host:port; at least one. With `security.username`,
+  // every call carries a token, got (and got again when etcd says it
+  // expired) with the password.
+  explicit EtcdClient(std::vector<std::string> endpoints,
+                      EtcdSecurity security = {});
+
+  // Whether etcd can be used as configured: authenticates if a user is set,
+  // else reads a key. kFailedPrecondition when it never will be (a TLS
+  // handshake that fails, a wrong user or password), kUnavailable when it
+  // may be later (etcd down), OK otherwise.
+  absl::Status CheckAccess(absl::Duration timeout);
 
   // Grants a lease of `ttl`; returns its id.
   absl::StatusOr<int64_t> LeaseGrant(absl::Duration ttl,
@@ -60,18 +79,25 @@ class EtcdClient {
     std::unique_ptr<etcdserverpb::Lease::Stub> lease;        // Lease API.
     std::unique_ptr<etcdserverpb::KV::Stub> kv;              // KV API.
     std::unique_ptr<v3electionpb::Election::Stub> election;  // Election API.
+    std::unique_ptr<etcdserverpb::Auth::Stub> auth;          // Auth API.
   };
 
   // The endpoint to use now.
   Endpoint& Current();
+  // Adds the auth token to `ctx` (authenticating first if there is none);
+  // a no-op without a user. An error if no token can be had.
+  absl::Status Authorize(grpc::ClientContext* ctx, absl::Duration timeout);
   // Turns a gRPC status into ours and moves on to the next endpoint when the
   // current one looks down.
   absl::Status Check(const grpc::Status& status);
 
   std::vector<Endpoint>
-      endpoints_;   // One per address; fixed after construction.
-  absl::Mutex mu_;  // Guards current_.
+      endpoints_;                // One per address; fixed after construction.
+  const EtcdSecurity security_;  // TLS material and credentials.
+  absl::Mutex mu_;               // Guards current_ and token_.
   size_t current_ ABSL_GUARDED_BY(mu_) = 0;  // Index into endpoints_.
+  // The auth token; empty until authenticated, and after etcd refused it.
+  std::string token_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace metasrv::server

@@ -33,7 +33,7 @@ EtcdElection::EtcdElection(EtcdElectionOptions options,
     : options_(std::move(options)),
       clock_(clock),
       listener_(listener),
-      client_(options_.endpoints),
+      client_(options_.endpoints, options_.security),
       lease_(clock, options_.lease_ttl) {}
 
 EtcdElection::~EtcdElection() { Stop(); }

@@ -26,6 +26,7 @@ struct EtcdElectionOptions {
   std::string self_addr;  // Our value: the advertised address.
   absl::Duration lease_ttl =
       absl::Seconds(5);  // Lease TTL; keep-alive every TTL/3.
+  EtcdSecurity security;  // TLS and credentials for etcd.
 };
 
 // Lifecycle: Start() once, Stop() once (the destructor calls it). Between
@@ -40,6 +41,12 @@ class EtcdElection final : public core::Leadership {
   EtcdElection(EtcdElectionOptions options, const core::Clock* clock,
                core::LeadershipListener* listener);
   ~EtcdElection() override;
+
+  // Whether etcd can be used as configured (EtcdClient::CheckAccess):
+  // kFailedPrecondition if it never will be. Call before Start().
+  absl::Status CheckAccess(absl::Duration timeout) {
+    return client_.CheckAccess(timeout);
+  }
 
   void Start();
   // Steps down if leading, hands leadership over at once (revokes the lease)

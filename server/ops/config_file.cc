@@ -36,6 +36,10 @@ constexpr std::pair<const char*, const char*> kGreptimeKeys[] = {
     {"http.addr", "metrics_addr"},
     {"logging.level", "log_level"},
     {"logging.log_format", "log_format"},
+    {"backend_tls.mode", "backend_tls_mode"},
+    {"backend_tls.ca_cert_path", "backend_tls_ca_cert_path"},
+    {"backend_tls.cert_path", "backend_tls_cert_path"},
+    {"backend_tls.key_path", "backend_tls_key_path"},
 };
 
 // GreptimeDB keys and sections that mean nothing for this service.
@@ -182,10 +186,6 @@ Resolution Resolve(
     }
   }
   const std::string section = path.substr(0, path.find('.'));
-  if (section == "backend_tls") {
-    r.note = "TLS to the store is not supported yet; ignored";
-    return r;
-  }
   for (const char* ignored : kIgnoredGreptimeKeys) {
     if (path == ignored || section == ignored) {
       r.note = "a GreptimeDB metasrv key with no meaning here; ignored";
@@ -255,15 +255,6 @@ absl::Status WalkTable(
                        : absl::StrCat(prefix, ".", std::string(key.str()));
     const std::string source = absl::StrCat(file, ": ", path);
     if (const toml::table* sub = node.as_table()) {
-      if (path == "backend_tls") {
-        const std::string mode = (*sub)["mode"].value_or(std::string());
-        if (mode != "" && mode != "disable" && mode != "prefer") {
-          return absl::InvalidArgumentError(absl::StrCat(
-              source, ".mode = \"", mode,
-              "\": TLS to the store is not supported yet (use \"disable\" "
-              "or \"prefer\", which connects in plaintext)"));
-        }
-      }
       Resolution r = Resolve(path, own);
       if (!r.note.empty() && r.note.find("unknown") == std::string::npos) {
         out->notes.push_back(absl::StrCat(source, ": ", r.note));

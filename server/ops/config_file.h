@@ -5,7 +5,8 @@
 // (config/metasrv.example.toml in GreptimeTeam/greptimedb): `store_addrs`,
 // `backend`, `store_key_prefix`, `heartbeat_interval`, `node_max_idle_time`,
 // `[grpc] bind_addr / server_addr / max_recv_message_size`, `[http] addr`,
-// `[logging] level / log_format`. Every other flag of this service is a
+// `[logging] level / log_format`, `[backend_tls] mode / ca_cert_path /
+// cert_path / key_path`. Every other flag of this service is a
 // top-level key of its own name (`max_streams = 50000`). GreptimeDB keys with
 // no meaning here (`selector`, `[wal]`, ...) are accepted and reported;
 // unknown keys are reported as such. A value of the wrong type is an error

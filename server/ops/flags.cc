@@ -84,6 +84,19 @@ ABSL_FLAG(std::string, backend, "",
 ABSL_FLAG(std::string, store_key_prefix, "",
           "prefix of this cluster's keys in the store (the election key), so "
           "that several clusters can share one etcd");
+ABSL_FLAG(std::string, backend_tls_mode, "disable",
+          "TLS to etcd: disable or prefer (plaintext), require, verify_ca or "
+          "verify_full (TLS; etcd's certificate and name are verified)");
+ABSL_FLAG(std::string, backend_tls_ca_cert_path, "",
+          "PEM CA bundle that signed etcd's certificate; empty: the system's");
+ABSL_FLAG(std::string, backend_tls_cert_path, "",
+          "PEM client certificate for etcd (client-cert-auth)");
+ABSL_FLAG(std::string, backend_tls_key_path, "",
+          "PEM private key of --backend_tls_cert_path");
+ABSL_FLAG(std::string, store_username, "",
+          "etcd user (etcd authentication); empty: none");
+ABSL_FLAG(std::string, store_password_file, "",
+          "file holding --store_username's password");
 ABSL_FLAG(std::string, config_file, "",
           "TOML config file (GreptimeDB's metasrv key names; also -c FILE). "
           "Precedence: flags > GREPTIMEDB_METASRV__* environment > file");
@@ -129,6 +142,16 @@ absl::Status Validate(const ServerOptions& o) {
   }
   if (o.read_threads < 0 || o.read_threads > 64) {
     return invalid("--read_threads must be in [0, 64]");
+  }
+  const std::string& mode = o.store_tls_mode;
+  if (mode != "disable" && mode != "prefer" && mode != "require" &&
+      mode != "verify_ca" && mode != "verify_full") {
+    return invalid(
+        "--backend_tls_mode must be disable, prefer, require, verify_ca or "
+        "verify_full");
+  }
+  if (!o.store_username.empty() && o.store_password_file.empty()) {
+    return invalid("--store_username needs --store_password_file");
   }
   if (o.lease_ttl < absl::Seconds(2) ||
       o.lease_ttl != absl::Trunc(o.lease_ttl, absl::Seconds(1))) {
@@ -193,6 +216,12 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
         absl::StrCat("--backend: '", backend,
                      "' is not supported; use memory_store or etcd_store"));
   }
+  o.store_tls_mode = absl::GetFlag(FLAGS_backend_tls_mode);
+  o.store_tls_ca = absl::GetFlag(FLAGS_backend_tls_ca_cert_path);
+  o.store_tls_cert = absl::GetFlag(FLAGS_backend_tls_cert_path);
+  o.store_tls_key = absl::GetFlag(FLAGS_backend_tls_key_path);
+  o.store_username = absl::GetFlag(FLAGS_store_username);
+  o.store_password_file = absl::GetFlag(FLAGS_store_password_file);
   o.election_name = absl::StrCat(absl::GetFlag(FLAGS_store_key_prefix),
                                  absl::GetFlag(FLAGS_election_name));
   o.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);

@@ -2,8 +2,11 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "etcd/rpc.grpc.pb.h"
@@ -12,21 +15,33 @@
 namespace metasrv::testing {
 namespace {
 
-// Whether etcd grants a lease: it is up and has a leader.
-bool Answers(const std::string& endpoint) {
+// Whether etcd answers a read: it is up and has a leader. (With auth on,
+// an unauthenticated read is refused, which is an answer too.)
+bool Answers(const std::string& endpoint,
+             const std::shared_ptr<grpc::ChannelCredentials>& creds) {
   if (!AcceptsTcp(endpoint)) return false;
-  auto stub = etcdserverpb::Lease::NewStub(Connect(endpoint));
+  auto stub = etcdserverpb::KV::NewStub(grpc::CreateChannel(endpoint, creds));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  etcdserverpb::LeaseGrantRequest req;
-  req.set_ttl(5);
-  etcdserverpb::LeaseGrantResponse resp;
-  return stub->LeaseGrant(&ctx, req, &resp).ok();
+  etcdserverpb::RangeRequest req;
+  req.set_key("probe");
+  etcdserverpb::RangeResponse resp;
+  const grpc::Status s = stub->Range(&ctx, req, &resp);
+  return s.ok() || s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+         s.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+         s.error_code() == grpc::StatusCode::UNAUTHENTICATED;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace
 
-EtcdProcess::EtcdProcess() {
+EtcdProcess::EtcdProcess(Options options) : options_(std::move(options)) {
   char dir[] = "/tmp/metasrv-etcd-XXXXXX";
   if (mkdtemp(dir) == nullptr) {
     ADD_FAILURE() << "mkdtemp failed";
@@ -36,6 +51,39 @@ EtcdProcess::EtcdProcess() {
   endpoint_ = absl::StrCat("127.0.0.1:", FreePort());
   peer_url_ = absl::StrCat("http://127.0.0.1:", FreePort());
   Start();
+  if (!options_.root_password.empty()) {
+    EXPECT_TRUE(Etcdctl({"user", "add", "root:" + options_.root_password}));
+    EXPECT_TRUE(Etcdctl({"auth", "enable"}));
+  }
+}
+
+std::shared_ptr<grpc::ChannelCredentials> EtcdProcess::Credentials() const {
+  if (options_.cert.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadAll(options_.ca);
+  if (options_.client_cert_auth) {
+    ssl.pem_cert_chain = ReadAll(options_.client_cert);
+    ssl.pem_private_key = ReadAll(options_.client_key);
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+bool EtcdProcess::Etcdctl(const std::vector<std::string>& args) {
+  const bool tls = !options_.cert.empty();
+  std::vector<std::string> argv = {
+      "/usr/bin/env", "ETCDCTL_API=3", "/usr/bin/etcdctl",
+      absl::StrCat("--endpoints=", tls ? "https://" : "http://", endpoint_)};
+  if (tls) argv.push_back("--cacert=" + options_.ca);
+  if (tls && options_.client_cert_auth) {
+    argv.push_back("--cert=" + options_.client_cert);
+    argv.push_back("--key=" + options_.client_key);
+  }
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess p(argv);
+  while (p.ReadLine().has_value()) {
+  }
+  std::optional<int> status = p.Wait(absl::Seconds(20));
+  return status.has_value() && WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
 }
 
 EtcdProcess::~EtcdProcess() {
@@ -48,15 +96,30 @@ EtcdProcess::~EtcdProcess() {
 }
 
 void EtcdProcess::Start() {
-  const std::string client_url = "http://" + endpoint_;
-  process_ = std::make_unique<ChildProcess>(std::vector<std::string>{
-      "/usr/bin/etcd", "--name=test", "--data-dir=" + data_dir_,
-      "--listen-client-urls=" + client_url,
-      "--advertise-client-urls=" + client_url,
-      "--listen-peer-urls=" + peer_url_,
-      "--initial-advertise-peer-urls=" + peer_url_,
-      "--initial-cluster=test=" + peer_url_, "--logger=zap", "--log-level=error"});
-  EXPECT_TRUE(WaitFor([&] { return Answers(endpoint_); }, absl::Seconds(30)))
+  const bool tls = !options_.cert.empty();
+  const std::string client_url = (tls ? "https://" : "http://") + endpoint_;
+  std::vector<std::string> argv = {"/usr/bin/etcd",
+                                   "--name=test",
+                                   "--data-dir=" + data_dir_,
+                                   "--listen-client-urls=" + client_url,
+                                   "--advertise-client-urls=" + client_url,
+                                   "--listen-peer-urls=" + peer_url_,
+                                   "--initial-advertise-peer-urls=" + peer_url_,
+                                   "--initial-cluster=test=" + peer_url_,
+                                   "--logger=zap",
+                                   "--log-level=error"};
+  if (tls) {
+    argv.push_back("--cert-file=" + options_.cert);
+    argv.push_back("--key-file=" + options_.key);
+    if (options_.client_cert_auth) {
+      argv.push_back("--client-cert-auth");
+      argv.push_back("--trusted-ca-file=" + options_.ca);
+    }
+  }
+  process_ = std::make_unique<ChildProcess>(argv);
+  const auto creds = Credentials();
+  EXPECT_TRUE(
+      WaitFor([&] { return Answers(endpoint_, creds); }, absl::Seconds(30)))
       << "etcd did not come up on " << endpoint_;
 }
 

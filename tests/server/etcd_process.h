@@ -2,8 +2,11 @@
 #ifndef METASRV_TESTS_SERVER_ETCD_PROCESS_H_
 #define METASRV_TESTS_SERVER_ETCD_PROCESS_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tests/server/test_util.h"
 
@@ -13,7 +16,20 @@ namespace metasrv::testing {
 // answers. The destructor always stops it and removes the folder.
 class EtcdProcess {
  public:
-  EtcdProcess();
+  // A secured etcd (PEM paths). TLS when `cert` is set: its certificate
+  // and key, signed by `ca`; with `client_cert_auth`, clients must present a
+  // certificate `ca` signed (`client_cert`, `client_key` are one, for
+  // etcdctl). Authentication on, user "root" with `root_password`, when that
+  // is set.
+  struct Options {
+    std::string ca, cert, key;            // TLS when cert is set.
+    bool client_cert_auth = false;        // mTLS.
+    std::string client_cert, client_key;  // For etcdctl, with mTLS.
+    std::string root_password;            // Auth when set.
+  };
+
+  EtcdProcess() : EtcdProcess(Options{}) {}
+  explicit EtcdProcess(Options options);
   ~EtcdProcess();
 
   // host:port of the client endpoint.
@@ -28,9 +44,15 @@ class EtcdProcess {
   void Start();
 
  private:
-  std::string data_dir_;   // Its data; removed at the end.
-  std::string endpoint_;   // Client endpoint.
-  std::string peer_url_;   // Peer URL.
+  // Runs etcdctl against it; whether it exited 0.
+  bool Etcdctl(const std::vector<std::string>& args);
+  // Credentials that reach it (TLS as configured; no auth token).
+  std::shared_ptr<grpc::ChannelCredentials> Credentials() const;
+
+  const Options options_;                  // TLS and auth.
+  std::string data_dir_;                   // Its data; removed at the end.
+  std::string endpoint_;                   // Client endpoint.
+  std::string peer_url_;                   // Peer URL.
   std::unique_ptr<ChildProcess> process_;  // While running.
 };
 

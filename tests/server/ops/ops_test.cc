@@ -23,12 +23,14 @@
 #include "server/ops/admin_auth.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
+#include "tests/server/certs.h"
 #include "tests/server/in_process_server.h"
 #include "tests/server/test_util.h"
 
 namespace metasrv::server {
 namespace {
 
+using ::metasrv::testing::Certs;
 using ::metasrv::testing::ChildProcess;
 using ::metasrv::testing::Connect;
 using ::metasrv::testing::FlowReport;
@@ -133,48 +135,6 @@ TEST(MetricsTest, ValuesMoveWithTraffic) {
   }));
 }
 
-// Certificates made with openssl in a fresh folder.
-class Certs {
- public:
-  Certs() {
-    char dir[] = "/tmp/metasrv-certs-XXXXXX";
-    dir_ = mkdtemp(dir);
-    // Two CAs; a server cert for 127.0.0.1 and a client cert from each CA.
-    Run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ca1 "
-        "-keyout ca1.key -out ca1.pem");
-    Run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ca2 "
-        "-keyout ca2.key -out ca2.pem");
-    Issue("server", "ca1", "subjectAltName=IP:127.0.0.1,DNS:localhost");
-    Issue("client1", "ca1", "extendedKeyUsage=clientAuth");
-    Issue("client2", "ca2", "extendedKeyUsage=clientAuth");
-  }
-  ~Certs() { std::filesystem::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-  std::string Read(const std::string& name) const {
-    std::ifstream in(Path(name));
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
- private:
-  void Run(const std::string& cmd) {
-    ASSERT_EQ(
-        std::system(("cd " + dir_ + " && " + cmd + " >/dev/null 2>&1").c_str()),
-        0)
-        << cmd;
-  }
-  void Issue(const std::string& name, const std::string& ca,
-             const std::string& ext) {
-    Run("openssl req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " +
-        name + ".key -out " + name + ".csr");
-    Run("printf '" + ext + "\\n' > " + name + ".ext && openssl x509 -req -in " +
-        name + ".csr -CA " + ca + ".pem -CAkey " + ca +
-        ".key -CAcreateserial -days 2 -extfile " + name + ".ext -out " + name +
-        ".pem");
-  }
-  std::string dir_;  // Holds everything.
-};
 
 // Whether GetFlowState succeeds with `creds`.
 bool Reachable(const std::string& addr,
