@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "build_commit.h"  // METASRV_GIT_COMMIT, written at build time.
 #include "cli/commands.h"
 
 namespace {

@@ -1,10 +1,9 @@
 #include "server/ops/build_info.h"
 
+#include "build_commit.h"  // METASRV_GIT_COMMIT, written at build time.
+
 #ifndef METASRV_VERSION
 #define METASRV_VERSION "dev"
-#endif
-#ifndef METASRV_GIT_COMMIT
-#define METASRV_GIT_COMMIT "unknown"
 #endif
 #ifndef METASRV_BUILD_TYPE
 #define METASRV_BUILD_TYPE "unknown"
