@@ -71,7 +71,8 @@ std::string EffectiveConfigToml();
 // durations. kInvalidArgument otherwise.
 absl::StatusOr<absl::Duration> ParseHumanDuration(const std::string& text);
 // "512MB", "64KiB", "4194304", "0.5GB": GreptimeDB's sizes, in binary units
-// (KB = KiB = 1024). kInvalidArgument otherwise.
+// (KB = KiB = 1024; src/common/base/src/readable_size.rs). kInvalidArgument
+// otherwise.
 absl::StatusOr<uint64_t> ParseReadableSize(const std::string& text);
 
 }  // namespace metasrv::server
