@@ -45,9 +45,20 @@ void WatchHub::OnFlowStateChanged() {
   ++changes_;
 }
 
-absl::Status WatchHub::Add(WatchStream* stream) { return streams_.Add(stream); }
+absl::Status WatchHub::Add(WatchStream* stream) {
+  absl::Status added = streams_.Add(stream);
+  if (added.ok()) {
+    absl::MutexLock lock(&mu_);
+    ++watchers_;
+  }
+  return added;
+}
 
-void WatchHub::Remove(WatchStream* stream) { streams_.Remove(stream); }
+void WatchHub::Remove(WatchStream* stream) {
+  streams_.Remove(stream);
+  absl::MutexLock lock(&mu_);
+  --watchers_;
+}
 
 namespace {
 
@@ -88,15 +99,17 @@ grpc::ByteBuffer Message(const MessageFields& fields,
 
 }  // namespace
 
-std::shared_ptr<const WatchSnapshot> WatchHub::Publish(uint64_t sequence) {
+std::shared_ptr<const WatchSnapshot> WatchHub::Publish(uint64_t sequence,
+                                                       bool force) {
   core::FlowChangeTracker::Update update = tracker_->Advance(*flow_state_);
-  const bool same = !update.reset && update.changed.empty() &&
+  const bool same = !force && !update.reset && update.changed.empty() &&
                     update.removed.empty() && update.found == last_found_ &&
                     last_sequence_.has_value();
   if (same) return nullptr;  // Reports that repeated what was known.
   last_found_ = update.found;
   auto snapshot = std::make_shared<WatchSnapshot>();
   snapshot->sequence = sequence;
+  snapshot->term = update.term;
   snapshot->publish = ++publishes_;
   EncodedFlowState whole;
   whole.found = update.found;
@@ -121,36 +134,30 @@ std::shared_ptr<const WatchSnapshot> WatchHub::Publish(uint64_t sequence) {
   return snapshot;
 }
 
-absl::StatusOr<std::shared_ptr<const WatchSnapshot>> WatchHub::Current() {
-  uint64_t sequence = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    // The last state published: if changes came since, the publisher is
-    // about to publish them, and this watcher gets that next (as a delta).
-    if (current_ != nullptr) return current_;
-    sequence = changes_;
-  }
-  // Nothing published yet. Not a publish: a state of a later instant than
-  // the publisher's of the same sequence could be, so no delta follows it.
-  auto built = std::make_shared<WatchSnapshot>();
-  built->sequence = sequence;
-  MessageFields fields;
-  fields.sequence = sequence;
-  built->message =
-      Message(fields, EncodeFlowState(*flow_state_, /*with_nodes=*/false));
+std::shared_ptr<const WatchSnapshot> WatchHub::Current() {
+  const uint64_t term = flow_state_->term();  // Before mu_: see the lock order.
   absl::MutexLock lock(&mu_);
-  if (current_ == nullptr) current_ = built;
-  return current_;
+  // The last state published, if of this term: changes since are about to
+  // be published (a watcher is registered now), and this watcher gets them
+  // next, as a delta.
+  if (current_ != nullptr && current_->term == term) return current_;
+  // None yet: the publisher publishes one now, and offers it to this
+  // watcher with the others, so that deltas can follow it.
+  refresh_ = true;
+  return nullptr;
 }
 
 void WatchHub::Run() {
   absl::Time last_push = absl::InfinitePast();
   while (true) {
     uint64_t sequence = 0;
+    bool force = false;  // A new watcher waits for a state.
     {
       absl::MutexLock lock(&mu_);
+      // Nobody watching: nothing is built; the changes wait for a watcher.
       auto changed_or_stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || changes_ != published_;
+        return stopping_ ||
+               (watchers_ > 0 && (changes_ != published_ || refresh_));
       };
       mu_.Await(absl::Condition(&changed_or_stopping));
       // Coalesce: no push sooner than min_interval after the previous one.
@@ -159,8 +166,9 @@ void WatchHub::Run() {
       if (stopping_) return;
       sequence = changes_;
       published_ = sequence;
+      force = std::exchange(refresh_, false);
     }
-    std::shared_ptr<const WatchSnapshot> snapshot = Publish(sequence);
+    std::shared_ptr<const WatchSnapshot> snapshot = Publish(sequence, force);
     if (snapshot == nullptr) continue;  // Nothing to tell.
     last_push = absl::Now();
     {
@@ -209,14 +217,9 @@ WatchStream::WatchStream(WatchHub* hub, bool deltas, Metrics* metrics)
   }
   registered_ = true;
   // Registered first, so no push is missed; an older state offered after a
-  // newer one is dropped.
-  absl::StatusOr<std::shared_ptr<const WatchSnapshot>> current =
-      hub_->Current();
-  if (!current.ok()) {
-    FinishOnce(ToGrpcStatus(current.status()));
-    return;
-  }
-  Offer(*std::move(current));
+  // newer one is dropped. None: the publisher is about to send one.
+  std::shared_ptr<const WatchSnapshot> current = hub_->Current();
+  if (current != nullptr) Offer(std::move(current));
 }
 
 void WatchStream::Offer(std::shared_ptr<const WatchSnapshot> snapshot) {

@@ -3,9 +3,10 @@
 // One publisher thread builds each new state once, serializes it once, and
 // offers the same bytes to every watcher. A change only marks the state
 // dirty (heartbeats never wait for watchers); the publisher builds at most
-// one state per min_interval. Each watcher has at most one write in flight
-// and one state waiting: a newer state replaces the waiting one, so a slow
-// reader skips to the latest and memory stays bounded whatever it does.
+// one state per min_interval, and none while nobody watches. Each watcher has
+// at most one write in flight and one state waiting: a newer state replaces the
+// waiting one, so a slow reader skips to the latest and memory stays bounded
+// whatever it does.
 //
 // Deltas: the publisher keeps its own copy of the aggregate
 // (core::FlowChangeTracker) and makes each state from it twice, whole and as
@@ -40,6 +41,7 @@ namespace metasrv::server {
 // One state as sent: serialized metasrv.v1.WatchFlowStateResponses.
 struct WatchSnapshot {
   uint64_t sequence = 0;  // The hub's change count it reflects.
+  uint64_t term = 0;      // The flow-state term it is of.
   // The publisher's count of states (1, 2, ...); 0 for a state built for a
   // new watcher, which no delta follows.
   uint64_t publish = 0;
@@ -83,10 +85,10 @@ class WatchHub final : public core::FlowStateListener {
   absl::Status Add(WatchStream* stream);
   void Remove(WatchStream* stream);
 
-  // The state for a new watcher: the last one published (changes since are
-  // about to be published), or, before the first publish, built now. An
-  // error only if the KV fails.
-  absl::StatusOr<std::shared_ptr<const WatchSnapshot>> Current();
+  // The state for a new watcher (registered first): the last one published
+  // if it is of this term (changes since are about to be published); else
+  // null, and the publisher publishes one at once, offered to it.
+  std::shared_ptr<const WatchSnapshot> Current();
 
   uint64_t watchers() const { return streams_.size(); }
   // A number for each new watcher (0, 1, ...), to split them in waves.
@@ -103,16 +105,20 @@ class WatchHub final : public core::FlowStateListener {
   // Offers `snapshot` to every watcher, in waves; false if Stop() came.
   bool OfferInWaves(const std::shared_ptr<const WatchSnapshot>& snapshot);
   // Builds the next state, as of change count `sequence`, from the
-  // tracker's copy; null when it is the same as the last one published.
-  std::shared_ptr<const WatchSnapshot> Publish(uint64_t sequence);
+  // tracker's copy; null when it is the same as the last one published,
+  // unless `force`.
+  std::shared_ptr<const WatchSnapshot> Publish(uint64_t sequence, bool force);
 
   const core::FlowStateManager* const flow_state_;  // The state; borrowed.
   const Options options_;                           // Interval and limit.
   Metrics* const metrics_;  // Borrowed; never null (Metrics::OrDiscard).
   StreamRegistry streams_;  // The open watchers (all WatchStreams).
-  std::atomic<uint64_t> ordinals_{0};            // Next NextOrdinal().
-  absl::Mutex mu_;                               // Guards the fields below.
-  uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;    // Changes seen so far.
+  std::atomic<uint64_t> ordinals_{0};           // Next NextOrdinal().
+  absl::Mutex mu_;                              // Guards the fields below.
+  uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;   // Changes seen so far.
+  uint64_t watchers_ ABSL_GUARDED_BY(mu_) = 0;  // Registered watchers.
+  // A new watcher found no state of this term: publish one now.
+  bool refresh_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t published_ ABSL_GUARDED_BY(mu_) = 0;  // changes_ last published.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;   // Stop() was called.
   // The newest state built (for new watchers); null before the first.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
@@ -86,11 +87,12 @@ TEST_F(WatchDeltaTest, WholeStateFirstThenOnlyWhatChanged) {
   ASSERT_TRUE(node1.Call(FlowReport(1, {{1, 100, 10}, {2, 200, 20}})));
   ASSERT_TRUE(node2.Call(FlowReport(2, {{3000, 5, 5}})));
   WatchClient watcher(stub_.get(), /*hold=*/false, /*deltas=*/true);
-  // The first message is the whole state last published (perhaps before
-  // node 2's report), then changes bring the watcher up to date.
+  // Nothing was published before (nobody watched): the publisher publishes
+  // for this watcher, so its first message is the whole state of now.
   ASSERT_TRUE(Converges(watcher));
   EXPECT_FALSE(watcher.messages().front().delta());
-  EXPECT_TRUE(watcher.messages().back().delta());
+  EXPECT_THAT(FlowIds(watcher.messages().front()),
+              ElementsAre(1u, 2u, 3000u));
   // Node 1 raises flow 2 only; the next message with flows names flow 2
   // alone.
   const size_t seen = watcher.messages().size();
@@ -198,6 +200,53 @@ TEST_F(WatchDeltaTest, AWatcherThatFellBehindGetsTheWholeState) {
   ASSERT_TRUE(Converges(slow));
   EXPECT_TRUE(slow.messages().back().delta());
   EXPECT_EQ(slow.messages().back().state().flow_ids_size(), 1);
+}
+
+// metasrv_watch_published_total, scraped.
+double Published(int metrics_port) {
+  const HttpResult got = HttpGet(metrics_port, "/metrics");
+  const std::string key = "\nmetasrv_watch_published_total ";
+  const size_t at = got.body.find(key);
+  if (at == std::string::npos) return -1;
+  return std::stod(got.body.substr(at + key.size()));
+}
+
+class WatchIdleTest : public WatchDeltaTest {
+ protected:
+  server::ServerOptions Options() override {
+    server::ServerOptions options = WatchDeltaTest::Options();
+    options.metrics_addr = "127.0.0.1:0";
+    return options;
+  }
+};
+
+// Nobody watching: reports build no states. A watcher that comes later
+// gets the last state published, then what changed since, as a delta.
+TEST_F(WatchIdleTest, NothingIsBuiltWhileNobodyWatches) {
+  const int port = server_->metrics_port();
+  HeartbeatClient node(channel_);
+  ASSERT_TRUE(node.Call(FlowReport(1, {{1, 10, 1}})));
+  {
+    WatchClient first(stub_.get(), false, true);
+    ASSERT_TRUE(Converges(first));
+  }
+  ASSERT_TRUE(
+      WaitFor([&] { return server_->watch_for_test().watchers() == 0u; }));
+  const double published = Published(port);
+  ASSERT_GE(published, 0);
+  for (int i = 2; i <= 20; ++i) {
+    ASSERT_TRUE(
+        node.Call(FlowReport(1, {{1, static_cast<uint64_t>(10 + i), i}})));
+  }
+  // Asserting that nothing happens needs a span of time: 100 ms is twenty
+  // publish intervals (5 ms here), in which a watcher would have had states.
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(Published(port), published);
+  WatchClient later(stub_.get(), false, true);
+  ASSERT_TRUE(Converges(later));
+  const Messages got = later.messages();
+  EXPECT_FALSE(got.front().delta());
+  EXPECT_GT(Published(port), published);
 }
 
 }  // namespace
