@@ -8,14 +8,17 @@ packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev rapidjson-dev prometheus-cpp-dev libzstd-dev libmicrohttpd-dev grpc-proto
-  libtomlplusplus-dev libsystemd-dev
+  libtomlplusplus-dev libsystemd-dev libpq-dev libmariadb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [[ "${1:-}" == "test" ]]; then
   # python3-h2, -zstandard and -protobuf: the test client that speaks exactly
   # as GreptimeDB's (tonic) meta client does.
+  # postgresql and mariadb-server: the HA tests start their own servers
+  # (the packages' own services are not started, see below); prometheus:
+  # promtool checks docs/alerts.yaml.
   packages+=(etcd-server etcd-client openssl python3 python3-h2 python3-zstandard python3-yaml systemd
-             python3-protobuf)
+             python3-protobuf postgresql mariadb-server mariadb-client prometheus)
 fi
 
 missing=()
@@ -35,5 +38,15 @@ if [[ $(id -u) -ne 0 ]]; then
   sudo=(sudo)
 fi
 export DEBIAN_FRONTEND=noninteractive
+# Packaged services (PostgreSQL, MariaDB, etcd, Prometheus) are installed but
+# not started: the tests run their own on free loopback ports.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [[ ! -e $policy ]]; then
+  printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+  "${sudo[@]}" chmod +x "$policy"
+  own_policy=1
+fi
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if ((own_policy)); then "${sudo[@]}" rm -f "$policy"; fi

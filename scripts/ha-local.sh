@@ -1,43 +1,79 @@
 #!/usr/bin/env bash
-# HA on one machine without Docker: etcd and three metasrv replicas on
+# HA on one machine without Docker: a store and three metasrv replicas on
 # loopback. Shows who leads, then keeps running until Ctrl-C, and stops
 # everything cleanly.
-#   scripts/ha-local.sh          run until Ctrl-C
-#   scripts/ha-local.sh --once   show the leader, then stop
-# Replicas: 127.0.0.1:3002, :3012, :3022 (metrics on :4002, :4012, :4022);
-# etcd: 127.0.0.1:2379. Logs and etcd data go to a temporary folder, removed
-# at a clean end and kept (and named) when something failed.
+#   scripts/ha-local.sh [--backend=B] [--once]
+#     --backend=etcd_store      etcd on 127.0.0.1:2379 (the default)
+#     --backend=postgres_store  PostgreSQL on 127.0.0.1:5432
+#     --backend=mysql_store     MariaDB on 127.0.0.1:3306
+#     --once                    show the leader, then stop
+# Replicas: 127.0.0.1:3002, :3012, :3022 (metrics on :4002, :4012, :4022).
+# The store's data and the logs go to a temporary folder, removed at a clean
+# end and kept (and named) when something failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+backend=etcd_store
+once=0
+for arg in "$@"; do
+  case $arg in
+    --backend=etcd_store | --backend=postgres_store | --backend=mysql_store) backend=${arg#--backend=} ;;
+    --once) once=1 ;;
+    *) echo "usage: $0 [--backend=etcd_store|postgres_store|mysql_store] [--once]" >&2; exit 2 ;;
+  esac
+done
 bash scripts/deps.sh
-for p in etcd-server etcd-client; do
+declare -A store_packages=([etcd_store]="etcd-server etcd-client" [postgres_store]="postgresql"
+                           [mysql_store]="mariadb-server mariadb-client")
+missing=""
+for p in ${store_packages[$backend]}; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=" $p"
 done
-if [[ -n "${missing:-}" ]]; then
+if [[ -n "$missing" ]]; then
+  # Installed, not started: this script runs its own server.
+  printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+  rm -f /usr/sbin/policy-rc.d
 fi
 BUILD_DIR=${BUILD_DIR:-build} bash scripts/build.sh >/dev/null
 bin="${BUILD_DIR:-build}/server/metasrv"
 
 work=$(mktemp -d /tmp/metasrv-ha-XXXXXX)
+chmod 755 "$work"
+store_pid=""
 pids=()
 failed=1  # Cleared once every replica is up; the logs stay otherwise.
 stop_all() {
   trap - EXIT INT TERM
-  echo "stopping replicas and etcd"
+  echo "stopping replicas, then the store"
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  # PostgreSQL's fast shutdown is SIGINT; the others stop on SIGTERM.
+  if [[ -n "$store_pid" ]]; then
+    kill -"$([[ $backend == postgres_store ]] && echo INT || echo TERM)" "$store_pid" 2>/dev/null || true
+    wait "$store_pid" 2>/dev/null || true
+  fi
   if [[ $failed == 0 ]]; then rm -rf "$work"; else echo "logs kept in $work" >&2; fi
 }
 trap stop_all EXIT INT TERM
 
 . scripts/lib.sh
-start_etcd "$work/etcd" 2379 2380 >"$work/etcd.log" 2>&1
-pids+=("$started_pid")
+password=metasrv-local
+case $backend in
+  etcd_store)
+    start_etcd "$work/etcd" 2379 2380 >"$work/etcd.log" 2>&1
+    store=127.0.0.1:2379 ;;
+  postgres_store)
+    start_postgres "$work/postgres" 5432 "$password" >"$work/postgres.log" 2>&1
+    store="postgresql://metasrv:$password@127.0.0.1:5432/postgres" ;;
+  mysql_store)
+    start_mariadb "$work/mariadb" 3306 "$password" >"$work/mariadb.log" 2>&1
+    store="mysql://metasrv:$password@127.0.0.1:3306/metasrv" ;;
+esac
+store_pid=$started_pid
 
 declare -A replica_pid
 for port in 3002 3012 3022; do
-  "$bin" --bind_addr=127.0.0.1:$port --store_addrs=127.0.0.1:2379 \
+  "$bin" --bind_addr=127.0.0.1:$port --backend="$backend" --store_addrs="$store" \
     --metrics_addr=127.0.0.1:$((port + 1000)) \
     >"$work/metasrv-$port.log" 2>&1 &
   pids+=($!)
@@ -65,27 +101,37 @@ ready_of() {
   echo "${body:-no answer}"
 }
 
-# The candidate with the oldest key leads, once its log says so.
+# The leader as the store records it, once its log says it leads.
 leader=""
 leader_elected() {
-  leader=$(ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:2379 get --prefix \
-    --sort-by=CREATE --order=ASCEND --print-value-only __metasrv_election/ | sed -n 1p)
+  case $backend in
+    etcd_store)  # The candidate with the oldest key.
+      leader=$(ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:2379 get --prefix \
+        --sort-by=CREATE --order=ASCEND --print-value-only __metasrv_election/ | sed -n 1p) ;;
+    postgres_store)
+      leader=$(psql "$store" -Atc "SELECT v FROM metasrv_election WHERE
+        k = '__metasrv_election/leader' AND expires_at > clock_timestamp()" 2>/dev/null) ;;
+    mysql_store)
+      leader=$(mariadb --no-defaults --socket="$work/mariadb/sock" --user=root -N -B -e \
+        "SELECT v FROM metasrv.metasrv_election WHERE k = '__metasrv_election/leader'
+         AND expires_at > UTC_TIMESTAMP(6)" 2>/dev/null) ;;
+  esac
   [[ -n "$leader" ]] && grep -q "became leader" "$work/metasrv-${leader##*:}.log"
 }
 wait_until 100 0.1 leader_elected || { echo "no leader elected" >&2; exit 1; }
 # Each replica's own word (/ready) on its role.
-echo "etcd:     127.0.0.1:2379"
+echo "store:    $backend at ${store/:$password@/:***@}"
 for port in 3002 3012 3022; do
   role=$(ready_of "$port")
   [[ "127.0.0.1:$port" == "$leader" && "$role" != leader ]] &&
-    { echo "127.0.0.1:$port holds the oldest key but says: $role" >&2; exit 1; }
+    { echo "127.0.0.1:$port is the store's leader but says: $role" >&2; exit 1; }
   [[ "$role" == leader ]] && role=LEADER
   echo "metasrv:  127.0.0.1:$port  $role"
 done
 failed=0
 
-if [[ "${1:-}" == "--once" ]]; then
+if ((once)); then
   exit 0
 fi
 echo "running; Ctrl-C stops everything (logs in $work)"
-wait "${pids[0]}"
+wait "$store_pid"

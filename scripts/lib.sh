@@ -39,3 +39,57 @@ start_etcd() {
   echo "etcd did not start on 127.0.0.1:$2" >&2
   return 1
 }
+
+# as_user USER COMMAND...: COMMAND as USER when we are root (PostgreSQL and
+# MariaDB refuse to run as root), else as ourselves.
+as_user() {
+  local user=$1
+  shift
+  if [[ $(id -u) -eq 0 ]]; then
+    setpriv --reuid="$user" --regid="$user" --init-groups "$@"
+  else
+    "$@"
+  fi
+}
+
+# start_postgres DIR PORT PASSWORD: a PostgreSQL on 127.0.0.1:PORT with its
+# data in DIR, user metasrv/PASSWORD, in the background (pid in
+# $started_pid), accepting sessions on return.
+start_postgres() {
+  local dir=$1 port=$2 bin
+  bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  mkdir -p "$dir"
+  printf '%s\n' "$3" >"$dir/pw"
+  [[ $(id -u) -eq 0 ]] && chown -R postgres:postgres "$dir"
+  as_user postgres "$bin/initdb" --pgdata="$dir/data" --username=metasrv \
+    --pwfile="$dir/pw" --auth-local=trust --auth-host=scram-sha-256 --no-sync >/dev/null
+  # Started directly (not through a function): $! is the server itself.
+  local run=()
+  [[ $(id -u) -eq 0 ]] && run=(setpriv --reuid=postgres --regid=postgres --init-groups)
+  "${run[@]}" "$bin/postgres" -D "$dir/data" -p "$port" -k "$dir" \
+    -c listen_addresses=127.0.0.1 &
+  started_pid=$!
+  wait_until 100 0.1 "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" && return 0
+  echo "PostgreSQL did not start on 127.0.0.1:$port" >&2
+  return 1
+}
+
+# start_mariadb DIR PORT PASSWORD: a MariaDB on 127.0.0.1:PORT with its data
+# in DIR, user metasrv/PASSWORD and database metasrv, in the background (pid
+# in $started_pid), accepting sessions on return.
+start_mariadb() {
+  local dir=$1 port=$2 user=()
+  mkdir -p "$dir"
+  [[ $(id -u) -eq 0 ]] && user=(--user=mysql) && chown mysql:mysql "$dir"
+  mariadb-install-db --no-defaults --datadir="$dir/data" "${user[@]}" \
+    --auth-root-authentication-method=normal --skip-test-db >/dev/null
+  mariadbd --no-defaults "${user[@]}" --datadir="$dir/data" --socket="$dir/sock" \
+    --pid-file="$dir/pid" --port="$port" --bind-address=127.0.0.1 --skip-name-resolve \
+    --log-error="$dir/error.log" --skip-log-bin &
+  started_pid=$!
+  wait_until 100 0.1 mariadb-admin --no-defaults --socket="$dir/sock" --user=root ping \
+    >/dev/null 2>&1 || { echo "MariaDB did not start on 127.0.0.1:$port" >&2; return 1; }
+  mariadb --no-defaults --socket="$dir/sock" --user=root -e \
+    "CREATE USER 'metasrv'@'%' IDENTIFIED BY '$3'; GRANT ALL ON *.* TO 'metasrv'@'%';
+     CREATE DATABASE metasrv;"
+}

@@ -13,8 +13,12 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.pb.h"
+#include "server/election/lease_election.h"
+#include "server/election/mysql_lease_store.h"
+#include "server/election/postgres_lease_store.h"
 #include "server/ops/net_util.h"
 #include "spdlog/spdlog.h"
 
@@ -87,24 +91,62 @@ absl::Status MetasrvServer::StartLeadership() {
         std::make_unique<core::StandaloneLeadership>(advertised_addr_);
     return absl::OkStatus();
   }
-  absl::StatusOr<EtcdSecurity> security = StoreSecurity(options_);
-  if (!security.ok()) return security.status();
-  auto election = std::make_unique<EtcdElection>(
-      EtcdElectionOptions{options_.store_addrs, options_.election_name,
-                          advertised_addr_, options_.lease_ttl,
-                          *std::move(security)},
-      core::SystemClock(), this);
-  // A wrong CA or password is an error now; etcd being down is not (the
-  // election waits for it).
-  absl::Status access = election->CheckAccess(absl::Seconds(3));
+  absl::StatusOr<std::unique_ptr<Election>> election = MakeElection();
+  if (!election.ok()) return election.status();
+  // A wrong CA or password is an error now; the store being down is not
+  // (the election waits for it).
+  absl::Status access = (*election)->CheckAccess(absl::Seconds(3));
   if (access.code() == absl::StatusCode::kFailedPrecondition) return access;
   if (!access.ok()) {
-    spdlog::warn("etcd not reachable yet ({}); the election will retry",
-                 access.ToString());
+    spdlog::warn("{} not reachable yet ({}); the election will retry",
+                 options_.backend, access.ToString());
   }
-  election_ = election.get();
-  leadership_ = std::move(election);
+  election_ = election->get();
+  leadership_ = *std::move(election);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Election>> MetasrvServer::MakeElection() {
+  if (options_.backend == "etcd_store") {
+    absl::StatusOr<EtcdSecurity> security = StoreSecurity(options_);
+    if (!security.ok()) return security.status();
+    return std::make_unique<EtcdElection>(
+        EtcdElectionOptions{options_.store_addrs, options_.election_name,
+                            advertised_addr_, options_.lease_ttl,
+                            *std::move(security)},
+        core::SystemClock(), this);
+  }
+  const bool postgres = options_.backend == "postgres_store";
+  if (!postgres && options_.backend != "mysql_store") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("backend '", options_.backend, "' is not supported"));
+  }
+  if (!options_.store_username.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--store_username is for etcd; ", options_.backend,
+                     " takes the user and password in --store_addrs"));
+  }
+  LeaseStoreOptions store{absl::StrJoin(options_.store_addrs, ","),
+                          "metasrv_election",
+                          options_.store_tls_mode == "disable"
+                              ? std::string()
+                              : options_.store_tls_mode,
+                          options_.store_tls_ca,
+                          options_.store_tls_cert,
+                          options_.store_tls_key};
+  std::unique_ptr<LeaseStore> lease_store;
+  if (postgres) {
+    lease_store = std::make_unique<PostgresLeaseStore>(std::move(store));
+  } else {
+    absl::StatusOr<MysqlAddress> parsed = ParseMysqlAddress(store.address);
+    if (!parsed.ok()) return parsed.status();
+    lease_store = std::make_unique<MysqlLeaseStore>(std::move(store));
+  }
+  return std::make_unique<LeaseElection>(
+      LeaseElectionOptions{postgres ? "PostgreSQL" : "MySQL",
+                           options_.election_name, advertised_addr_,
+                           options_.lease_ttl},
+      std::move(lease_store), core::SystemClock(), this);
 }
 
 absl::StatusOr<EtcdSecurity> MetasrvServer::StoreSecurity(

@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
+#include "server/election/election.h"
 #include "server/election/etcd_election.h"
 #include "server/ops/http_server.h"
 #include "server/ops/metrics.h"
@@ -38,8 +39,11 @@ struct ServerOptions {
   std::string bind_addr = "127.0.0.1:3002";
   // Address clients are told to use; empty means the bound address.
   std::string server_addr;
-  // etcd endpoints (host:port). Empty: standalone, always the leader.
+  // Where the election runs. Empty: standalone, always the leader.
+  // etcd_store: etcd endpoints (host:port); postgres_store: one libpq
+  // connection string or URI; mysql_store: one mysql:// URL.
   std::vector<std::string> store_addrs;
+  std::string backend = "etcd_store";                // With store_addrs.
   std::string election_name = "__metasrv_election";  // With store_addrs.
   absl::Duration lease_ttl = absl::Seconds(5);       // With store_addrs.
   // etcd over TLS (GreptimeDB's [backend_tls]): mode disable or prefer
@@ -124,9 +128,11 @@ class MetasrvServer final : public core::LeadershipListener {
 
  private:
   explicit MetasrvServer(ServerOptions options);
-  // The steps of Start(), in order. Standalone or an etcd election (not
+  // The steps of Start(), in order. Standalone or an election (not
   // started yet).
   absl::Status StartLeadership();
+  // The election --backend names, not started.
+  absl::StatusOr<std::unique_ptr<Election>> MakeElection();
   // The TLS material and credentials for etcd the options name, read.
   static absl::StatusOr<EtcdSecurity> StoreSecurity(
       const ServerOptions& options);
@@ -156,7 +162,7 @@ class MetasrvServer final : public core::LeadershipListener {
                                       options_.max_nodes,
                                       options_.max_total_flows}};
   std::unique_ptr<core::Leadership> leadership_;  // Who leads.
-  EtcdElection* election_ = nullptr;  // leadership_ when on etcd, else null.
+  Election* election_ = nullptr;  // leadership_ when elected, else null.
   StreamRegistry streams_{options_.max_streams};  // Open heartbeat streams.
   std::unique_ptr<Metrics> metrics_;              // Prometheus metrics.
   std::unique_ptr<HttpServer> http_;  // /metrics, /health, /ready; or null.

@@ -4,28 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/election/backoff.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
-namespace {
-
-// Exponential backoff between etcd retries.
-class Backoff {
- public:
-  absl::Duration Next() {
-    const absl::Duration d = next_;
-    next_ = std::min(next_ * 2, kMax);
-    return d;
-  }
-  void Reset() { next_ = kMin; }
-
- private:
-  static constexpr absl::Duration kMin = absl::Milliseconds(100);
-  static constexpr absl::Duration kMax = absl::Seconds(2);
-  absl::Duration next_ = kMin;  // The next wait.
-};
-
-}  // namespace
 
 EtcdElection::EtcdElection(EtcdElectionOptions options,
                            const core::Clock* clock,

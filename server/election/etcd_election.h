@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/leader_lease.h"
 #include "core/leadership.h"
+#include "server/election/election.h"
 #include "server/election/etcd_client.h"
 
 namespace metasrv::server {
@@ -25,7 +26,7 @@ struct EtcdElectionOptions {
   std::string name = "__metasrv_election";  // The election's name.
   std::string self_addr;  // Our value: the advertised address.
   absl::Duration lease_ttl =
-      absl::Seconds(5);  // Lease TTL; keep-alive every TTL/3.
+      absl::Seconds(5);   // Lease TTL; keep-alive every TTL/3.
   EtcdSecurity security;  // TLS and credentials for etcd.
 };
 
@@ -35,7 +36,7 @@ struct EtcdElectionOptions {
 // change of state. See docs/HA.md for why two replicas never lead at once.
 //
 // Thread safety: all public methods are safe from any thread.
-class EtcdElection final : public core::Leadership {
+class EtcdElection final : public Election {
  public:
   // Borrows `clock` and `listener`; they must outlive the election.
   EtcdElection(EtcdElectionOptions options, const core::Clock* clock,
@@ -44,14 +45,14 @@ class EtcdElection final : public core::Leadership {
 
   // Whether etcd can be used as configured (EtcdClient::CheckAccess):
   // kFailedPrecondition if it never will be. Call before Start().
-  absl::Status CheckAccess(absl::Duration timeout) {
+  absl::Status CheckAccess(absl::Duration timeout) override {
     return client_.CheckAccess(timeout);
   }
 
-  void Start();
+  void Start() override;
   // Steps down if leading, hands leadership over at once (revokes the lease)
   // and stops campaigning. Idempotent.
-  void Stop();
+  void Stop() override;
 
   Term CurrentTerm() const override;
   std::string LeaderAddr() const override;
@@ -60,7 +61,7 @@ class EtcdElection final : public core::Leadership {
   // Gives leadership to another replica: steps down (dropping all state),
   // resigns in etcd, and campaigns again behind the other candidates.
   // Returns the keys dropped. kFailedPrecondition when not leading.
-  absl::StatusOr<uint64_t> Resign();
+  absl::StatusOr<uint64_t> Resign() override;
 
  private:
   void SessionLoop();

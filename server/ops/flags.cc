@@ -16,11 +16,13 @@ ABSL_FLAG(std::string, server_addr, "",
           "address advertised to clients (AskLeader, election); "
           "default: --bind_addr");
 ABSL_FLAG(std::vector<std::string>, store_addrs, {},
-          "etcd endpoints (host:port, comma-separated); turns on leader "
-          "election. Empty: standalone, always the leader");
+          "where the election runs (see --backend): etcd endpoints "
+          "(host:port, comma-separated), a PostgreSQL connection string or "
+          "URI, or mysql://user:password@host:port/database. Empty: "
+          "standalone, always the leader");
 ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(5),
-          "etcd lease TTL of the election (whole seconds, >= 2s); "
-          "kept alive every TTL/3");
+          "lease TTL of the election (whole seconds, >= 2s); renewed every "
+          "TTL/3");
 ABSL_FLAG(std::string, election_name, "__metasrv_election",
           "name of the etcd election");
 ABSL_FLAG(absl::Duration, heartbeat_interval, absl::Seconds(3),
@@ -78,19 +80,23 @@ ABSL_FLAG(std::string, log_format, "text",
           "text (one line per record, UTC RFC 3339 time) or json (one JSON "
           "object per line)");
 ABSL_FLAG(std::string, backend, "",
-          "memory_store (standalone, always the leader) or etcd_store (leader "
-          "election on --store_addrs); empty: etcd_store when --store_addrs "
-          "is set, else memory_store");
+          "memory_store (standalone, always the leader), or a leader "
+          "election on --store_addrs: etcd_store, postgres_store or "
+          "mysql_store; empty: etcd_store when --store_addrs is set, else "
+          "memory_store");
 ABSL_FLAG(std::string, store_key_prefix, "",
           "prefix of this cluster's keys in the store (the election key), so "
-          "that several clusters can share one etcd");
+          "that several clusters can share one etcd or database");
 ABSL_FLAG(std::string, backend_tls_mode, "disable",
-          "TLS to etcd: disable or prefer (plaintext), require, verify_ca or "
-          "verify_full (TLS; etcd's certificate and name are verified)");
+          "TLS to the store: disable, prefer, require, verify_ca or "
+          "verify_full. etcd: disable/prefer are plaintext, the others TLS "
+          "with etcd's certificate and name verified; PostgreSQL: libpq's "
+          "sslmode (disable leaves it to --store_addrs); MySQL: see README");
 ABSL_FLAG(std::string, backend_tls_ca_cert_path, "",
-          "PEM CA bundle that signed etcd's certificate; empty: the system's");
+          "PEM CA bundle that signed the store's certificate; empty: the "
+          "system's");
 ABSL_FLAG(std::string, backend_tls_cert_path, "",
-          "PEM client certificate for etcd (client-cert-auth)");
+          "PEM client certificate for the store (client-cert-auth)");
 ABSL_FLAG(std::string, backend_tls_key_path, "",
           "PEM private key of --backend_tls_cert_path");
 ABSL_FLAG(std::string, store_username, "",
@@ -206,15 +212,20 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   const std::string backend = absl::GetFlag(FLAGS_backend);
   if (backend == "memory_store") {
     o.store_addrs.clear();
-  } else if (backend == "etcd_store") {
+  } else if (backend == "etcd_store" || backend == "postgres_store" ||
+             backend == "mysql_store") {
     if (o.store_addrs.empty()) {
-      return absl::InvalidArgumentError(
-          "--backend=etcd_store needs --store_addrs (etcd endpoints)");
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--backend=", backend,
+          " needs --store_addrs (etcd endpoints, a PostgreSQL connection "
+          "string or a mysql:// URL)"));
     }
+    o.backend = backend;
   } else if (!backend.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--backend: '", backend,
-                     "' is not supported; use memory_store or etcd_store"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--backend: '", backend,
+        "' is not supported; use memory_store, etcd_store, postgres_store or "
+        "mysql_store"));
   }
   o.store_tls_mode = absl::GetFlag(FLAGS_backend_tls_mode);
   o.store_tls_ca = absl::GetFlag(FLAGS_backend_tls_ca_cert_path);

@@ -81,7 +81,12 @@ TEST(CommandLineTest, UsageErrorsExitWithTwo) {
   EXPECT_EQ(RunBinary({"--max_streams"}).exit_code, 2);
   EXPECT_EQ(RunBinary({"-c"}).exit_code, 2);
   EXPECT_EQ(RunBinary({"-c", "/nonexistent.toml"}).exit_code, 2);
+  // A backend without its --store_addrs, or one that does not exist.
   EXPECT_EQ(RunBinary({"--backend=postgres_store", "--bind_addr=127.0.0.1:0"})
+                .exit_code,
+            2);
+  EXPECT_EQ(RunBinary({"--backend=mongo_store", "--store_addrs=x",
+                       "--bind_addr=127.0.0.1:0"})
                 .exit_code,
             2);
   // Flags in a --flagfile are checked like those on the command line.

@@ -79,11 +79,7 @@ bool EtcdProcess::Etcdctl(const std::vector<std::string>& args) {
     argv.push_back("--key=" + options_.client_key);
   }
   argv.insert(argv.end(), args.begin(), args.end());
-  ChildProcess p(argv);
-  while (p.ReadLine().has_value()) {
-  }
-  std::optional<int> status = p.Wait(absl::Seconds(20));
-  return status.has_value() && WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
+  return RunCommand(argv, absl::Seconds(20));
 }
 
 EtcdProcess::~EtcdProcess() {

@@ -8,13 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/server/store_process.h"
 #include "tests/server/test_util.h"
 
 namespace metasrv::testing {
 
 // Starts etcd with its data in a fresh temporary folder and waits until it
 // answers. The destructor always stops it and removes the folder.
-class EtcdProcess {
+class EtcdProcess final : public StoreProcess {
  public:
   // A secured etcd (PEM paths). TLS when `cert` is set: its certificate
   // and key, signed by `ca`; with `client_cert_auth`, clients must present a
@@ -30,18 +31,20 @@ class EtcdProcess {
 
   EtcdProcess() : EtcdProcess(Options{}) {}
   explicit EtcdProcess(Options options);
-  ~EtcdProcess();
+  ~EtcdProcess() override;
 
   // host:port of the client endpoint.
   const std::string& endpoint() const { return endpoint_; }
+  std::string backend() const override { return "etcd_store"; }
+  std::string address() const override { return endpoint_; }
 
   // SIGSTOP / SIGCONT.
-  void Pause();
-  void Resume();
+  void Pause() override;
+  void Resume() override;
   // Stops it (SIGTERM, then SIGKILL), keeping its data.
-  void Stop();
+  void Stop() override;
   // Starts it again on the same ports and data, and waits until it answers.
-  void Start();
+  void Start() override;
 
  private:
   // Runs etcdctl against it; whether it exited 0.

@@ -1,21 +1,26 @@
-// High availability with real processes: kill -9 of the leader.
+// High availability with real processes, on each store: kill -9 of the
+// leader.
 #include <signal.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "tests/server/etcd_process.h"
+#include "tests/server/store_process.h"
 #include "tests/server/test_util.h"
 
 namespace metasrv::testing {
 namespace {
 
-TEST(HaBinaryTest, KilledLeaderIsReplacedWithinTtlPlusTwoSeconds) {
-  EtcdProcess etcd;
-  const std::vector<std::string> args = {"--store_addrs=" + etcd.endpoint(),
+class HaBinaryTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HaBinaryTest, KilledLeaderIsReplacedWithinTtlPlusTwoSeconds) {
+  std::unique_ptr<StoreProcess> store = StartStore(GetParam());
+  const std::vector<std::string> args = {"--backend=" + store->backend(),
+                                         "--store_addrs=" + store->address(),
                                          "--lease_ttl=2s"};
   std::vector<std::unique_ptr<ServerProcess>> replicas;
-  for (int i = 0; i < 3; ++i) replicas.push_back(std::make_unique<ServerProcess>(args));
+  for (int i = 0; i < 3; ++i)
+    replicas.push_back(std::make_unique<ServerProcess>(args));
 
   // A flownode finds the leader and reports there.
   std::string leader_addr;
@@ -67,6 +72,11 @@ TEST(HaBinaryTest, KilledLeaderIsReplacedWithinTtlPlusTwoSeconds) {
   EXPECT_EQ(state.flows[0].state_size, 901u);
   std::printf("failover took %s\n", absl::FormatDuration(failover).c_str());
 }
+
+INSTANTIATE_TEST_SUITE_P(Stores, HaBinaryTest,
+                         ::testing::Values("etcd_store", "postgres_store",
+                                           "mysql_store"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace metasrv::testing

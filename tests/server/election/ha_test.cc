@@ -1,16 +1,18 @@
-// High availability against a real etcd: three in-process replicas.
+// High availability against each real store (etcd, PostgreSQL, MariaDB):
+// three in-process replicas.
 #include <algorithm>
 #include <atomic>
 #include <map>
 #include <set>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "server/services/heartbeat_handler.h"
 #include "server/metasrv_server.h"
-#include "tests/server/etcd_process.h"
+#include "server/services/heartbeat_handler.h"
 #include "tests/server/in_process_server.h"
+#include "tests/server/store_process.h"
 #include "tests/server/test_util.h"
 #include "tests/server/watch_client.h"
 
@@ -18,23 +20,39 @@ namespace metasrv::server {
 namespace {
 
 using ::metasrv::testing::Connect;
-using ::metasrv::testing::EtcdProcess;
 using ::metasrv::testing::FlowReport;
 using ::metasrv::testing::GetFlowState;
 using ::metasrv::testing::HeartbeatClient;
 using ::metasrv::testing::Request;
+using ::metasrv::testing::StoreProcess;
 using ::metasrv::testing::WaitFor;
 using ::metasrv::testing::WatchClient;
 namespace meta = greptime::v1::meta;
 
 constexpr absl::Duration kTtl = absl::Seconds(2);
 
-class HaTest : public ::testing::Test {
+// One store per backend serves every test of the suite; each test has its
+// own key prefix, so no test sees another's rows.
+class HaTest : public ::testing::TestWithParam<std::string> {
  protected:
+  static std::map<std::string, std::unique_ptr<StoreProcess>>& Stores() {
+    static auto* stores =
+        new std::map<std::string, std::unique_ptr<StoreProcess>>();
+    return *stores;
+  }
+  static void TearDownTestSuite() { Stores().clear(); }
+
   void SetUp() override {
+    std::unique_ptr<StoreProcess>& store = Stores()[GetParam()];
+    if (store == nullptr) store = ::metasrv::testing::StartStore(GetParam());
+    store_ = store.get();
+    static int test_number = 0;
+    const std::string prefix = absl::StrCat("test", ++test_number, "/");
     for (int i = 0; i < 3; ++i) {
       ServerOptions options;
-      options.store_addrs = {etcd_.endpoint()};
+      options.backend = store_->backend();
+      options.store_addrs = {store_->address()};
+      options.election_name = prefix + "__metasrv_election";
       options.lease_ttl = kTtl;
       replicas_.push_back(::metasrv::testing::StartInProcess(options));
       ASSERT_NE(replicas_.back(), nullptr);
@@ -43,7 +61,7 @@ class HaTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    // Stop replicas before etcd, so that none waits on a dead etcd.
+    // Stop replicas first, so that they hand over their rows.
     replicas_.clear();
   }
 
@@ -51,7 +69,8 @@ class HaTest : public ::testing::Test {
   std::vector<int> Leaders() {
     std::vector<int> out;
     for (int i = 0; i < static_cast<int>(replicas_.size()); ++i) {
-      if (replicas_[i] != nullptr && replicas_[i]->leadership_for_test().IsLeader()) {
+      if (replicas_[i] != nullptr &&
+          replicas_[i]->leadership_for_test().IsLeader()) {
         out.push_back(i);
       }
     }
@@ -92,12 +111,12 @@ class HaTest : public ::testing::Test {
     return accepted;
   }
 
-  EtcdProcess etcd_;
+  StoreProcess* store_ = nullptr;  // The suite's store; in Stores().
   std::vector<std::unique_ptr<MetasrvServer>> replicas_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
 };
 
-TEST_F(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
+TEST_P(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
   const int leader = WaitForOneLeader();
   ASSERT_GE(leader, 0);
   const std::string leader_addr = replicas_[leader]->advertised_addr();
@@ -150,23 +169,32 @@ TEST_F(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
               grpc::StatusCode::FAILED_PRECONDITION);
   }
 
-  // MetasrvPeers: the leader and both followers.
+  // MetasrvPeers: the leader and both followers (on a SQL store, once every
+  // candidate's row was read: within a round, TTL/3).
   auto cluster = meta::Cluster::NewStub(channels_[leader]);
-  grpc::ClientContext ctx;
-  meta::MetasrvPeersRequest req;
-  req.mutable_header();
-  meta::MetasrvPeersResponse peers;
-  ASSERT_TRUE(cluster->MetasrvPeers(&ctx, req, &peers).ok());
-  EXPECT_EQ(peers.leader().peer().addr(), leader_addr);
   std::set<std::string> followers, want;
-  for (const auto& f : peers.followers()) followers.insert(f.peer().addr());
   for (int i = 0; i < 3; ++i) {
     if (i != leader) want.insert(replicas_[i]->advertised_addr());
   }
+  meta::MetasrvPeersResponse peers;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        grpc::ClientContext ctx;
+        meta::MetasrvPeersRequest req;
+        req.mutable_header();
+        peers.Clear();
+        if (!cluster->MetasrvPeers(&ctx, req, &peers).ok()) return false;
+        followers.clear();
+        for (const auto& f : peers.followers())
+          followers.insert(f.peer().addr());
+        return followers == want;
+      },
+      kTtl));
+  EXPECT_EQ(peers.leader().peer().addr(), leader_addr);
   EXPECT_EQ(followers, want);
 }
 
-TEST_F(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
+TEST_P(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
   const int old_leader = WaitForOneLeader();
   ASSERT_GE(old_leader, 0);
   ASSERT_TRUE(Report(old_leader, 1, 10, 100));
@@ -191,7 +219,7 @@ TEST_F(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
   EXPECT_EQ(replicas_[old_leader]->flow_state_for_test().size(), 0u);
 }
 
-TEST_F(HaTest, LeaderStreamsEndWithAbortedWhenItStepsDown) {
+TEST_P(HaTest, LeaderStreamsEndWithAbortedWhenItStepsDown) {
   const int leader = WaitForOneLeader();
   ASSERT_GE(leader, 0);
   HeartbeatClient client(channels_[leader]);
@@ -202,7 +230,7 @@ TEST_F(HaTest, LeaderStreamsEndWithAbortedWhenItStepsDown) {
   EXPECT_EQ(client.Close().error_code(), grpc::StatusCode::ABORTED);
 }
 
-TEST_F(HaTest, WatchersOfTheLeaderEndWithAbortedFollowersRefuseThem) {
+TEST_P(HaTest, WatchersOfTheLeaderEndWithAbortedFollowersRefuseThem) {
   const int leader = WaitForOneLeader();
   ASSERT_GE(leader, 0);
   const int follower = (leader + 1) % 3;
@@ -222,28 +250,28 @@ TEST_F(HaTest, WatchersOfTheLeaderEndWithAbortedFollowersRefuseThem) {
   ASSERT_TRUE(LeaderChange(leader, &resp).ok());
   ASSERT_TRUE(watcher.WaitDone());
   EXPECT_EQ(watcher.status()->error_code(), grpc::StatusCode::ABORTED);
-  EXPECT_TRUE(
-      WaitFor([&] { return replicas_[leader]->watch_for_test().watchers() == 0u; }));
+  EXPECT_TRUE(WaitFor(
+      [&] { return replicas_[leader]->watch_for_test().watchers() == 0u; }));
 }
 
-TEST_F(HaTest, EtcdStoppedLeaderStepsDownWithinTtlAndALeaderReturns) {
+TEST_P(HaTest, StoreStoppedLeaderStepsDownWithinTtlAndALeaderReturns) {
   const int leader = WaitForOneLeader();
   ASSERT_GE(leader, 0);
   ASSERT_TRUE(Report(leader, 1, 10, 100));
   const absl::Time stopped = absl::Now();
-  etcd_.Stop();
+  store_->Stop();
   ASSERT_TRUE(WaitFor([&] { return Leaders().empty(); }, kTtl));
   const absl::Duration step_down = absl::Now() - stopped;
   EXPECT_LE(step_down, kTtl);
   EXPECT_FALSE(Report(leader, 1, 10, 100));
   EXPECT_EQ(replicas_[leader]->flow_state_for_test().size(), 0u);
-  etcd_.Start();
+  store_->Start();
   EXPECT_GE(WaitForOneLeader(absl::Seconds(20)), 0);
 }
 
 // A prober sends heartbeats to every replica all along, while leadership
 // moves around; no two replicas may ever accept at overlapping moments.
-TEST_F(HaTest, ProberNeverSeesTwoLeadersAcceptAtOnce) {
+TEST_P(HaTest, ProberNeverSeesTwoLeadersAcceptAtOnce) {
   struct Accepted {
     absl::Time sent, answered;  // The request's send and answer times.
     int replica;
@@ -271,18 +299,23 @@ TEST_F(HaTest, ProberNeverSeesTwoLeadersAcceptAtOnce) {
   }
   int leader = WaitForOneLeader();
   ASSERT_GE(leader, 0);
-  for (int round = 0; round < 4; ++round) {
+  int changes = 0;
+  for (int round = 0; round < 20; ++round) {
     metasrv::v1::LeaderChangeResponse resp;
     ASSERT_TRUE(LeaderChange(leader, &resp).ok());
     leader = WaitForOneLeader(absl::Seconds(10), leader);
     ASSERT_GE(leader, 0) << "round " << round;
+    ++changes;
     absl::SleepFor(absl::Milliseconds(200));  // Let the probers see it lead.
   }
-  // And one failover through etcd itself: paused, the leader steps down.
-  etcd_.Pause();
+  // And one failover through the store itself: paused (SIGSTOP) past the
+  // TTL, the leader steps down; nobody leads until it is back.
+  store_->Pause();
   EXPECT_TRUE(
       WaitFor([&] { return Leaders().empty(); }, kTtl + absl::Seconds(1)));
-  etcd_.Resume();
+  absl::SleepFor(kTtl);  // Past the TTL: probers see that nobody accepts.
+  EXPECT_TRUE(Leaders().empty());
+  store_->Resume();
   EXPECT_GE(WaitForOneLeader(absl::Seconds(20)), 0);
   absl::SleepFor(absl::Milliseconds(200));
   stop = true;
@@ -302,6 +335,7 @@ TEST_F(HaTest, ProberNeverSeesTwoLeadersAcceptAtOnce) {
     acceptors.insert(a.replica);
   }
   EXPECT_EQ(overlaps, 0);
+  EXPECT_EQ(changes, 20);
   EXPECT_GE(acceptors.size(), 2u) << "leadership never moved";
   EXPECT_GT(accepted.size(), 20u);
 }
@@ -312,7 +346,7 @@ TEST_F(HaTest, ProberNeverSeesTwoLeadersAcceptAtOnce) {
 // the leader abort here (gRPC's "!byte_buffer->Valid()" assertion). The test
 // passes if no replica dies, every stream ends ABORTED with a not-leader
 // answer or is still being answered, and a leader takes reports afterwards.
-TEST_F(HaTest, StepDownUnderLoadNeverCrashes) {
+TEST_P(HaTest, StepDownUnderLoadNeverCrashes) {
   int leader = WaitForOneLeader();
   ASSERT_GE(leader, 0);
   std::atomic<bool> stop{false};
@@ -361,6 +395,11 @@ TEST_F(HaTest, StepDownUnderLoadNeverCrashes) {
   EXPECT_EQ(other.load(), 0);
   EXPECT_TRUE(Report(leader, 9, 9, 9));
 }
+
+INSTANTIATE_TEST_SUITE_P(Stores, HaTest,
+                         ::testing::Values("etcd_store", "postgres_store",
+                                           "mysql_store"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace metasrv::server

@@ -1,0 +1,254 @@
+#include "server/election/lease_election.h"
+
+#include <algorithm>
+
+#include "absl/random/random.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "server/election/backoff.h"
+#include "spdlog/spdlog.h"
+
+namespace metasrv::server {
+namespace {
+
+// A holder id unique to this process: the address and 64 random bits.
+std::string NewHolder(const std::string& addr) {
+  absl::BitGen gen;
+  return absl::StrFormat("%s#%016x", addr, absl::Uniform<uint64_t>(gen));
+}
+
+}  // namespace
+
+LeaseElection::LeaseElection(LeaseElectionOptions options,
+                             std::unique_ptr<LeaseStore> store,
+                             const core::Clock* clock,
+                             core::LeadershipListener* listener)
+    : options_(std::move(options)),
+      leader_key_(options_.name + "/leader"),
+      holder_(NewHolder(options_.self_addr)),
+      clock_(clock),
+      listener_(listener),
+      store_(std::move(store)),
+      lease_(clock, options_.lease_ttl) {}
+
+LeaseElection::~LeaseElection() { Stop(); }
+
+absl::Status LeaseElection::CheckAccess(absl::Duration timeout) {
+  return store_->Open(timeout);
+}
+
+void LeaseElection::Start() {
+  spdlog::info("campaigning for leadership of '{}' on {} as {}", options_.name,
+               options_.store_name, options_.self_addr);
+  session_thread_ = std::thread([this] { SessionLoop(); });
+}
+
+void LeaseElection::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  if (session_thread_.joinable()) session_thread_.join();
+}
+
+core::Leadership::Term LeaseElection::CurrentTerm() const {
+  absl::MutexLock lock(&mu_);
+  if (!leading_ || !lease_.Valid()) return {};
+  return {true, state_term_};
+}
+
+std::string LeaseElection::LeaderAddr() const {
+  absl::MutexLock lock(&mu_);
+  return leading_ ? options_.self_addr : observed_leader_;
+}
+
+std::vector<std::string> LeaseElection::FollowerAddrs() const {
+  absl::MutexLock lock(&mu_);
+  const std::string leader = leading_ ? options_.self_addr : observed_leader_;
+  std::vector<std::string> out;
+  for (const std::string& c : candidates_) {
+    if (c != leader) out.push_back(c);
+  }
+  return out;
+}
+
+bool LeaseElection::Wait(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto interrupted = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || resign_requested_;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&interrupted),
+                       deadline - clock_->Monotonic());
+  return !stopping_;
+}
+
+void LeaseElection::Report(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (status.ok() == store_healthy_) return;
+    store_healthy_ = status.ok();
+  }
+  if (status.ok()) {
+    spdlog::info("{} is reachable again", options_.store_name);
+  } else {
+    spdlog::warn("{} failed: {}; retrying with backoff", options_.store_name,
+                 status.ToString());
+  }
+}
+
+void LeaseElection::SessionLoop() {
+  Backoff backoff;
+  const absl::Duration interval = lease_.keepalive_interval();
+  absl::Time next = clock_->Monotonic();
+  while (Wait(next)) {
+    bool release = false;
+    bool leading = false;
+    {
+      absl::MutexLock lock(&mu_);
+      std::swap(release, resign_requested_);
+      leading = leading_;
+    }
+    if (leading && !lease_.Valid()) {
+      StepDown("the lease could not be renewed in time");
+      lease_.Lost();
+    }
+    if (release) {
+      store_->Release(leader_key_, holder_, interval).IgnoreError();
+      lease_.Lost();
+    }
+    const absl::Time sent = clock_->Monotonic();
+    const absl::Status round = Round(sent);
+    Report(round);
+    if (round.ok()) {
+      backoff.Reset();
+      next = sent + interval;
+    } else {
+      next = clock_->Monotonic() + backoff.Next();
+    }
+    // A leader wakes at its deadline at the latest, to step down on time.
+    if (CurrentTerm().leading) next = std::min(next, lease_.valid_until());
+  }
+  Leave();
+}
+
+absl::Status LeaseElection::Round(absl::Time sent) {
+  const absl::Duration interval = lease_.keepalive_interval();
+  bool leading = false;
+  bool yielding = false;
+  {
+    absl::MutexLock lock(&mu_);
+    leading = leading_;
+    yielding = sent < yield_until_;
+  }
+  // While yielding (after a resignation) the row is left alone, even if
+  // the step-down is still in progress.
+  if (!yielding) {
+    absl::StatusOr<bool> held = store_->Acquire(
+        leader_key_, holder_, options_.self_addr, options_.lease_ttl, interval);
+    if (!held.ok()) return held.status();
+    if (*held) {
+      lease_.Confirmed(sent);
+      if (!leading) BecomeLeader();
+    } else {
+      if (leading) StepDown("another replica holds the lease");
+      lease_.Lost();
+    }
+  }
+  absl::Status put =
+      store_->Put(absl::StrCat(options_.name, "/candidate/", holder_), holder_,
+                  options_.self_addr, options_.lease_ttl, interval);
+  if (!put.ok()) return put;
+  absl::StatusOr<std::vector<LeaseStore::Entry>> rows =
+      store_->Scan(options_.name + "/", interval);
+  if (!rows.ok()) return rows.status();
+  std::string leader;
+  std::vector<std::string> candidates;
+  const std::string candidate_prefix = options_.name + "/candidate/";
+  for (const LeaseStore::Entry& row : *rows) {
+    if (row.key == leader_key_) leader = row.value;
+    if (absl::StartsWith(row.key, candidate_prefix)) {
+      candidates.push_back(row.value);
+    }
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()),
+                   candidates.end());
+  absl::MutexLock lock(&mu_);
+  observed_leader_ = leader;
+  candidates_ = std::move(candidates);
+  return absl::OkStatus();
+}
+
+void LeaseElection::Leave() {
+  StepDown("stopping");
+  bool healthy = false;
+  {
+    absl::MutexLock lock(&mu_);
+    healthy = store_healthy_;
+  }
+  // Hand over now rather than at expiry; skipped when the store is down
+  // (each try would wait out its timeout).
+  if (healthy) {
+    const absl::Duration interval = lease_.keepalive_interval();
+    store_->Release(leader_key_, holder_, interval).IgnoreError();
+    store_
+        ->Release(absl::StrCat(options_.name, "/candidate/", holder_), holder_,
+                  interval)
+        .IgnoreError();
+  }
+  lease_.Lost();
+  store_->Close();
+}
+
+void LeaseElection::BecomeLeader() {
+  absl::MutexLock transition(&transition_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || resign_requested_ || clock_->Monotonic() < yield_until_) {
+      return;
+    }
+  }
+  if (!lease_.Valid()) return;  // The renewal came back too late.
+  const uint64_t term = listener_->OnBecomeLeader();
+  {
+    absl::MutexLock lock(&mu_);
+    leading_ = true;
+    state_term_ = term;
+    observed_leader_ = options_.self_addr;
+  }
+  spdlog::info("became leader of '{}' on {}", options_.name,
+               options_.store_name);
+}
+
+uint64_t LeaseElection::StepDown(const char* why) {
+  absl::MutexLock transition(&transition_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!leading_) return 0;
+    leading_ = false;
+    observed_leader_.clear();
+  }
+  const uint64_t dropped = listener_->OnStepDown();
+  spdlog::warn("stepped down as leader: {}; {} keys dropped", why, dropped);
+  return dropped;
+}
+
+absl::StatusOr<uint64_t> LeaseElection::Resign() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!leading_) {
+      return absl::FailedPreconditionError("not leader; nothing to resign");
+    }
+    // Two rounds out of the running: the others poll every TTL/3.
+    yield_until_ = clock_->Monotonic() + 2 * lease_.keepalive_interval();
+  }
+  // Step down first: the row is released only once nothing here acts.
+  const uint64_t dropped = StepDown("leader change requested");
+  absl::MutexLock lock(&mu_);
+  resign_requested_ = true;
+  return dropped;
+}
+
+}  // namespace metasrv::server

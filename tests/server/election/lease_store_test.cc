@@ -1,0 +1,206 @@
+// The lease stores against real PostgreSQL and MariaDB servers: what
+// LeaseElection relies on, call by call; and refusals at start.
+#include "server/election/lease_store.h"
+
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "server/election/mysql_lease_store.h"
+#include "server/election/postgres_lease_store.h"
+#include "server/metasrv_server.h"
+#include "tests/server/in_process_server.h"
+#include "tests/server/sql_process.h"
+#include "tests/server/test_util.h"
+
+namespace metasrv::server {
+namespace {
+
+using ::metasrv::testing::SqlProcess;
+using ::metasrv::testing::WaitFor;
+
+constexpr absl::Duration kTimeout = absl::Seconds(5);
+
+class LeaseStoreTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  static std::map<std::string, std::unique_ptr<SqlProcess>>& Servers() {
+    static auto* servers =
+        new std::map<std::string, std::unique_ptr<SqlProcess>>();
+    return *servers;
+  }
+  static void TearDownTestSuite() { Servers().clear(); }
+
+  void SetUp() override {
+    std::unique_ptr<SqlProcess>& server = Servers()[GetParam()];
+    if (server == nullptr) {
+      if (GetParam() == "postgres_store") {
+        server = std::make_unique<::metasrv::testing::PostgresProcess>();
+      } else {
+        server = std::make_unique<::metasrv::testing::MariadbProcess>();
+      }
+    }
+    server_ = server.get();
+    static int test_number = 0;
+    prefix_ = absl::StrCat("t", ++test_number, "_%/");
+  }
+
+  std::unique_ptr<LeaseStore> NewStore(const std::string& address) {
+    LeaseStoreOptions options;
+    options.address = address;
+    if (GetParam() == "postgres_store") {
+      return std::make_unique<PostgresLeaseStore>(options);
+    }
+    return std::make_unique<MysqlLeaseStore>(options);
+  }
+  std::unique_ptr<LeaseStore> NewStore() {
+    return NewStore(server_->address());
+  }
+
+  SqlProcess* server_ = nullptr;  // The suite's server for the backend.
+  std::string prefix_;            // This test's keys; has a LIKE wildcard.
+};
+
+TEST_P(LeaseStoreTest, OneHolderAtATimeUntilItsRowExpires) {
+  auto a = NewStore();
+  auto b = NewStore();
+  const std::string key = prefix_ + "leader";
+  const absl::Duration ttl = absl::Seconds(1);
+  ASSERT_TRUE(a->Open(kTimeout).ok());
+  absl::StatusOr<bool> took = a->Acquire(key, "A", "a:1", ttl, kTimeout);
+  ASSERT_TRUE(took.ok()) << took.status();
+  EXPECT_TRUE(*took);
+  // B is refused while A's row lives; A renews.
+  absl::StatusOr<bool> refused = b->Acquire(key, "B", "b:1", ttl, kTimeout);
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_FALSE(*refused);
+  EXPECT_TRUE(*a->Acquire(key, "A", "a:1", ttl, kTimeout));
+  auto rows = b->Scan(prefix_, kTimeout);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].key, key);
+  EXPECT_EQ((*rows)[0].value, "a:1");
+  // Once A stops renewing, B takes the row after it expires (on the
+  // database's clock), and A's next renewal fails.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return b->Acquire(key, "B", "b:1", ttl, kTimeout).value_or(false);
+      },
+      absl::Seconds(5)));
+  EXPECT_FALSE(*a->Acquire(key, "A", "a:1", ttl, kTimeout));
+  rows = a->Scan(prefix_, kTimeout);
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].value, "b:1");
+  // Release only by the holder; then anyone takes it at once.
+  ASSERT_TRUE(a->Release(key, "A", kTimeout).ok());
+  EXPECT_FALSE(*a->Acquire(key, "A", "a:1", ttl, kTimeout));
+  ASSERT_TRUE(b->Release(key, "B", kTimeout).ok());
+  EXPECT_TRUE(*a->Acquire(key, "A", "a:1", ttl, kTimeout));
+}
+
+TEST_P(LeaseStoreTest, ScanSeesOnlyLiveRowsUnderItsPrefixWildcardsLiteral) {
+  auto store = NewStore();
+  ASSERT_TRUE(
+      store->Put(prefix_ + "c/1", "h1", "x:1", absl::Seconds(30), kTimeout)
+          .ok());
+  ASSERT_TRUE(
+      store->Put(prefix_ + "c/2", "h2", "x:2", absl::Milliseconds(1), kTimeout)
+          .ok());
+  // Same text but for the wildcard character: LIKE must not match it.
+  std::string other = prefix_;
+  other[other.find('%')] = 'X';
+  ASSERT_TRUE(
+      store->Put(other + "c/3", "h3", "x:3", absl::Seconds(30), kTimeout).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    auto rows = store->Scan(prefix_ + "c/", kTimeout);
+    return rows.ok() && rows->size() == 1;
+  }));
+  auto rows = store->Scan(prefix_ + "c/", kTimeout);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ((*rows)[0].key, prefix_ + "c/1");
+  EXPECT_EQ((*rows)[0].value, "x:1");
+}
+
+TEST_P(LeaseStoreTest, WrongPasswordIsAPermanentError) {
+  auto store = NewStore(server_->AddressWithPassword("wrong"));
+  const absl::Status open = store->Open(kTimeout);
+  EXPECT_EQ(open.code(), absl::StatusCode::kFailedPrecondition) << open;
+}
+
+TEST_P(LeaseStoreTest, ServerDownIsUnavailableAndBounded) {
+  // A port nobody listens on.
+  const std::string address =
+      GetParam() == "postgres_store"
+          ? absl::StrCat("postgresql://metasrv:x@127.0.0.1:",
+                         ::metasrv::testing::FreePort(), "/postgres")
+          : absl::StrCat("mysql://metasrv:x@127.0.0.1:",
+                         ::metasrv::testing::FreePort(), "/metasrv");
+  auto store = NewStore(address);
+  const absl::Status open = store->Open(kTimeout);
+  EXPECT_EQ(open.code(), absl::StatusCode::kUnavailable) << open;
+}
+
+TEST_P(LeaseStoreTest, PausedServerTimesOutWithinTheCallsTimeout) {
+  auto store = NewStore();
+  ASSERT_TRUE(store->Open(kTimeout).ok());
+  server_->Pause();
+  const absl::Time start = absl::Now();
+  absl::StatusOr<bool> held =
+      store->Acquire(prefix_ + "leader", "A", "a:1", absl::Seconds(1),
+                     absl::Milliseconds(300));
+  const absl::Duration took = absl::Now() - start;
+  server_->Resume();
+  EXPECT_EQ(held.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_LT(took, absl::Seconds(2));
+  // The next call reconnects.
+  ASSERT_TRUE(WaitFor([&] {
+    return store
+        ->Acquire(prefix_ + "leader", "A", "a:1", absl::Seconds(1), kTimeout)
+        .ok();
+  }));
+}
+
+TEST_P(LeaseStoreTest, MetasrvRefusesToStartWithAWrongPassword) {
+  ServerOptions options;
+  options.bind_addr = "127.0.0.1:0";
+  options.backend = GetParam();
+  options.store_addrs = {server_->AddressWithPassword("wrong")};
+  absl::StatusOr<std::unique_ptr<MetasrvServer>> started =
+      MetasrvServer::Start(options);
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(started.status().message(), "password") ||
+              absl::StrContains(started.status().message(), "denied"))
+      << started.status();
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, LeaseStoreTest,
+                         ::testing::Values("postgres_store", "mysql_store"),
+                         [](const auto& info) { return info.param; });
+
+TEST(MysqlAddressTest, ParsesGreptimeDbsUrlForm) {
+  absl::StatusOr<MysqlAddress> a =
+      ParseMysqlAddress("mysql://root:p%40ss@10.0.0.5:3307/meta?ssl-mode=x");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->user, "root");
+  EXPECT_EQ(a->password, "p@ss");
+  EXPECT_EQ(a->host, "10.0.0.5");
+  EXPECT_EQ(a->port, 3307u);
+  EXPECT_EQ(a->database, "meta");
+  a = ParseMysqlAddress("mysql://u@[::1]/db");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->host, "::1");
+  EXPECT_EQ(a->port, 3306u);
+  EXPECT_EQ(a->password, "");
+  for (const char* bad :
+       {"10.0.0.5:3306", "mysql://host:0/db", "mysql://host:99999/db",
+        "mysql://host:3306", "mysql:///db", "mysql://host:x/db"}) {
+    EXPECT_EQ(ParseMysqlAddress(bad).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+}
+
+}  // namespace
+}  // namespace metasrv::server
