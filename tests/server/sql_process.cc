@@ -69,7 +69,8 @@ std::unique_ptr<StoreProcess> StartStore(const std::string& backend) {
   return std::make_unique<EtcdProcess>();
 }
 
-SqlProcess::SqlProcess(std::string user) : user_(std::move(user)) {
+SqlProcess::SqlProcess(std::string user, const ServerTls* tls)
+    : user_(std::move(user)), tls_(tls != nullptr) {
   char dir[] = "/tmp/metasrv-sql-XXXXXX";
   if (mkdtemp(dir) == nullptr) {
     ADD_FAILURE() << "mkdtemp failed";
@@ -85,6 +86,18 @@ SqlProcess::SqlProcess(std::string user) : user_(std::move(user)) {
     }
     EXPECT_EQ(chown(dir_.c_str(), pw->pw_uid, pw->pw_gid), 0);
     chmod(dir_.c_str(), 0700);
+  }
+  if (tls_) {
+    const std::pair<const std::string*, const char*> files[] = {
+        {&tls->cert, "server.pem"}, {&tls->key, "server.key"}};
+    for (const auto& [from, name] : files) {
+      const std::string to = dir_ + "/" + name;
+      std::filesystem::copy_file(*from, to);
+      chmod(to.c_str(), 0600);
+      if (const passwd* pw = getpwnam(user_.c_str()); geteuid() == 0 && pw) {
+        EXPECT_EQ(chown(to.c_str(), pw->pw_uid, pw->pw_gid), 0);
+      }
+    }
   }
 }
 
@@ -131,7 +144,8 @@ void SqlProcess::Stop() {
   process_.reset();
 }
 
-PostgresProcess::PostgresProcess() : SqlProcess("postgres") {
+PostgresProcess::PostgresProcess(const ServerTls* tls)
+    : SqlProcess("postgres", tls) {
   stop_signal_ = SIGINT;  // Fast shutdown: ends the sessions too.
   const std::string pwfile = dir_ + "/pw";
   { std::ofstream(pwfile) << kSqlPassword << "\n"; }
@@ -156,10 +170,21 @@ std::string PostgresProcess::AddressWithPassword(
 }
 
 void PostgresProcess::Start() {
-  Launch({PostgresBin("postgres"), "-D", dir_ + "/data", "-p",
-          absl::StrCat(port_), "-k", dir_, "-c", "listen_addresses=127.0.0.1",
-          "-c", "fsync=off", "-c", "log_min_messages=panic", "-c",
-          "shared_buffers=16MB"});
+  std::vector<std::string> argv = {
+      PostgresBin("postgres"), "-D",          dir_ + "/data",
+      "-p",                    absl::StrCat(port_), "-k",
+      dir_,                    "-c",          "listen_addresses=127.0.0.1",
+      "-c",                    "fsync=off",   "-c",
+      "log_min_messages=panic", "-c",         "shared_buffers=16MB"};
+  if (tls_) {
+    for (const std::string& setting :
+         {std::string("ssl=on"), "ssl_cert_file=" + dir_ + "/server.pem",
+          "ssl_key_file=" + dir_ + "/server.key"}) {
+      argv.push_back("-c");
+      argv.push_back(setting);
+    }
+  }
+  Launch(argv);
   // Accepting TCP comes a moment before accepting sessions.
   EXPECT_TRUE(WaitFor(
       [&] {
@@ -170,7 +195,8 @@ void PostgresProcess::Start() {
       absl::Seconds(60)));
 }
 
-MariadbProcess::MariadbProcess() : SqlProcess("mysql") {
+MariadbProcess::MariadbProcess(const ServerTls* tls)
+    : SqlProcess("mysql", tls) {
   stop_signal_ = SIGTERM;
   std::vector<std::string> install = {
       "/usr/bin/mariadb-install-db", "--no-defaults",
@@ -196,12 +222,25 @@ std::string MariadbProcess::AddressWithPassword(
 }
 
 void MariadbProcess::Start() {
-  Launch({"/usr/sbin/mariadbd", "--no-defaults", "--datadir=" + dir_ + "/data",
-          "--socket=" + dir_ + "/sock", "--pid-file=" + dir_ + "/pid",
-          "--port=" + absl::StrCat(port_), "--bind-address=127.0.0.1",
-          "--skip-name-resolve", "--log-error=" + dir_ + "/error.log",
-          "--skip-log-bin", "--innodb-buffer-pool-size=16M",
-          "--innodb-log-file-size=8M", "--innodb-flush-log-at-trx-commit=0"});
+  std::vector<std::string> argv = {
+      "/usr/sbin/mariadbd",
+      "--no-defaults",
+      "--datadir=" + dir_ + "/data",
+      "--socket=" + dir_ + "/sock",
+      "--pid-file=" + dir_ + "/pid",
+      "--port=" + absl::StrCat(port_),
+      "--bind-address=127.0.0.1",
+      "--skip-name-resolve",
+      "--log-error=" + dir_ + "/error.log",
+      "--skip-log-bin",
+      "--innodb-buffer-pool-size=16M",
+      "--innodb-log-file-size=8M",
+      "--innodb-flush-log-at-trx-commit=0"};
+  if (tls_) {
+    argv.push_back("--ssl-cert=" + dir_ + "/server.pem");
+    argv.push_back("--ssl-key=" + dir_ + "/server.key");
+  }
+  Launch(argv);
 }
 
 }  // namespace metasrv::testing

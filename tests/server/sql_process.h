@@ -17,6 +17,11 @@ namespace metasrv::testing {
 // TCP.
 inline constexpr char kSqlPassword[] = "s3cret";
 
+// A server certificate and key (PEM paths) to serve TLS with.
+struct ServerTls {
+  std::string cert, key;
+};
+
 // Shared by both: data folder, port, the running server.
 class SqlProcess : public StoreProcess {
  public:
@@ -32,8 +37,9 @@ class SqlProcess : public StoreProcess {
   }
 
  protected:
-  // `user`: who runs the server when we are root.
-  explicit SqlProcess(std::string user);
+  // `user`: who runs the server when we are root. With `tls`, its files are
+  // copied into the data folder, owned by `user`.
+  SqlProcess(std::string user, const ServerTls* tls);
   // `argv`, run as `user_` when we are root.
   std::vector<std::string> AsUser(std::vector<std::string> argv) const;
   // Starts `argv` (as the user) and waits until the port takes connections.
@@ -42,13 +48,14 @@ class SqlProcess : public StoreProcess {
   const std::string user_;                 // Runs the server (as root).
   std::string dir_;                        // Data and socket; removed.
   int port_ = 0;                           // Its TCP port on 127.0.0.1.
+  bool tls_ = false;  // Serves TLS with dir_/server.pem and dir_/server.key.
   int stop_signal_ = 0;                    // Its fast clean shutdown.
   std::unique_ptr<ChildProcess> process_;  // While running.
 };
 
 class PostgresProcess final : public SqlProcess {
  public:
-  PostgresProcess();
+  explicit PostgresProcess(const ServerTls* tls = nullptr);
   std::string backend() const override { return "postgres_store"; }
   std::string AddressWithPassword(const std::string& password) const override;
   void Start() override;
@@ -56,7 +63,7 @@ class PostgresProcess final : public SqlProcess {
 
 class MariadbProcess final : public SqlProcess {
  public:
-  MariadbProcess();
+  explicit MariadbProcess(const ServerTls* tls = nullptr);
   std::string backend() const override { return "mysql_store"; }
   std::string AddressWithPassword(const std::string& password) const override;
   void Start() override;

@@ -11,6 +11,7 @@
 #include "server/election/mysql_lease_store.h"
 #include "server/election/postgres_lease_store.h"
 #include "server/metasrv_server.h"
+#include "tests/server/certs.h"
 #include "tests/server/in_process_server.h"
 #include "tests/server/sql_process.h"
 #include "tests/server/test_util.h"
@@ -178,6 +179,39 @@ TEST_P(LeaseStoreTest, MetasrvRefusesToStartWithAWrongPassword) {
 INSTANTIATE_TEST_SUITE_P(Stores, LeaseStoreTest,
                          ::testing::Values("postgres_store", "mysql_store"),
                          [](const auto& info) { return info.param; });
+
+// TLS with the server's certificate verified, name included: the right CA
+// connects; another CA is refused as an error that will not heal.
+TEST_P(LeaseStoreTest, TlsVerifiesTheServerAgainstTheGivenCa) {
+  ::metasrv::testing::Certs certs;
+  const ::metasrv::testing::ServerTls tls{certs.Path("server.pem"),
+                                          certs.Path("server.key")};
+  std::unique_ptr<SqlProcess> server;
+  if (GetParam() == "postgres_store") {
+    server = std::make_unique<::metasrv::testing::PostgresProcess>(&tls);
+  } else {
+    server = std::make_unique<::metasrv::testing::MariadbProcess>(&tls);
+  }
+  auto open = [&](const std::string& mode, const std::string& ca) {
+    LeaseStoreOptions options;
+    options.address = server->address();
+    options.tls_mode = mode;
+    options.ca_path = ca.empty() ? "" : certs.Path(ca);
+    std::unique_ptr<LeaseStore> store;
+    if (GetParam() == "postgres_store") {
+      store = std::make_unique<PostgresLeaseStore>(options);
+    } else {
+      store = std::make_unique<MysqlLeaseStore>(options);
+    }
+    return store->Open(kTimeout);
+  };
+  EXPECT_TRUE(open("verify_full", "ca1.pem").ok()) << open("verify_full", "ca1.pem");
+  EXPECT_TRUE(open("verify_ca", "ca1.pem").ok()) << open("verify_ca", "ca1.pem");
+  const absl::Status wrong = open("verify_full", "ca2.pem");
+  EXPECT_EQ(wrong.code(), absl::StatusCode::kFailedPrecondition) << wrong;
+  // Without TLS asked for, the address decides (plaintext works).
+  EXPECT_TRUE(open("", "").ok()) << open("", "");
+}
 
 TEST(MysqlAddressTest, ParsesGreptimeDbsUrlForm) {
   absl::StatusOr<MysqlAddress> a =
