@@ -196,7 +196,11 @@ absl::Status MetasrvServer::StartSupport() {
       [this] { return static_cast<double>(flow_state_.flow_count()); },
       [this] { return leadership_->IsLeader() ? 1.0 : 0.0; },
       [this] { return static_cast<double>(flow_state_.size()); },
-      [this] { return static_cast<double>(watch_->watchers()); }});
+      [this] { return static_cast<double>(watch_->watchers()); },
+      [this] {
+        return ComputeFlowAlerts(flow_state_, options_.clock->Now(),
+                                 options_.flow_alerts);
+      }});
   watch_ = std::make_unique<WatchHub>(
       &flow_state_,
       WatchHub::Options{options_.watch_min_interval, options_.max_streams},

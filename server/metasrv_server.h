@@ -89,6 +89,9 @@ struct ServerOptions {
   absl::Duration keepalive_timeout = absl::Seconds(10);
   // A flownode silent for longer loses its report and record; zero: never.
   absl::Duration node_report_ttl = absl::ZeroDuration();
+  // Alerting metrics: per-flow series for this many flows (0: none), and
+  // the thresholds of a stalled flow and a silent flownode.
+  FlowAlertOptions flow_alerts;
   // WatchFlowState pushes at most once per this.
   absl::Duration watch_min_interval = absl::Milliseconds(500);
   // Time of heartbeats and node expiry; borrowed. Tests pass a ManualClock.

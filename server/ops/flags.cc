@@ -99,6 +99,16 @@ ABSL_FLAG(std::string, backend_tls_cert_path, "",
           "PEM client certificate for the store (client-cert-auth)");
 ABSL_FLAG(std::string, backend_tls_key_path, "",
           "PEM private key of --backend_tls_cert_path");
+ABSL_FLAG(uint64_t, metrics_top_flows, 20,
+          "per-flow alerting series (metasrv_flow_state_bytes, "
+          "metasrv_flow_exec_lag_seconds) for this many flows each: the "
+          "largest and the most lagging; 0: none");
+ABSL_FLAG(absl::Duration, flow_stall_after, absl::Minutes(5),
+          "a flow whose last execution is older than this is stalled "
+          "(metasrv_flows_stalled)");
+ABSL_FLAG(absl::Duration, flownode_silent_after, absl::Seconds(30),
+          "a flownode not heard from for longer is silent "
+          "(metasrv_flownodes_silent)");
 ABSL_FLAG(std::string, store_username, "",
           "etcd user (etcd authentication); empty: none");
 ABSL_FLAG(std::string, store_password_file, "",
@@ -145,6 +155,14 @@ absl::Status Validate(const ServerOptions& o) {
       o.keepalive_timeout < absl::Seconds(1)) {
     return invalid(
         "--keepalive_time and --keepalive_timeout must be at least 1s");
+  }
+  if (o.flow_alerts.top_flows > 1000) {
+    return invalid("--metrics_top_flows must be at most 1000");
+  }
+  if (o.flow_alerts.stall_after <= absl::ZeroDuration() ||
+      o.flow_alerts.silent_after <= absl::ZeroDuration()) {
+    return invalid(
+        "--flow_stall_after and --flownode_silent_after must be positive");
   }
   if (o.read_threads < 0 || o.read_threads > 64) {
     return invalid("--read_threads must be in [0, 64]");
@@ -205,6 +223,9 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
   o.node_report_ttl = absl::GetFlag(FLAGS_node_report_ttl);
   o.watch_min_interval = absl::GetFlag(FLAGS_watch_min_interval);
+  o.flow_alerts.top_flows = absl::GetFlag(FLAGS_metrics_top_flows);
+  o.flow_alerts.stall_after = absl::GetFlag(FLAGS_flow_stall_after);
+  o.flow_alerts.silent_after = absl::GetFlag(FLAGS_flownode_silent_after);
   o.store_addrs = absl::GetFlag(FLAGS_store_addrs);
   o.store_addrs.erase(
       std::remove(o.store_addrs.begin(), o.store_addrs.end(), ""),

@@ -1,6 +1,7 @@
 #include "server/ops/metrics.h"
 
 #include <iterator>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -48,6 +49,89 @@ void AddProcessMetrics(std::vector<prometheus::MetricFamily>* out) {
       prometheus::MetricType::Gauge, stats.start_time_seconds);
 }
 
+prometheus::MetricFamily Family(const char* name, const char* help,
+                                prometheus::MetricType type) {
+  prometheus::MetricFamily family;
+  family.name = name;
+  family.help = help;
+  family.type = type;
+  return family;
+}
+
+// One gauge per ranked flow, labelled by its id: N series at most.
+void AddRanked(const char* name, const char* help,
+               const std::vector<core::RankedFlow>& flows,
+               double (*value)(const core::RankedFlow&),
+               std::vector<prometheus::MetricFamily>* out) {
+  if (flows.empty()) return;
+  prometheus::MetricFamily family =
+      Family(name, help, prometheus::MetricType::Gauge);
+  for (const core::RankedFlow& flow : flows) {
+    prometheus::ClientMetric metric;
+    metric.label.push_back({"flow_id", std::to_string(flow.flow_id)});
+    metric.gauge.value = value(flow);
+    family.metric.push_back(std::move(metric));
+  }
+  out->push_back(std::move(family));
+}
+
+void AddGauge(const char* name, const char* help, double value,
+              std::vector<prometheus::MetricFamily>* out) {
+  prometheus::MetricFamily family =
+      Family(name, help, prometheus::MetricType::Gauge);
+  prometheus::ClientMetric metric;
+  metric.gauge.value = value;
+  family.metric.push_back(std::move(metric));
+  out->push_back(std::move(family));
+}
+
+void AddFlowAlerts(const FlowAlerts& alerts,
+                   std::vector<prometheus::MetricFamily>* out) {
+  const core::FlowRanking& r = alerts.ranking;
+  AddRanked(
+      "metasrv_flow_state_bytes",
+      "State size of the --metrics_top_flows largest flows, bytes.", r.largest,
+      [](const core::RankedFlow& f) {
+        return static_cast<double>(f.state_size);
+      },
+      out);
+  AddRanked(
+      "metasrv_flow_exec_lag_seconds",
+      "Now minus the last execution time, of the --metrics_top_flows "
+      "most lagging flows.",
+      r.most_lagging, [](const core::RankedFlow& f) { return f.lag_seconds; },
+      out);
+  AddGauge("metasrv_flows_stalled",
+           "Flows whose last execution is older than --flow_stall_after.",
+           static_cast<double>(r.stalled), out);
+  // A snapshot of every flow's lag now (not a running count): use it as is,
+  // without rate().
+  prometheus::MetricFamily lag = Family(
+      "metasrv_flows_exec_lag_seconds",
+      "Lag (now minus last execution) over all flows, as of this scrape.",
+      prometheus::MetricType::Histogram);
+  prometheus::ClientMetric metric;
+  const std::vector<double>& bounds = LagBuckets();
+  for (size_t i = 0; i < r.lag_cumulative.size(); ++i) {
+    prometheus::ClientMetric::Bucket bucket;
+    bucket.cumulative_count = r.lag_cumulative[i];
+    bucket.upper_bound =
+        i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity();
+    metric.histogram.bucket.push_back(bucket);
+  }
+  metric.histogram.sample_count = r.lag_count;
+  metric.histogram.sample_sum = r.lag_sum;
+  lag.metric.push_back(std::move(metric));
+  out->push_back(std::move(lag));
+  AddGauge("metasrv_flownodes_silent",
+           "Flownodes not heard from for longer than --flownode_silent_after.",
+           static_cast<double>(alerts.silent_nodes), out);
+  AddGauge("metasrv_flownode_max_silence_seconds",
+           "The longest time any flownode of this term has not been heard "
+           "from.",
+           alerts.max_silence_seconds, out);
+}
+
 }  // namespace
 
 // Gauges computed when Prometheus scrapes.
@@ -78,6 +162,7 @@ class Metrics::Gauges final : public prometheus::Collectable {
     add("metasrv_kv_keys", "Keys in the in-memory KV.", sources_.kv_keys);
     add("metasrv_watchers", "WatchFlowState streams open now.",
         sources_.watchers);
+    if (sources_.flow_alerts) AddFlowAlerts(sources_.flow_alerts(), &out);
     AddProcessMetrics(&out);
     return out;
   }

@@ -12,6 +12,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "server/ops/flow_alerts.h"
 
 namespace metasrv::server {
 
@@ -45,6 +46,8 @@ class Metrics {
     std::function<double()> is_leader;     // 1 when this replica leads.
     std::function<double()> kv_keys;       // Keys in the in-memory KV.
     std::function<double()> watchers;      // WatchFlowState streams open.
+    // Top flows, stalled flows, lag spread, silent flownodes; unset: none.
+    std::function<FlowAlerts()> flow_alerts;
   };
 
   explicit Metrics(Sources sources);

@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
@@ -291,6 +293,26 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_args) {
   channel_ = Connect(addr_);
   EXPECT_TRUE(WaitFor([&] { return IsServing(channel_); }, absl::Seconds(20)))
       << "metasrv did not start serving on " << addr_;
+}
+
+}  // namespace metasrv::testing
+
+namespace metasrv::testing {
+
+std::map<std::string, double> ScrapeMetrics(int port) {
+  std::map<std::string, double> out;
+  const HttpResult got = HttpGet(port, "/metrics");
+  EXPECT_EQ(got.status, 200);
+  for (absl::string_view line : absl::StrSplit(got.body, '\n')) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    if (space == absl::string_view::npos) continue;
+    double v = 0;
+    if (absl::SimpleAtod(line.substr(space + 1), &v)) {
+      out[std::string(line.substr(0, space))] = v;
+    }
+  }
+  return out;
 }
 
 }  // namespace metasrv::testing

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -108,6 +109,10 @@ struct HttpResult {
   std::string body;  // The body.
 };
 HttpResult HttpGet(int port, const std::string& path);
+
+// GET /metrics from 127.0.0.1:`port` (expects 200): each sample line's
+// name and labels (`name{label="v"}`) -> its value.
+std::map<std::string, double> ScrapeMetrics(int port);
 
 // A child process, killed when this object dies.
 class ChildProcess {

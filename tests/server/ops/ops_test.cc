@@ -44,23 +44,8 @@ std::unique_ptr<MetasrvServer> StartServer(ServerOptions options) {
   return ::metasrv::testing::StartInProcess(std::move(options));
 }
 
-// GET /metrics; returns metric line -> value.
 std::map<std::string, double> Scrape(int port) {
-  std::map<std::string, double> out;
-  const ::metasrv::testing::HttpResult got =
-      ::metasrv::testing::HttpGet(port, "/metrics");
-  EXPECT_EQ(got.status, 200);
-  const std::string& body = got.body;
-  for (absl::string_view line : absl::StrSplit(body, '\n')) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    if (space == absl::string_view::npos) continue;
-    double v = 0;
-    if (absl::SimpleAtod(line.substr(space + 1), &v)) {
-      out[std::string(line.substr(0, space))] = v;
-    }
-  }
-  return out;
+  return ::metasrv::testing::ScrapeMetrics(port);
 }
 
 TEST(MetricsTest, ValuesMoveWithTraffic) {
@@ -134,7 +119,6 @@ TEST(MetricsTest, ValuesMoveWithTraffic) {
     return Scrape(server->metrics_port())["metasrv_open_streams"] == 0;
   }));
 }
-
 
 // Whether GetFlowState succeeds with `creds`.
 bool Reachable(const std::string& addr,
