@@ -24,6 +24,8 @@ namespace {
 
 namespace meta = greptime::v1::meta;
 
+}  // namespace
+
 int Fail(const grpc::Status& s) {
   static const char* const kNames[] = {"ok",
                                        "cancelled",
@@ -59,6 +61,8 @@ int Fail(const grpc::Status& s) {
   }
   return kError;
 }
+
+namespace {
 
 struct Row {
   uint32_t fields;
@@ -116,8 +120,8 @@ bool AddToken(const Flags& f, const char* command, grpc::ClientContext* ctx) {
   return true;
 }
 
-// Prints `value` as JSON (protobuf's printer: escaping done right, numbers
-// exact up to 2^53) and a newline.
+}  // namespace
+
 int PrintJson(const google::protobuf::Value& value) {
   std::string json;
   if (!google::protobuf::util::MessageToJsonString(value, &json).ok()) {
@@ -127,6 +131,8 @@ int PrintJson(const google::protobuf::Value& value) {
   std::printf("%s\n", json.c_str());
   return kOk;
 }
+
+namespace {
 
 std::string Cell(const Row& r, uint32_t bit, int64_t v) {
   return (r.fields & bit) ? absl::StrCat(v) : "-";

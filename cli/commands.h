@@ -2,6 +2,7 @@
 #ifndef METASRV_CLI_COMMANDS_H_
 #define METASRV_CLI_COMMANDS_H_
 
+#include <google/protobuf/struct.pb.h>
 #include <grpcpp/grpcpp.h>
 
 #include <map>
@@ -41,6 +42,13 @@ class Client {
 // `--json=true`; `--json=false` is off).
 bool FlagOn(const Flags& f, const std::string& name);
 
+// Says on stderr what failed (and what usually causes it); returns kError.
+int Fail(const grpc::Status& s);
+
+// Prints `value` as JSON (protobuf's printer: escaping done right, numbers
+// exact up to 2^53) and a newline. kOk, or kError if it cannot.
+int PrintJson(const google::protobuf::Value& value);
+
 // The contents of `path`; *ok says whether it could be read.
 std::string ReadFile(const std::string& path, bool* ok);
 
@@ -54,6 +62,7 @@ int Reset(const Client& c, const Flags& f);
 int Forget(const Client& c, const Flags& f);
 int Watch(const Client& c, const Flags& f);
 int Health(const Client& c, const Flags& f);
+int Top(const Client& c, const Flags& f);  // In top.cc.
 
 }  // namespace metasrvctl
 

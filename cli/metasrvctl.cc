@@ -92,6 +92,17 @@ const std::vector<Command>& Commands() {
        "never).\n",
        {"count"},
        Watch},
+      {"top",
+       "the largest and the most lagging flows",
+       "usage: metasrvctl top [--n=10] [--stall_after=5m] [--json]\n"
+       "                      [--watch [--interval=2s] [--count=N]]\n"
+       "Ranks the aggregate (GetFlowState with the nodes) as the alerting\n"
+       "metrics do: the N largest states and the N flows longest without an\n"
+       "execution, each with the flownode holding that maximum, and how many\n"
+       "flows are stalled. --watch refreshes every --interval like top(1)\n"
+       "(with --json: one line per refresh); --count stops after N.\n",
+       {"n", "stall_after", "json", "watch", "interval", "count"},
+       Top},
       {"health",
        "check that the server serves (gRPC health)",
        "usage: metasrvctl health [--service=NAME]\n"

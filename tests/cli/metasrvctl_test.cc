@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/server/test_util.h"
 
@@ -208,6 +210,74 @@ TEST(MetasrvctlTest, HealthOfAServingServer) {
   EXPECT_EQ(health.out, "SERVING\n");
   CtlRun unknown = Ctl({"--addr=" + server.addr(), "health", "--service=nope"});
   EXPECT_EQ(unknown.exit_code, 1);  // NOT_FOUND: no such service.
+}
+
+}  // namespace
+}  // namespace metasrv::testing
+
+namespace metasrv::testing {
+namespace {
+
+TEST(MetasrvctlTest, TopRanksLargestAndMostLaggingWithTheirNodes) {
+  ServerProcess server;
+  const std::string addr = "--addr=" + server.addr();
+  const int64_t now = absl::ToUnixMillis(absl::Now());
+  auto report =
+      [&](uint64_t node,
+          const std::vector<std::tuple<uint32_t, uint64_t, int64_t>>& flows) {
+        HeartbeatClient client(server.channel());
+        ASSERT_TRUE(client.Call(FlowReport(node, flows)).has_value());
+        ASSERT_TRUE(client.Close().ok());
+      };
+  report(1, {{1, 100, now - 600000}, {3, 200, now - 60000}});
+  report(2, {{2, 300, now}, {3, 150, now - 120000}});
+  CtlRun json = Ctl({addr, "top", "--n=2", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  google::protobuf::Value v = ParseJson(json.out);
+  const auto& f = v.struct_value().fields();
+  EXPECT_EQ(f.at("flows").number_value(), 3);
+  EXPECT_EQ(f.at("stalled").number_value(), 1);  // Flow 1: 10 min > 5 min.
+  const auto& largest = f.at("largest").list_value().values();
+  ASSERT_EQ(largest.size(), 2);
+  auto field = [](const google::protobuf::Value& row, const char* name) {
+    return row.struct_value().fields().at(name).number_value();
+  };
+  EXPECT_EQ(field(largest[0], "flow_id"), 2);
+  EXPECT_EQ(field(largest[0], "state_size"), 300);
+  EXPECT_EQ(field(largest[0], "node"), 2);
+  EXPECT_EQ(field(largest[1], "flow_id"), 3);
+  EXPECT_EQ(field(largest[1], "node"), 1);  // 200 from node 1 beats 150.
+  const auto& lagging = f.at("most_lagging").list_value().values();
+  ASSERT_EQ(lagging.size(), 2);
+  EXPECT_EQ(field(lagging[0], "flow_id"), 1);
+  EXPECT_GE(field(lagging[0], "lag_seconds"), 600);
+  EXPECT_LT(field(lagging[0], "lag_seconds"), 660);
+  EXPECT_EQ(field(lagging[0], "last_exec_time_ms"), now - 600000);
+  EXPECT_EQ(field(lagging[1], "flow_id"), 3);
+  EXPECT_EQ(field(lagging[1], "node"), 1);  // Node 1's 1 min ago is the max.
+
+  CtlRun table = Ctl({addr, "top", "--n=1"});
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_NE(table.out.find("flows: 3  stalled (no execution for 5m): 1"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("2            300              2"),
+            std::string::npos)
+      << table.out;
+  // --watch refreshes; with --json, one object per line.
+  CtlRun watch = Ctl({addr, "top", "--watch", "--json", "--interval=100ms",
+                      "--count=3", "--stall_after=30s"});
+  EXPECT_EQ(watch.exit_code, 0);
+  int lines = 0;
+  for (absl::string_view line :
+       absl::StrSplit(watch.out, '\n', absl::SkipEmpty())) {
+    ++lines;
+    google::protobuf::Value refresh = ParseJson(std::string(line));
+    // Flows 1 and 3 lag more than 30 s.
+    EXPECT_EQ(refresh.struct_value().fields().at("stalled").number_value(), 2);
+  }
+  EXPECT_EQ(lines, 3);
+  EXPECT_EQ(Ctl({addr, "top", "--n=lots"}).exit_code, 2);
 }
 
 }  // namespace
