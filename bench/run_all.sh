@@ -84,6 +84,13 @@ cat "$OUT/memory_core.json"
 echo "== GetFlowState of an unchanged 100,000-flow state against a bare reply of the same size"
 OUT=$OUT B=$B REPS=$REPS DUR=$dur bash bench/read_bench.sh
 
+echo "== a /metrics scrape with the alerting metrics, 1,000 to 100,000 flows"
+"$B/bench/scrape_bench" --benchmark_repetitions="$REPS" \
+  --benchmark_report_aggregates_only=true --benchmark_format=csv 2>/dev/null |
+  sed -nE 's/^"BM_Scrape\/flows:([0-9]+)\/top:(-?[0-9]+)(_median)?",[0-9]+,([0-9.e+]+),([0-9.e+]+),.*/\1,\2,\4,\5/p' |
+  { echo "flows,top,real_ms,cpu_ms"; cat; } >"$OUT/scrape.csv"
+cat "$OUT/scrape.csv"
+
 echo "== merge cost against cluster size (core), ours and the reference algorithm's"
 "$B/bench/merge_bench" --benchmark_filter='BM_Merge/|BM_ReferenceMerge/' \
   --benchmark_repetitions="$REPS" \
