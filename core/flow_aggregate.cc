@@ -46,42 +46,81 @@ AggregateFlow FlowAggregate::FlowSlot::ToFlow(uint32_t flow_id) const {
   return out;
 }
 
-namespace {
-
-// The entry of `id` in `flows` (sorted by id), or where it would go.
-template <typename It>
-It FindIn(It begin, It end, uint32_t id, size_t guess) {
-  if (guess < static_cast<size_t>(end - begin) && begin[guess].first == id) {
-    return begin + guess;
+std::shared_ptr<const std::string> ChunkView::Encoded(
+    ChunkEncoding encoding, ChunkEncoder encoder) const {
+  MutexLock lock(&mu_);
+  std::shared_ptr<const std::string>& bytes =
+      encoded_[static_cast<int>(encoding)];
+  // Encoding under the view's own lock: a second reader of the same view
+  // waits for the bytes rather than making them again.
+  if (bytes == nullptr) {
+    bytes = std::make_shared<const std::string>(encoder(flows_));
   }
+  return bytes;
+}
+
+PinnedChunk::PinnedChunk(std::shared_ptr<const ChunkView> view)
+    : view_(std::move(view)) {
+  view_->pins_.fetch_add(1, std::memory_order_relaxed);
+}
+
+PinnedChunk& PinnedChunk::operator=(PinnedChunk&& other) noexcept {
+  if (this != &other) {
+    Release();
+    view_ = std::move(other.view_);
+  }
+  return *this;
+}
+
+void PinnedChunk::Release() {
+  if (view_ == nullptr) return;
+  // Release: this reader's reads of the view come before a writer's change
+  // of it in place, which it makes only after reading zero (acquire).
+  view_->pins_.fetch_sub(1, std::memory_order_release);
+  view_.reset();
+}
+
+size_t FlowAggregate::Chunk::Find(uint32_t id) const {
+  const size_t guess = id & ((1u << kChunkBits) - 1);
+  if (guess < slots.size() && slots[guess].first == id) return guess;
   return std::lower_bound(
-      begin, end, id, [](const auto& e, uint32_t v) { return e.first < v; });
+             slots.begin(), slots.end(), id,
+             [](const auto& e, uint32_t v) { return e.first < v; }) -
+         slots.begin();
 }
 
-}  // namespace
-
-FlowAggregate::Chunk::Flows::iterator FlowAggregate::Chunk::Find(uint32_t id) {
-  return FindIn(flows.begin(), flows.end(), id, id & ((1u << kChunkBits) - 1));
+ChunkView& FlowAggregate::ChangeView(uint32_t chunk_id, Chunk& chunk) {
+  if (chunk.view == nullptr) {
+    chunk.view = std::make_shared<ChunkView>();
+    chunk.view->chunk_id_ = chunk_id;
+  } else if (chunk.view->pins_.load(std::memory_order_acquire) > 0) {
+    // A reader holds this state of the chunk: it keeps it, the chunk moves
+    // on in a copy.
+    auto copy = std::make_shared<ChunkView>();
+    copy->chunk_id_ = chunk_id;
+    copy->flows_ = chunk.view->flows_;
+    chunk.view = std::move(copy);
+  } else {
+    MutexLock lock(&chunk.view->mu_);
+    for (auto& bytes : chunk.view->encoded_) bytes.reset();
+  }
+  chunk.view->version_ = ++next_version_;
+  return *chunk.view;
 }
 
-FlowAggregate::Chunk::Flows::const_iterator FlowAggregate::Chunk::Find(
-    uint32_t id) const {
-  return FindIn(flows.cbegin(), flows.cend(), id,
-                id & ((1u << kChunkBits) - 1));
-}
-
-void FlowAggregate::ApplyFlow(Chunk& chunk, uint64_t node,
+void FlowAggregate::ApplyFlow(Chunk& chunk, ChunkView& view, uint64_t node,
                               const FlowStat* old_stat,
                               const FlowStat* new_stat) {
   const uint32_t id =
       old_stat != nullptr ? old_stat->flow_id : new_stat->flow_id;
-  auto it = chunk.Find(id);
-  if (it == chunk.flows.end() || it->first != id) {
+  const size_t at = chunk.Find(id);
+  if (at == chunk.slots.size() || chunk.slots[at].first != id) {
     if (new_stat == nullptr) return;
-    it = chunk.flows.emplace(it, id, FlowSlot());
+    chunk.slots.emplace(chunk.slots.begin() + at, id, FlowSlot());
+    view.flows_.emplace(view.flows_.begin() + at);
     ++flow_count_;
   }
-  FlowSlot& slot = it->second;
+  FlowSlot& slot = chunk.slots[at].second;
   ApplyField(slot.state_size, node, kStateSize, old_stat, new_stat,
              &FlowStat::state_size);
   ApplyField(slot.last_exec_time, node, kLastExecTime, old_stat, new_stat,
@@ -89,9 +128,11 @@ void FlowAggregate::ApplyFlow(Chunk& chunk, uint64_t node,
   ApplyField(slot.start_time, node, kStartTime, old_stat, new_stat,
              &FlowStat::start_time);
   if (slot.empty()) {
-    chunk.flows.erase(it);
-    if (chunk.flows.empty()) Chunk::Flows().swap(chunk.flows);
+    chunk.slots.erase(chunk.slots.begin() + at);
+    view.flows_.erase(view.flows_.begin() + at);
     --flow_count_;
+  } else {
+    view.flows_[at] = slot.ToFlow(id);
   }
 }
 
@@ -121,59 +162,77 @@ void FlowAggregate::Replace(uint64_t node, const FlowStateValue& old_report,
       ++j;
     }
   }
-  for (const Change& change : changes) {
-    Chunk& chunk = chunks_[change.id() >> kChunkBits];
-    for (auto& bytes : chunk.encoded) bytes.reset();
-    chunk.version = ++next_version_;
-    ApplyFlow(chunk, node, change.old_stat, change.new_stat);
-  }
-}
-
-FlowAggregate::EncodingPlan FlowAggregate::PlanEncoding(int slot) const {
-  EncodingPlan plan;
-  plan.slot = slot;
-  for (std::optional<uint32_t> next = 0; next.has_value();) {
-    next = PlanChunk(*next, &plan);
-  }
-  return plan;
-}
-
-std::optional<uint32_t> FlowAggregate::PlanChunk(uint32_t from,
-                                                 EncodingPlan* plan) const {
-  auto it = chunks_.lower_bound(from);
-  while (it != chunks_.end() && it->second.flows.empty()) ++it;
-  if (it == chunks_.end()) return std::nullopt;
-  const auto& [id, chunk] = *it;
-  EncodingPlan::Piece& piece = plan->pieces.emplace_back();
-  piece.chunk_id = id;
-  piece.version = chunk.version;
-  piece.bytes = chunk.encoded[plan->slot];
-  if (piece.bytes == nullptr) {
-    piece.flows.reserve(chunk.flows.size());
-    for (const auto& [flow_id, flow] : chunk.flows) {
-      piece.flows.push_back(flow.ToFlow(flow_id));
+  // Chunk by chunk (the changes are in id order): one new view state each.
+  for (size_t c = 0; c < changes.size();) {
+    const uint32_t chunk_id = changes[c].id() >> kChunkBits;
+    Chunk& chunk = chunks_[chunk_id];
+    ChunkView& view = ChangeView(chunk_id, chunk);
+    for (; c < changes.size() && changes[c].id() >> kChunkBits == chunk_id;
+         ++c) {
+      ApplyFlow(chunk, view, node, changes[c].old_stat, changes[c].new_stat);
     }
-  }
-  return id + 1;
-}
-
-void FlowAggregate::Encode(EncodingPlan* plan, ChunkEncoder encoder) {
-  for (EncodingPlan::Piece& piece : plan->pieces) {
-    if (piece.bytes != nullptr) continue;
-    piece.bytes = std::make_shared<const std::string>(encoder(piece.flows));
-    std::vector<AggregateFlow>().swap(piece.flows);
-    plan->encoded_any = true;
+    if (chunk.slots.empty()) chunks_.erase(chunk_id);
   }
 }
 
-void FlowAggregate::CacheEncoding(const EncodingPlan& plan) {
-  if (!plan.encoded_any) return;
-  for (const EncodingPlan::Piece& piece : plan.pieces) {
-    auto it = chunks_.find(piece.chunk_id);
-    if (it == chunks_.end() || it->second.version != piece.version) continue;
-    std::shared_ptr<const std::string>& cached = it->second.encoded[plan.slot];
-    if (cached == nullptr) cached = piece.bytes;
+std::vector<PinnedChunk> FlowAggregate::Snapshot() const {
+  std::vector<PinnedChunk> out;
+  out.reserve(chunks_.size());
+  for (const auto& [id, chunk] : chunks_) out.push_back(PinnedChunk(chunk.view));
+  return out;
+}
+
+std::vector<PinnedChunk> FlowAggregate::Snapshot(
+    absl::Span<const uint32_t> sorted_ids) const {
+  std::vector<PinnedChunk> out;
+  for (size_t i = 0; i < sorted_ids.size();) {
+    const uint32_t chunk_id = sorted_ids[i] >> kChunkBits;
+    auto it = chunks_.find(chunk_id);
+    if (it != chunks_.end()) out.push_back(PinnedChunk(it->second.view));
+    while (i < sorted_ids.size() && sorted_ids[i] >> kChunkBits == chunk_id) ++i;
   }
+  return out;
+}
+
+std::vector<AggregateFlow> FlowAggregate::Select(
+    absl::Span<const PinnedChunk> chunks,
+    absl::Span<const uint32_t> sorted_ids) {
+  std::vector<AggregateFlow> out;
+  if (sorted_ids.empty()) {
+    size_t n = 0;
+    for (const PinnedChunk& chunk : chunks) n += chunk->flows().size();
+    out.reserve(n);
+    for (const PinnedChunk& chunk : chunks) {
+      out.insert(out.end(), chunk->flows().begin(), chunk->flows().end());
+    }
+    return out;
+  }
+  size_t c = 0;
+  for (uint32_t id : sorted_ids) {
+    const uint32_t chunk_id = id >> kChunkBits;
+    while (c < chunks.size() && chunks[c]->chunk_id() < chunk_id) ++c;
+    if (c == chunks.size()) break;
+    if (chunks[c]->chunk_id() != chunk_id) continue;
+    absl::Span<const AggregateFlow> flows = chunks[c]->flows();
+    auto it = std::lower_bound(flows.begin(), flows.end(), id,
+                               [](const AggregateFlow& f, uint32_t v) {
+                                 return f.stat.flow_id < v;
+                               });
+    if (it != flows.end() && it->stat.flow_id == id) out.push_back(*it);
+  }
+  return out;
+}
+
+uint64_t FlowAggregate::CountPresent(
+    absl::Span<const uint32_t> sorted_ids) const {
+  uint64_t n = 0;
+  for (uint32_t id : sorted_ids) {
+    auto c = chunks_.find(id >> kChunkBits);
+    if (c == chunks_.end()) continue;
+    const size_t at = c->second.Find(id);
+    n += at < c->second.slots.size() && c->second.slots[at].first == id;
+  }
+  return n;
 }
 
 std::string FlowAggregate::EncodeJsonChunk(
@@ -193,74 +252,13 @@ std::string FlowAggregate::AssembleJson(
   return AssembleFlowStateChunks(views);
 }
 
-std::string FlowAggregate::EncodeJson() {
-  EncodingPlan plan = PlanEncoding(kJsonSlot);
-  Encode(&plan, &EncodeJsonChunk);
-  CacheEncoding(plan);
-  std::vector<std::shared_ptr<const std::string>> chunks;
-  for (const EncodingPlan::Piece& piece : plan.pieces) {
-    chunks.push_back(piece.bytes);
+std::string FlowAggregate::EncodeJson(absl::Span<const PinnedChunk> chunks) {
+  std::vector<std::shared_ptr<const std::string>> parts;
+  parts.reserve(chunks.size());
+  for (const PinnedChunk& chunk : chunks) {
+    parts.push_back(chunk->Encoded(ChunkEncoding::kJson, &EncodeJsonChunk));
   }
-  return AssembleJson(chunks);
-}
-
-std::optional<uint32_t> FlowAggregate::CopyChunk(
-    uint32_t from, std::vector<AggregateFlow>* out) const {
-  out->clear();
-  auto it = chunks_.lower_bound(from);
-  if (it == chunks_.end()) return std::nullopt;
-  out->reserve(it->second.flows.size());
-  for (const auto& [flow_id, slot] : it->second.flows) {
-    out->push_back(slot.ToFlow(flow_id));
-  }
-  return it->first + 1;
-}
-
-std::optional<uint32_t> FlowAggregate::CopyChunkIfChanged(
-    uint32_t from, const absl::flat_hash_map<uint32_t, uint64_t>& known,
-    std::vector<ChunkCopy>* out) const {
-  auto it = chunks_.lower_bound(from);
-  while (it != chunks_.end() && it->second.flows.empty()) ++it;
-  if (it == chunks_.end()) return std::nullopt;
-  const auto& [id, chunk] = *it;
-  ChunkCopy& copy = out->emplace_back();
-  copy.chunk_id = id;
-  copy.version = chunk.version;
-  auto seen = known.find(id);
-  copy.copied = seen == known.end() || seen->second != chunk.version;
-  if (copy.copied) {
-    copy.flows.reserve(chunk.flows.size());
-    for (const auto& [flow_id, flow] : chunk.flows) {
-      copy.flows.push_back(flow.ToFlow(flow_id));
-    }
-  }
-  return id + 1;
-}
-
-std::vector<AggregateFlow> FlowAggregate::Read(
-    absl::Span<const uint32_t> flow_ids) const {
-  std::vector<AggregateFlow> out;
-  if (flow_ids.empty()) {
-    out.reserve(flow_count_);
-    for (const auto& [id, chunk] : chunks_) {
-      for (const auto& [flow_id, slot] : chunk.flows) {
-        out.push_back(slot.ToFlow(flow_id));
-      }
-    }
-    return out;
-  }
-  std::vector<uint32_t> ids(flow_ids.begin(), flow_ids.end());
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  for (uint32_t id : ids) {
-    auto c = chunks_.find(id >> kChunkBits);
-    if (c == chunks_.end()) continue;
-    auto it = c->second.Find(id);
-    if (it != c->second.flows.end() && it->first == id) {
-      out.push_back(it->second.ToFlow(id));
-    }
-  }
-  return out;
+  return AssembleJson(parts);
 }
 
 }  // namespace metasrv::core

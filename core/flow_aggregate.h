@@ -1,21 +1,23 @@
-// The cluster-wide flow-state aggregate, kept incrementally.
+// The cluster-wide flow-state aggregate, kept incrementally, and read as
+// immutable per-chunk views so that a read of any size is one instant.
 #ifndef METASRV_CORE_FLOW_AGGREGATE_H_
 #define METASRV_CORE_FLOW_AGGREGATE_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
 #include "core/field_max.h"
 #include "core/flow_state_codec.h"
 #include "core/flow_state_value.h"
+#include "kv/mutex.h"
 
 namespace metasrv::core {
 
@@ -28,44 +30,90 @@ struct AggregateFlow {
 };
 
 // Turns one chunk's flows (ascending by id) into bytes. Must be a pure
-// function of its input: the aggregate caches what it returns.
+// function of its input: views cache what it returns.
 using ChunkEncoder = std::string (*)(absl::Span<const AggregateFlow> flows);
+
+// The encodings of the aggregate that views cache, one slot each.
+enum class ChunkEncoding : int {
+  kJson = 0,              // The KV's `__flow/state` JSON members.
+  kColumns = 1,           // GetFlowState's (and the watch's) columns.
+  kColumnsWithNodes = 2,  // The columns with the node columns.
+};
+inline constexpr int kChunkEncodings = 3;
+
+// The flows of one chunk (1024 consecutive flow ids) at one instant, as the
+// aggregate's readers see them. A view that a reader holds (PinnedChunk)
+// never changes: a change to its chunk makes a new view. Thread-safe.
+class ChunkView {
+ public:
+  uint32_t chunk_id() const { return chunk_id_; }
+  // Differs between any two states of one aggregate's chunk (never 0).
+  uint64_t version() const { return version_; }
+  // Ascending by id; never empty.
+  absl::Span<const AggregateFlow> flows() const { return flows_; }
+
+  // flows() encoded by `encoder`, which must be the same for an encoding
+  // every time: made on the first call for that encoding, then cached.
+  std::shared_ptr<const std::string> Encoded(ChunkEncoding encoding,
+                                             ChunkEncoder encoder) const;
+
+ private:
+  friend class FlowAggregate;
+  friend class PinnedChunk;
+
+  uint32_t chunk_id_ = 0;             // Which chunk.
+  uint64_t version_ = 0;              // Which state of it.
+  std::vector<AggregateFlow> flows_;  // Its flows, ascending by id.
+  // Readers holding it. Raised under the aggregate owner's shared lock and
+  // lowered (release) by readers; the writer, under the exclusive lock,
+  // changes the view in place only when it reads (acquire) zero.
+  mutable std::atomic<int64_t> pins_{0};
+  mutable Mutex mu_;  // Guards encoded_.
+  // Per encoding, the bytes of flows_; null until made.
+  mutable std::array<std::shared_ptr<const std::string>, kChunkEncodings>
+      encoded_ ABSL_GUARDED_BY(mu_);
+};
+
+// A reader's hold on a view: while it lives the view stays as it is, even
+// after the aggregate moved on or was dropped. Move-only.
+class PinnedChunk {
+ public:
+  PinnedChunk() = default;
+  PinnedChunk(PinnedChunk&& other) noexcept = default;
+  PinnedChunk& operator=(PinnedChunk&& other) noexcept;
+  PinnedChunk(const PinnedChunk&) = delete;
+  PinnedChunk& operator=(const PinnedChunk&) = delete;
+  ~PinnedChunk() { Release(); }
+
+  const ChunkView& operator*() const { return *view_; }
+  const ChunkView* operator->() const { return view_.get(); }
+
+ private:
+  friend class FlowAggregate;
+  explicit PinnedChunk(std::shared_ptr<const ChunkView> view);
+  void Release();
+
+  std::shared_ptr<const ChunkView> view_;  // Pinned; null when moved from.
+};
 
 // Per flow, the max of each field over all nodes' reports.
 //
-// Replace() costs O(report size * log) and never looks at other nodes' flows.
-// Flows are grouped in chunks of 1024 consecutive ids. An encoding of the
-// whole aggregate (its JSON, or a reply's columns) is made chunk by chunk by
-// a ChunkEncoder, and each chunk caches its bytes in the encoding's slot until
-// one of its flows changes, so an encoding of an unchanged aggregate is the
-// cached chunks, and after a change only that chunk is encoded again. It
-// takes three steps (PlanEncoding, Encode, CacheEncoding) so that an owner
-// that shares the aggregate between threads holds its lock only to copy what
-// changed, not to encode it.
+// Replace() costs O(report size * log) and never looks at other nodes'
+// flows. Flows are grouped in chunks of 1024 consecutive ids, and each chunk
+// keeps a ChunkView of its flows. Snapshot() pins every chunk's view in
+// O(chunks), so an owner that shares the aggregate between threads holds its
+// lock only for that, whatever the size of the read, and the reader then
+// reads, or encodes, one instant's flows without the lock. A change to a
+// chunk whose view is pinned copies the view first (O(chunk)); otherwise it
+// changes the view in place. Each view caches its encodings
+// (ChunkView::Encoded), so an encoding of an unchanged aggregate is the
+// cached chunks.
 //
 // Not thread-safe: the owner serializes access (const methods may run
-// concurrently with each other).
+// concurrently with each other, and pinned views may be used from any
+// thread).
 class FlowAggregate {
  public:
-  // Cache slots: one per encoding. Slot 0 is the JSON (EncodeJson); the
-  // others are the owner's to use.
-  static constexpr int kEncodingSlots = 4;
-  static constexpr int kJsonSlot = 0;
-
-  // What one encoding needs, taken from the aggregate at one instant: per
-  // non-empty chunk, its cached bytes, or a copy of its flows to encode.
-  struct EncodingPlan {
-    struct Piece {
-      uint32_t chunk_id = 0;                     // Which chunk.
-      uint64_t version = 0;                      // Its version when planned.
-      std::shared_ptr<const std::string> bytes;  // Encoded, or null.
-      std::vector<AggregateFlow> flows;  // To encode when `bytes` is null.
-    };
-    int slot = 0;               // The encoding's cache slot.
-    std::vector<Piece> pieces;  // Ascending by chunk id.
-    bool encoded_any = false;   // Whether Encode() encoded a piece.
-  };
-
   FlowAggregate() = default;
   FlowAggregate(FlowAggregate&&) = default;
   FlowAggregate& operator=(FlowAggregate&&) = default;
@@ -75,51 +123,29 @@ class FlowAggregate {
   void Replace(uint64_t node, const FlowStateValue& old_report,
                const FlowStateValue& new_report);
 
-  // Step 1 of an encoding into `slot`: the plan, O(chunks + flows of
-  // changed chunks).
-  EncodingPlan PlanEncoding(int slot) const;
-  // Step 1 a chunk at a time: adds the first non-empty chunk from chunk id
-  // `from` on to `plan` and returns the chunk id to go on from; nullopt
-  // when no chunk is left. An owner can release its lock between calls.
-  std::optional<uint32_t> PlanChunk(uint32_t from, EncodingPlan* plan) const;
-  // Step 2, needs no access to the aggregate: encodes the pieces without
-  // cached bytes with `encoder` (the slot's encoder, always the same one).
-  static void Encode(EncodingPlan* plan, ChunkEncoder encoder);
-  // Step 3: caches the bytes of pieces whose chunk has not changed since.
-  void CacheEncoding(const EncodingPlan& plan);
+  // Every chunk's view, pinned, ascending by chunk id: the whole aggregate
+  // at this instant. O(chunks).
+  std::vector<PinnedChunk> Snapshot() const;
+  // The views of the chunks that hold any of `sorted_ids` (ascending).
+  std::vector<PinnedChunk> Snapshot(absl::Span<const uint32_t> sorted_ids) const;
 
-  // The JSON of kJsonSlot chunk encodings, in order (flow_state_codec.h).
+  // The flows of `sorted_ids` (ascending, unique) found in `chunks` (a
+  // Snapshot), ascending; all of their flows when `sorted_ids` is empty.
+  static std::vector<AggregateFlow> Select(
+      absl::Span<const PinnedChunk> chunks,
+      absl::Span<const uint32_t> sorted_ids);
+
+  // How many of `sorted_ids` (ascending, unique) are in the aggregate.
+  uint64_t CountPresent(absl::Span<const uint32_t> sorted_ids) const;
+
+  // The JSON of `__flow/state` from kJson chunk encodings, in order
+  // (flow_state_codec.h).
   static std::string AssembleJson(
       absl::Span<const std::shared_ptr<const std::string>> chunks);
   // The JSON encoder of one chunk.
   static std::string EncodeJsonChunk(absl::Span<const AggregateFlow> flows);
-  // The JSON, all three steps at once.
-  std::string EncodeJson();
-
-  // Copies the flows of the first chunk from chunk id `from` on into `out`
-  // (replacing its contents), ascending by id, and returns the chunk id to
-  // continue from; nullopt when no chunk is left.
-  std::optional<uint32_t> CopyChunk(uint32_t from,
-                                    std::vector<AggregateFlow>* out) const;
-  // One chunk for an owner that keeps its own copy of the aggregate
-  // (FlowChangeTracker): its id and version, and its flows when asked.
-  struct ChunkCopy {
-    uint32_t chunk_id = 0;             // Which chunk.
-    uint64_t version = 0;              // Its version (never 0).
-    bool copied = false;               // Whether `flows` holds its flows.
-    std::vector<AggregateFlow> flows;  // Ascending by id, when `copied`.
-  };
-  // Appends the first non-empty chunk from chunk id `from` on to `out`, with
-  // its flows unless its version is `known`'s entry for its id; returns the
-  // chunk id to continue from, nullopt when no chunk is left. Versions are
-  // only comparable within one aggregate.
-  std::optional<uint32_t> CopyChunkIfChanged(
-      uint32_t from, const absl::flat_hash_map<uint32_t, uint64_t>& known,
-      std::vector<ChunkCopy>* out) const;
-
-  // The flows of `flow_ids` that exist, ascending by id (duplicates once);
-  // all flows when `flow_ids` is empty.
-  std::vector<AggregateFlow> Read(absl::Span<const uint32_t> flow_ids) const;
+  // The JSON of `chunks` (a Snapshot), each chunk's part cached.
+  static std::string EncodeJson(absl::Span<const PinnedChunk> chunks);
 
   // Flows in the aggregate now.
   uint64_t flow_count() const { return flow_count_; }
@@ -138,28 +164,28 @@ class FlowAggregate {
 
   // Flows whose ids share the same id >> kChunkBits, in a vector sorted by
   // id: contiguous, and since flow ids are dense, entry `id % 1024` is
-  // usually the one sought (see Find).
+  // usually the one sought (see Find). Entry i of `slots` is entry i of the
+  // view's flows.
   struct Chunk {
-    using Flows = std::vector<std::pair<uint32_t, FlowSlot>>;
-    // The entry of `id`, or where it would be inserted.
-    Flows::iterator Find(uint32_t id);
-    Flows::const_iterator Find(uint32_t id) const;
+    using Slots = std::vector<std::pair<uint32_t, FlowSlot>>;
+    // The index of `id`'s entry, or where it would be inserted.
+    size_t Find(uint32_t id) const;
 
-    Flows flows;           // Sorted by id.
-    uint64_t version = 0;  // Bumped by every change of `flows`.
-    // Per encoding slot, the bytes of `flows`; null when a flow changed
-    // since they were made.
-    std::array<std::shared_ptr<const std::string>, kEncodingSlots> encoded;
+    Slots slots;                      // Sorted by id.
+    std::shared_ptr<ChunkView> view;  // Its flows as readers see them.
   };
 
   static constexpr int kChunkBits = 10;
 
-  // Applies one flow's change in `chunk`.
-  void ApplyFlow(Chunk& chunk, uint64_t node, const FlowStat* old_stat,
-                 const FlowStat* new_stat);
+  // `chunk`'s view, ready for a change: a copy if a reader pins it, with a
+  // new version and no encodings.
+  ChunkView& ChangeView(uint32_t chunk_id, Chunk& chunk);
+  // Applies one flow's change in `chunk` and its view.
+  void ApplyFlow(Chunk& chunk, ChunkView& view, uint64_t node,
+                 const FlowStat* old_stat, const FlowStat* new_stat);
 
-  absl::btree_map<uint32_t, Chunk> chunks_;  // Chunks by chunk id.
-  uint64_t next_version_ = 0;                // Last chunk version given.
+  absl::btree_map<uint32_t, Chunk> chunks_;  // Non-empty chunks by id.
+  uint64_t next_version_ = 0;                // Last view version given.
   uint64_t flow_count_ = 0;                  // Flows with at least one field.
 };
 

@@ -4,11 +4,12 @@
 
 namespace metasrv::core {
 
-FlowChangeTracker::FlowChangeTracker(ChunkEncoder encoder, uint64_t term)
-    : encoder_(encoder), term_(term) {}
+FlowChangeTracker::FlowChangeTracker(ChunkEncoding encoding,
+                                     ChunkEncoder encoder, uint64_t term)
+    : encoding_(encoding), encoder_(encoder), term_(term) {}
 
-void FlowChangeTracker::Diff(const std::vector<AggregateFlow>& before,
-                             const std::vector<AggregateFlow>& after,
+void FlowChangeTracker::Diff(absl::Span<const AggregateFlow> before,
+                             absl::Span<const AggregateFlow> after,
                              Update* update) {
   size_t b = 0;
   for (const AggregateFlow& flow : after) {
@@ -29,43 +30,37 @@ void FlowChangeTracker::Diff(const std::vector<AggregateFlow>& before,
 
 FlowChangeTracker::Update FlowChangeTracker::Advance(
     const FlowStateManager& state) {
-  FlowStateManager::ChunkChanges changes =
-      state.CopyChangedChunks(term_, versions_);
+  FlowStateManager::AggregateSnapshot now = state.Snapshot();
   Update update;
-  update.term = changes.term;
-  update.found = changes.found;
-  update.reset = changes.term != term_;
+  update.term = now.term;
+  update.found = now.found;
+  update.reset = now.term != term_;
   if (update.reset) {
     chunks_.clear();
-    versions_.clear();
-    term_ = changes.term;
+    term_ = now.term;
   }
-  absl::btree_map<uint32_t, Chunk> next;
+  // Both snapshots ascend by chunk id: walk them together.
   auto old = chunks_.begin();
-  for (FlowAggregate::ChunkCopy& copy : changes.chunks) {
+  for (const PinnedChunk& chunk : now.chunks) {
     // Chunks that emptied since: all their flows left.
-    for (; old != chunks_.end() && old->first < copy.chunk_id; ++old) {
-      Diff(old->second.flows, {}, &update);
+    for (; old != chunks_.end() && (*old)->chunk_id() < chunk->chunk_id();
+         ++old) {
+      Diff((*old)->flows(), {}, &update);
     }
-    const bool had = old != chunks_.end() && old->first == copy.chunk_id;
-    Chunk chunk;
-    if (!copy.copied) {
-      chunk = std::move(old->second);  // Unchanged: its version is known.
+    const bool had = old != chunks_.end() &&
+                     (*old)->chunk_id() == chunk->chunk_id();
+    if (!had) {
+      Diff({}, chunk->flows(), &update);
     } else {
-      Diff(had ? old->second.flows : std::vector<AggregateFlow>{}, copy.flows,
-           &update);
-      chunk.version = copy.version;
-      chunk.bytes = std::make_shared<const std::string>(encoder_(copy.flows));
-      chunk.flows = std::move(copy.flows);
+      if ((*old)->version() != chunk->version()) {
+        Diff((*old)->flows(), chunk->flows(), &update);
+      }
+      ++old;
     }
-    if (had) ++old;
-    update.chunks.push_back(chunk.bytes);
-    next.emplace(copy.chunk_id, std::move(chunk));
+    update.chunks.push_back(chunk->Encoded(encoding_, encoder_));
   }
-  for (; old != chunks_.end(); ++old) Diff(old->second.flows, {}, &update);
-  chunks_ = std::move(next);
-  versions_.clear();
-  for (const auto& [id, chunk] : chunks_) versions_.emplace(id, chunk.version);
+  for (; old != chunks_.end(); ++old) Diff((*old)->flows(), {}, &update);
+  chunks_ = std::move(now.chunks);
   if (update.reset) update.removed.clear();
   return update;
 }

@@ -1,4 +1,4 @@
-// FlowChangeTracker: a private copy of the aggregate that says what changed.
+// FlowChangeTracker: the aggregate as of the last look, and what changed.
 #ifndef METASRV_CORE_FLOW_CHANGE_TRACKER_H_
 #define METASRV_CORE_FLOW_CHANGE_TRACKER_H_
 
@@ -7,19 +7,16 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/btree_map.h"
-#include "absl/container/flat_hash_map.h"
 #include "core/flow_aggregate.h"
 #include "core/flow_state_manager.h"
 
 namespace metasrv::core {
 
-// Keeps its own copy of the aggregate, chunk by chunk, as of its last
-// Advance(), with each chunk encoded by one ChunkEncoder. Advance() copies
-// only the chunks whose version moved since (FlowStateManager::
-// CopyChangedChunks) and, from the same copy, gives both the whole state
-// (every chunk's bytes, re-encoded only where a chunk changed) and the
-// change since the previous Advance(), flow by flow. A chunk whose version
+// Keeps the aggregate's snapshot (FlowStateManager::Snapshot) of its last
+// Advance(). Advance() takes a new one and, from that one instant, gives
+// both the whole state (every chunk's bytes in one encoding, cached by the
+// chunk views) and the change since the previous Advance(), flow by flow,
+// comparing only the chunks whose version moved. A chunk whose version
 // moved without any flow's stat changing (a change of which node holds a
 // max) yields no changed flow.
 //
@@ -40,30 +37,24 @@ class FlowChangeTracker {
     std::vector<std::shared_ptr<const std::string>> chunks;
   };
 
-  // `encoder` makes each chunk's bytes; `term` is the term the copy starts
-  // in (empty).
-  FlowChangeTracker(ChunkEncoder encoder, uint64_t term);
+  // Chunks are encoded as `encoding` by `encoder`; `term` is the term the
+  // tracker starts in (with no flows).
+  FlowChangeTracker(ChunkEncoding encoding, ChunkEncoder encoder,
+                    uint64_t term);
 
-  // Brings the copy up to `state` now and says what changed.
+  // Brings the tracker up to `state` now and says what changed.
   Update Advance(const FlowStateManager& state);
 
  private:
-  // One chunk as last seen.
-  struct Chunk {
-    uint64_t version = 0;                      // Its version then.
-    std::vector<AggregateFlow> flows;          // Its flows, ascending.
-    std::shared_ptr<const std::string> bytes;  // encoder_(flows).
-  };
-
   // Adds to `update` the flows of `after` that differ from `before` and the
   // ids of those only in `before` (both ascending).
-  static void Diff(const std::vector<AggregateFlow>& before,
-                   const std::vector<AggregateFlow>& after, Update* update);
+  static void Diff(absl::Span<const AggregateFlow> before,
+                   absl::Span<const AggregateFlow> after, Update* update);
 
-  const ChunkEncoder encoder_;               // Encodes a chunk's flows.
-  uint64_t term_;                            // Term of the copy.
-  absl::btree_map<uint32_t, Chunk> chunks_;  // The copy, by id.
-  absl::flat_hash_map<uint32_t, uint64_t> versions_;  // Chunk id -> version.
+  const ChunkEncoding encoding_;  // The encoding of the whole state.
+  const ChunkEncoder encoder_;    // Encodes a chunk's flows.
+  uint64_t term_;                 // Term of the snapshot.
+  std::vector<PinnedChunk> chunks_;  // The last snapshot, ascending by id.
 };
 
 }  // namespace metasrv::core

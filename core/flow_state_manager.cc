@@ -16,6 +16,9 @@ struct FlowStateManager::Found {
   // Whether `__flow/state`, whose entries have null bytes, is to be encoded
   // (asked for, and not keys only).
   bool encode_aggregate = false;
+  // The aggregate, taken under the same lock as `entries`, when it is to be
+  // encoded.
+  std::vector<PinnedChunk> aggregate;
 };
 
 FlowStateManager::FlowStateManager(Options options)
@@ -112,6 +115,15 @@ uint64_t FlowStateManager::term() const {
   return term_;
 }
 
+FlowStateManager::AggregateSnapshot FlowStateManager::Snapshot() const {
+  AggregateSnapshot out;
+  ReaderMutexLock lock(&mu_);
+  out.term = term_;
+  out.found = store_.has_aggregate();
+  if (out.found) out.chunks = store_.aggregate().Snapshot();
+  return out;
+}
+
 std::optional<FlowStateValue> FlowStateManager::Get() const {
   std::optional<std::vector<AggregateFlow>> flows = Read({});
   if (!flows.has_value()) return std::nullopt;
@@ -134,31 +146,22 @@ std::optional<std::vector<AggregateFlow>> FlowStateManager::Read(
 
 bool FlowStateManager::Visit(absl::Span<const uint32_t> flow_ids,
                              const Visitor& visit) const {
-  std::vector<AggregateFlow> batch;
-  if (!flow_ids.empty()) {
-    {
-      ReaderMutexLock lock(&mu_);
-      if (!store_.has_aggregate()) return false;
-      batch = store_.aggregate().Read(flow_ids);
-    }
-    if (!batch.empty()) visit(batch);
+  std::vector<uint32_t> ids(flow_ids.begin(), flow_ids.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<PinnedChunk> chunks;
+  {
+    ReaderMutexLock lock(&mu_);
+    if (!store_.has_aggregate()) return false;
+    chunks = ids.empty() ? store_.aggregate().Snapshot()
+                         : store_.aggregate().Snapshot(ids);
+  }
+  if (ids.empty()) {
+    for (const PinnedChunk& chunk : chunks) visit(chunk->flows());
     return true;
   }
-  // One chunk at a time, so that a large read never holds the lock long.
-  std::optional<uint32_t> next = 0;
-  std::optional<uint64_t> term;
-  while (next.has_value()) {
-    {
-      ReaderMutexLock lock(&mu_);
-      if (!term.has_value()) {
-        if (!store_.has_aggregate()) return false;
-        term = term_;
-      }
-      if (*term != term_) break;
-      next = store_.aggregate().CopyChunk(*next, &batch);
-    }
-    if (!batch.empty()) visit(batch);
-  }
+  std::vector<AggregateFlow> batch = FlowAggregate::Select(chunks, ids);
+  if (!batch.empty()) visit(batch);
   return true;
 }
 
@@ -178,94 +181,34 @@ uint64_t FlowStateManager::flow_count() const {
   return store_.aggregate().flow_count();
 }
 
-void FlowStateManager::EncodeAndCache(FlowAggregate::EncodingPlan* plan,
-                                      uint64_t term,
-                                      ChunkEncoder encoder) const {
-  FlowAggregate::Encode(plan, encoder);
-  if (!plan->encoded_any) return;
-  MutexLock lock(&mu_);
-  if (term_ == term) store_.mutable_aggregate().CacheEncoding(*plan);
-}
-
 std::optional<std::vector<std::shared_ptr<const std::string>>>
-FlowStateManager::EncodeChunks(int slot, ChunkEncoder encoder) const {
-  // A chunk at a time, so that a read of a state that changed everywhere
-  // never holds the lock for more than one chunk's copy. A reset meanwhile
-  // starts the plan over in the new term.
-  while (true) {
-    FlowAggregate::EncodingPlan plan;
-    plan.slot = slot;
-    uint64_t term = 0;
-    {
-      ReaderMutexLock lock(&mu_);
-      if (!store_.has_aggregate()) return std::nullopt;
-      term = term_;
-    }
-    bool reset = false;
-    for (std::optional<uint32_t> next = 0; next.has_value() && !reset;) {
-      ReaderMutexLock lock(&mu_);
-      reset = term_ != term;
-      if (!reset) next = store_.aggregate().PlanChunk(*next, &plan);
-    }
-    if (reset) continue;
-    EncodeAndCache(&plan, term, encoder);
-    std::vector<std::shared_ptr<const std::string>> chunks;
-    chunks.reserve(plan.pieces.size());
-    for (FlowAggregate::EncodingPlan::Piece& piece : plan.pieces) {
-      chunks.push_back(std::move(piece.bytes));
-    }
-    return chunks;
+FlowStateManager::EncodeChunks(ChunkEncoding encoding,
+                               ChunkEncoder encoder) const {
+  AggregateSnapshot snapshot = Snapshot();
+  if (!snapshot.found) return std::nullopt;
+  std::vector<std::shared_ptr<const std::string>> out;
+  out.reserve(snapshot.chunks.size());
+  for (const PinnedChunk& chunk : snapshot.chunks) {
+    out.push_back(chunk->Encoded(encoding, encoder));
   }
+  return out;
 }
 
-FlowStateManager::ChunkChanges FlowStateManager::CopyChangedChunks(
-    uint64_t known_term,
-    const absl::flat_hash_map<uint32_t, uint64_t>& known) const {
-  static const absl::flat_hash_map<uint32_t, uint64_t> kNone;
-  while (true) {
-    ChunkChanges out;
-    {
-      ReaderMutexLock lock(&mu_);
-      out.term = term_;
-      out.found = store_.has_aggregate();
-    }
-    if (!out.found) return out;
-    const auto& compare_to = out.term == known_term ? known : kNone;
-    bool reset = false;
-    for (std::optional<uint32_t> next = 0; next.has_value() && !reset;) {
-      ReaderMutexLock lock(&mu_);
-      reset = term_ != out.term;
-      if (!reset) {
-        next = store_.aggregate().CopyChunkIfChanged(*next, compare_to,
-                                                     &out.chunks);
-      }
-    }
-    if (!reset) return out;
-  }
-}
-
-std::vector<kv::KeyValue> FlowStateManager::Finish(Found found) const {
-  std::optional<std::string> aggregate_json;
+std::vector<kv::KeyValue> FlowStateManager::ToKeyValues(Found found) {
+  std::string aggregate_json;
   if (found.encode_aggregate) {
-    auto chunks =
-        EncodeChunks(FlowAggregate::kJsonSlot, &FlowAggregate::EncodeJsonChunk);
-    // Gone (a reset since the keys were read): left out, as a key deleted.
-    if (chunks.has_value())
-      aggregate_json = FlowAggregate::AssembleJson(*chunks);
+    aggregate_json = FlowAggregate::EncodeJson(found.aggregate);
+    found.aggregate.clear();  // Unpinned as soon as encoded.
   }
   std::vector<kv::KeyValue> out;
   out.reserve(found.entries.size());
   for (kv::StoredEntry& entry : found.entries) {
-    const bool aggregate = entry.value == nullptr && entry.key == kFlowStateKey;
-    if (aggregate && found.encode_aggregate && !aggregate_json.has_value()) {
-      continue;
-    }
     kv::KeyValue& kv = out.emplace_back();
     kv.key = std::move(entry.key);
-    if (aggregate && aggregate_json.has_value()) {
-      kv.value = *aggregate_json;
-    } else if (entry.value != nullptr) {
+    if (entry.value != nullptr) {
       kv.value = *entry.value;
+    } else if (found.encode_aggregate && kv.key == kFlowStateKey) {
+      kv.value = aggregate_json;
     }
   }
   return out;
@@ -288,7 +231,10 @@ absl::StatusOr<std::vector<kv::KeyValue>> FlowStateManager::BatchGet(
       if (key == kFlowStateKey) {
         if (!store_.has_aggregate()) continue;
         // Asked for more than once, it is encoded once.
-        found.encode_aggregate = true;
+        if (!found.encode_aggregate) {
+          found.encode_aggregate = true;
+          found.aggregate = store_.aggregate().Snapshot();
+        }
         found.entries.push_back({key, nullptr});
         continue;
       }
@@ -296,7 +242,7 @@ absl::StatusOr<std::vector<kv::KeyValue>> FlowStateManager::BatchGet(
       if (value != nullptr) found.entries.push_back({key, std::move(value)});
     }
   }
-  return Finish(std::move(found));
+  return ToKeyValues(std::move(found));
 }
 
 absl::StatusOr<kv::RangeResponse> FlowStateManager::Range(
@@ -322,11 +268,14 @@ absl::StatusOr<kv::RangeResponse> FlowStateManager::Range(
         found.more = true;
       }
       found.encode_aggregate = !req.keys_only;
+      if (found.encode_aggregate) {
+        found.aggregate = store_.aggregate().Snapshot();
+      }
     }
   }
   kv::RangeResponse out;
   out.more = found.more;
-  out.kvs = Finish(std::move(found));
+  out.kvs = ToKeyValues(std::move(found));
   return out;
 }
 

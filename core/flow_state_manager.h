@@ -48,8 +48,10 @@ struct ResetResult {
 //
 // Thread safety: all methods may be called concurrently. One lock guards the
 // store and the term: changes hold it exclusively for O(change); reads hold
-// it shared, only to copy (pointers to immutable bytes, a chunk of flows, the
-// aggregate's changed chunks), and build their answers after releasing it.
+// it shared, only to copy pointers (to the node keys' immutable bytes, to the
+// aggregate's pinned chunk views), and build their answers after releasing
+// it. So every read is one instant: the state after some whole number of
+// changes, never part of one.
 class FlowStateManager final : public kv::KvBackend {
  public:
   struct Options {
@@ -108,57 +110,53 @@ class FlowStateManager final : public kv::KvBackend {
   // The current term: resets so far.
   uint64_t term() const;
 
+  // The aggregate at one instant: every chunk's view, pinned (see
+  // FlowAggregate). Holding it costs the memory of the views that changed
+  // since; readers use it and let it go.
+  struct AggregateSnapshot {
+    uint64_t term = 0;   // The term it is of.
+    bool found = false;  // Whether there is an aggregate (see Get()).
+    std::vector<PinnedChunk> chunks;  // Non-empty chunks, ascending by id.
+  };
+  // Takes the shared lock for O(chunks), whatever the number of flows.
+  AggregateSnapshot Snapshot() const;
+
   // The aggregate as a value, or nullopt when there is none (before the
   // first report of the term).
   std::optional<FlowStateValue> Get() const;
 
   // The aggregate's flows (all, or those of `flow_ids` that exist), with the
-  // node holding each max; nullopt like Get().
+  // node holding each max, at one instant; nullopt like Get().
   std::optional<std::vector<AggregateFlow>> Read(
       absl::Span<const uint32_t> flow_ids) const;
 
   // Read() in batches: calls `visit` with runs of flows, ascending by id,
   // without the lock held, and returns whether there is flow state (false
-  // like Get()'s nullopt). A batch is one chunk of the aggregate at one
-  // instant; a read that meets a reset stops there.
+  // like Get()'s nullopt). Every batch is of the same instant.
   using Visitor = std::function<void(absl::Span<const AggregateFlow>)>;
   bool Visit(absl::Span<const uint32_t> flow_ids, const Visitor& visit) const;
 
   // The flownodes heard from in this term (all, or those of `node_ids`),
-  // ascending by id.
+  // ascending by id, at one instant.
   std::vector<FlownodeView> ListFlownodes(
       absl::Span<const uint64_t> node_ids) const;
 
-  // The aggregate encoded chunk by chunk (see FlowAggregate) into cache
-  // `slot` by `encoder`, which must be the same for a slot every time: each
-  // non-empty chunk's bytes, ascending by flow id; nullopt when there is no
-  // aggregate. Chunks that did not change since the slot was last filled are
-  // the cached bytes; the others are encoded without the lock. The chunks
-  // are of one instant. Slot FlowAggregate::kJsonSlot is the KV's JSON.
+  // The aggregate at one instant encoded chunk by chunk by `encoder`, which
+  // must be the same for an `encoding` every time: each non-empty chunk's
+  // bytes, ascending by flow id; nullopt when there is no aggregate. Chunks
+  // that did not change since they were last encoded are the cached bytes;
+  // the others are encoded without the manager's lock.
   std::optional<std::vector<std::shared_ptr<const std::string>>> EncodeChunks(
-      int slot, ChunkEncoder encoder) const;
-
-  // The aggregate for a caller that keeps its own copy (FlowChangeTracker):
-  // every non-empty chunk's id and version, with the flows of those whose
-  // version is not `known`'s entry. `known` counts only if `known_term` is
-  // still the term (versions restart with each term); otherwise every chunk
-  // is copied. Copies a chunk at a time under the shared lock; a reset
-  // meanwhile starts over in the new term.
-  struct ChunkChanges {
-    uint64_t term = 0;   // The term the chunks are of.
-    bool found = false;  // Whether there is an aggregate (see Get()).
-    std::vector<FlowAggregate::ChunkCopy> chunks;  // Ascending by chunk id.
-  };
-  ChunkChanges CopyChangedChunks(
-      uint64_t known_term,
-      const absl::flat_hash_map<uint32_t, uint64_t>& known) const;
+      ChunkEncoding encoding, ChunkEncoder encoder) const;
 
   // Flownodes known, and flows in the aggregate.
   uint64_t node_count() const;
   uint64_t flow_count() const;
 
   // kv::KvBackend: the KV the store shows, `__flow/state` built from the
-  // aggregate's cached chunk encodings. Never fails but for bad ranges.
+  // aggregate's cached chunk encodings, each read of one instant (the
+  // aggregate is the max over exactly the node reports the same read
+  // returns). Never fails but for bad ranges.
   absl::StatusOr<std::string> Get(const std::string& key) const override;
   absl::StatusOr<std::vector<kv::KeyValue>> BatchGet(
       const std::vector<std::string>& keys) const override;
@@ -174,18 +172,14 @@ class FlowStateManager final : public kv::KvBackend {
   void Notify() const;
   // The store's limits, from the options.
   FlowStateStore::Limits StoreLimits() const;
-  // Encodes what `plan` lacks and caches it, if the term is still `term`.
-  void EncodeAndCache(FlowAggregate::EncodingPlan* plan, uint64_t term,
-                      ChunkEncoder encoder) const ABSL_LOCKS_EXCLUDED(mu_);
   // Turns what a read found into key-values, with the JSON of `__flow/state`
-  // (EncodeChunks) if it was asked for.
-  std::vector<kv::KeyValue> Finish(Found found) const ABSL_LOCKS_EXCLUDED(mu_);
+  // encoded from the snapshot taken with the node keys.
+  static std::vector<kv::KeyValue> ToKeyValues(Found found);
 
   const Options options_;                              // Clock, TTL and limits.
   std::atomic<FlowStateListener*> listener_{nullptr};  // Told of changes.
   mutable Mutex mu_;  // Guards the store and the term.
-  // The state. mutable: a read caches encodings (under the exclusive lock).
-  mutable FlowStateStore store_ ABSL_GUARDED_BY(mu_);
+  FlowStateStore store_ ABSL_GUARDED_BY(mu_);  // The state.
   uint64_t term_ ABSL_GUARDED_BY(mu_) = 0;  // Resets so far.
 };
 

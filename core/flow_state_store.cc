@@ -107,7 +107,7 @@ absl::Status FlowStateStore::Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
 ForgetResult FlowStateStore::ForgetFlows(
     const std::vector<uint32_t>& sorted_ids) {
   ForgetResult result;
-  result.forgotten_flows = aggregate_.Read(sorted_ids).size();
+  result.forgotten_flows = aggregate_.CountPresent(sorted_ids);
   for (auto& [node, entry] : nodes_) {
     std::optional<FlowStateValue> kept = Without(entry.report, sorted_ids);
     if (!kept.has_value()) continue;

@@ -44,7 +44,8 @@ struct ForgetResult {
 // in-memory KV that shows them: each report's JSON under
 // `__flow/state/node/{id}`, each record's (flownode_record.h) under
 // `__metasrv/flownode/{id}`. The aggregate's JSON, `__flow/state`, is built
-// from the aggregate when read (FlowAggregate caches it by chunk). The store
+// from a snapshot of the aggregate when read (each chunk view caches its
+// part). The store
 // is the KV's only writer, and every change updates the KV and the index in
 // the same call, so they cannot disagree.
 //
@@ -87,8 +88,6 @@ class FlowStateStore {
   // made.
   bool has_aggregate() const { return has_aggregate_; }
   const FlowAggregate& aggregate() const { return aggregate_; }
-  // For caching encodings (FlowAggregate::CacheJson) only.
-  FlowAggregate& mutable_aggregate() { return aggregate_; }
 
   // The node keys of the KV (everything but `__flow/state`).
   const kv::KvStore& node_keys() const { return node_keys_; }

@@ -9,11 +9,6 @@
 namespace metasrv::server {
 namespace {
 
-// The cache slots of the two encodings (FlowAggregate::kJsonSlot is the
-// KV's JSON).
-constexpr int kColumnsSlot = 1;
-constexpr int kColumnsWithNodesSlot = 2;
-
 // Field numbers of metasrv.v1.GetFlowStateResponse.
 constexpr uint32_t kFound = 1, kFlowIds = 2, kFields = 3, kStateSizes = 4,
                    kLastExecTimes = 5, kStartTimes = 6, kStateSizeNodes = 7,
@@ -129,9 +124,11 @@ EncodedFlowState EncodeFlowState(const core::FlowStateManager& flow_state,
                                  bool with_nodes) {
   EncodedFlowState out;
   auto chunks =
-      with_nodes ? flow_state.EncodeChunks(kColumnsWithNodesSlot,
-                                           &EncodeColumnsWithNodesChunk)
-                 : flow_state.EncodeChunks(kColumnsSlot, &EncodeColumnsChunk);
+      with_nodes
+          ? flow_state.EncodeChunks(core::ChunkEncoding::kColumnsWithNodes,
+                                    &EncodeColumnsWithNodesChunk)
+          : flow_state.EncodeChunks(core::ChunkEncoding::kColumns,
+                                    &EncodeColumnsChunk);
   if (!chunks.has_value()) return out;
   out.found = true;
   out.chunks = *std::move(chunks);

@@ -26,8 +26,8 @@ WatchHub::~WatchHub() {
 }
 
 void WatchHub::Start() {
-  tracker_ = std::make_unique<core::FlowChangeTracker>(&EncodeColumnsChunk,
-                                                       flow_state_->term());
+  tracker_ = std::make_unique<core::FlowChangeTracker>(
+      core::ChunkEncoding::kColumns, &EncodeColumnsChunk, flow_state_->term());
   publisher_ = std::thread([this] { Run(); });
 }
 

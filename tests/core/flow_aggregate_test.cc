@@ -1,5 +1,6 @@
-// FlowAggregate's encodings: built chunk by chunk, cached per chunk and slot,
-// and after a change only the changed chunk is encoded again.
+// FlowAggregate's views: a snapshot is one instant and stays so while it is
+// held; encodings are cached per view, and after a change only the changed
+// chunk is encoded again.
 #include "core/flow_aggregate.h"
 
 #include <string>
@@ -19,7 +20,10 @@ int encoder_calls = 0;
 std::string CountingEncoder(absl::Span<const AggregateFlow> flows) {
   ++encoder_calls;
   std::string out;
-  for (const AggregateFlow& f : flows) out += std::to_string(f.stat.flow_id) + ",";
+  for (const AggregateFlow& f : flows) {
+    out += std::to_string(f.stat.flow_id) + ":" +
+           std::to_string(f.stat.state_size) + ",";
+  }
   return out;
 }
 
@@ -27,76 +31,113 @@ class FlowAggregateTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // Three chunks: flows 0-9, 1024-1033 and 5000-5009, on node 1.
+    FlowStateValue::Builder all;
     for (uint32_t base : {0u, 1024u, 5000u}) {
       for (uint32_t i = 0; i < 10; ++i) {
-        FlowStateValue::Builder b;
-        b.SetStateSize(base + i, base + i + 1).SetLastExecTime(base + i, -5);
-        reports_.push_back(b.Build());
+        all.SetStateSize(base + i, base + i + 1).SetLastExecTime(base + i, -5);
       }
     }
-    FlowStateValue::Builder all;
-    for (const FlowStateValue& r : reports_) all.Set(r.flows()[0]);
     report_ = all.Build();
     aggregate_.Replace(1, FlowStateValue(), report_);
+    encoder_calls = 0;
   }
 
-  // Encodes into slot 1 and returns which pieces had to be encoded.
-  std::vector<uint32_t> EncodedChunks() {
-    FlowAggregate::EncodingPlan plan = aggregate_.PlanEncoding(1);
-    std::vector<uint32_t> missing;
-    for (const auto& piece : plan.pieces) {
-      if (piece.bytes == nullptr) missing.push_back(piece.chunk_id);
+  // Encodes a snapshot in the columns encoding; returns the encoder calls.
+  int EncodeAll() {
+    const int before = encoder_calls;
+    for (const PinnedChunk& chunk : aggregate_.Snapshot()) {
+      chunk->Encoded(ChunkEncoding::kColumns, &CountingEncoder);
     }
-    FlowAggregate::Encode(&plan, &CountingEncoder);
-    aggregate_.CacheEncoding(plan);
-    return missing;
+    return encoder_calls - before;
   }
 
-  std::vector<FlowStateValue> reports_;
+  // report_ with flow `id`'s state size set to `size`.
+  FlowStateValue With(uint32_t id, uint64_t size) const {
+    FlowStateValue::Builder b;
+    for (FlowStat s : report_.flows()) {
+      if (s.flow_id == id) s.state_size = size;
+      b.Set(s);
+    }
+    return b.Build();
+  }
+
   FlowStateValue report_;
   FlowAggregate aggregate_;
 };
 
+TEST_F(FlowAggregateTest, SnapshotHoldsEveryNonEmptyChunkInOrder) {
+  std::vector<PinnedChunk> chunks = aggregate_.Snapshot();
+  ASSERT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks[0]->chunk_id(), 0u);
+  EXPECT_EQ(chunks[1]->chunk_id(), 1u);
+  EXPECT_EQ(chunks[2]->chunk_id(), 4u);
+  EXPECT_EQ(FlowAggregate::Select(chunks, {}).size(), 30u);
+  EXPECT_EQ(FlowAggregate::Select(chunks, {3, 1030, 2000, 5009}).size(), 3u);
+  EXPECT_EQ(aggregate_.Snapshot(std::vector<uint32_t>{3, 7, 5001}).size(), 2u);
+  EXPECT_EQ(aggregate_.CountPresent({3, 1030, 2000, 5009}), 3u);
+}
+
 TEST_F(FlowAggregateTest, OnlyTheChangedChunkIsEncodedAgain) {
-  EXPECT_EQ(EncodedChunks(), (std::vector<uint32_t>{0, 1, 4}));
-  EXPECT_TRUE(EncodedChunks().empty());  // Nothing changed: all cached.
-  // One flow of the second chunk changes.
-  FlowStateValue changed = report_;
+  EXPECT_EQ(EncodeAll(), 3);
+  EXPECT_EQ(EncodeAll(), 0);  // Nothing changed: all cached.
+  aggregate_.Replace(1, report_, With(1030, 99));
+  EXPECT_EQ(EncodeAll(), 1);
+  EXPECT_EQ(EncodeAll(), 0);
+}
+
+TEST_F(FlowAggregateTest, EncodingsAreIndependentAndJsonIsByteExact) {
+  EXPECT_EQ(EncodeAll(), 3);
+  EXPECT_EQ(FlowAggregate::EncodeJson(aggregate_.Snapshot()),
+            EncodeFlowState(report_));
+  EXPECT_EQ(EncodeAll(), 0);  // The JSON did not replace the columns.
+}
+
+TEST_F(FlowAggregateTest, AHeldSnapshotNeverChanges) {
+  std::vector<PinnedChunk> before = aggregate_.Snapshot();
+  const uint64_t version = before[1]->version();
+  const std::string bytes =
+      *before[1]->Encoded(ChunkEncoding::kColumns, &CountingEncoder);
+  // Flows in two chunks change, one is added in a new chunk, one chunk
+  // empties: the held views keep the old instant.
   FlowStateValue::Builder b;
-  for (const FlowStat& s : report_.flows()) {
-    FlowStat t = s;
-    if (t.flow_id == 1030) t.state_size = 99;
-    b.Set(t);
+  for (FlowStat s : report_.flows()) {
+    if (s.flow_id >= 5000) continue;
+    if (s.flow_id == 3 || s.flow_id == 1030) s.state_size = 7;
+    b.Set(s);
   }
-  changed = b.Build();
-  aggregate_.Replace(1, report_, changed);
-  encoder_calls = 0;
-  EXPECT_EQ(EncodedChunks(), (std::vector<uint32_t>{1}));
-  EXPECT_EQ(encoder_calls, 1);
+  b.SetStateSize(9000, 1);
+  const FlowStateValue next = b.Build();
+  aggregate_.Replace(1, report_, next);
+  EXPECT_EQ(before[1]->version(), version);
+  EXPECT_EQ(*before[1]->Encoded(ChunkEncoding::kColumns, &CountingEncoder),
+            bytes);
+  EXPECT_EQ(FlowAggregate::Select(before, {}).size(), 30u);
+  EXPECT_EQ(FlowAggregate::EncodeJson(before), EncodeFlowState(report_));
+  // A new snapshot is the new instant.
+  std::vector<PinnedChunk> after = aggregate_.Snapshot();
+  ASSERT_EQ(after.size(), 3u);
+  EXPECT_EQ(after[2]->chunk_id(), 8u);
+  EXPECT_NE(after[1]->version(), version);
+  EXPECT_EQ(FlowAggregate::EncodeJson(after), EncodeFlowState(next));
 }
 
-TEST_F(FlowAggregateTest, SlotsAreIndependentAndJsonIsByteExact) {
-  EXPECT_EQ(EncodedChunks().size(), 3u);
-  // The JSON slot was never filled: its first read encodes every chunk, and
-  // the bytes equal the whole value's encoding.
-  FlowAggregate::EncodingPlan json =
-      aggregate_.PlanEncoding(FlowAggregate::kJsonSlot);
-  for (const auto& piece : json.pieces) EXPECT_EQ(piece.bytes, nullptr);
-  EXPECT_EQ(aggregate_.EncodeJson(), EncodeFlowState(report_));
-  for (const auto& piece :
-       aggregate_.PlanEncoding(FlowAggregate::kJsonSlot).pieces) {
-    EXPECT_NE(piece.bytes, nullptr);
+TEST_F(FlowAggregateTest, AnUnheldViewChangesInPlaceWithANewVersion) {
+  uint64_t version = 0;
+  const ChunkView* address = nullptr;
+  {
+    std::vector<PinnedChunk> chunks = aggregate_.Snapshot();
+    version = chunks[0]->version();
+    address = &*chunks[0];
+    chunks[0]->Encoded(ChunkEncoding::kColumns, &CountingEncoder);
   }
-  EXPECT_EQ(aggregate_.EncodeJson(), EncodeFlowState(report_));
-}
-
-TEST_F(FlowAggregateTest, ACacheFromBeforeAChangeIsNotKept) {
-  FlowAggregate::EncodingPlan plan = aggregate_.PlanEncoding(1);
-  // The chunk changes between planning and caching.
-  aggregate_.Replace(2, FlowStateValue(), Report({{3, 1, 1}}));
-  FlowAggregate::Encode(&plan, &CountingEncoder);
-  aggregate_.CacheEncoding(plan);
-  EXPECT_EQ(EncodedChunks(), (std::vector<uint32_t>{0}));
+  aggregate_.Replace(1, report_, With(3, 42));
+  std::vector<PinnedChunk> chunks = aggregate_.Snapshot();
+  EXPECT_EQ(&*chunks[0], address);  // Nobody held it: no copy.
+  EXPECT_NE(chunks[0]->version(), version);
+  // Its cached encoding was dropped with the change.
+  EXPECT_NE(chunks[0]->Encoded(ChunkEncoding::kColumns, &CountingEncoder)
+                ->find("3:42,"),
+            std::string::npos);
 }
 
 }  // namespace

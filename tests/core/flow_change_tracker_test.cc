@@ -45,7 +45,8 @@ std::string Joined(const FlowChangeTracker::Update& update) {
 class FlowChangeTrackerTest : public ::testing::Test {
  protected:
   FlowStateManager manager_;
-  FlowChangeTracker tracker_{&TextChunk, manager_.term()};
+  FlowChangeTracker tracker_{ChunkEncoding::kColumns, &TextChunk,
+                             manager_.term()};
 };
 
 TEST_F(FlowChangeTrackerTest, EmptyThenEveryFlowIsNew) {
