@@ -47,8 +47,11 @@ std::unique_ptr<Cluster> MakeCluster(int64_t nodes, bool shared) {
   return c;
 }
 
-// One 10-flow heartbeat merged into a cluster of state.range(0) nodes.
-void MergeInto(benchmark::State& state, bool shared) {
+// One 10-flow heartbeat merged into a cluster of state.range(0) nodes. With
+// `pinned`, a reader holds a snapshot of the whole aggregate (untimed) across
+// every merge, so each merge copies the chunk view it changes: the worst case
+// of one-instant reads for a writer.
+void MergeInto(benchmark::State& state, bool shared, bool pinned = false) {
   const int64_t nodes = state.range(0);
   std::unique_ptr<Cluster> c = MakeCluster(nodes, shared);
   // Precomputed reports (several rounds per node) so the loop times Merge.
@@ -59,7 +62,13 @@ void MergeInto(benchmark::State& state, bool shared) {
     for (int64_t n = 0; n < pool; ++n) reports.push_back(NodeReport(n, r, shared));
   }
   size_t i = 0;
+  FlowStateManager::AggregateSnapshot held;
   for (auto _ : state) {
+    if (pinned) {
+      state.PauseTiming();
+      held = c->manager.Snapshot();
+      state.ResumeTiming();
+    }
     const uint64_t node = i % pool;
     FlowStateValue report = reports[i % reports.size()];
     if (!c->manager.Merge(node, std::move(report)).ok()) std::abort();
@@ -70,7 +79,11 @@ void MergeInto(benchmark::State& state, bool shared) {
 
 void BM_Merge(benchmark::State& state) { MergeInto(state, false); }
 void BM_MergeSharedFlows(benchmark::State& state) { MergeInto(state, true); }
+void BM_MergeWhileReadHeld(benchmark::State& state) {
+  MergeInto(state, false, true);
+}
 BENCHMARK(BM_Merge)->Arg(10)->Arg(1000)->Arg(10000)->Arg(100000);
+BENCHMARK(BM_MergeWhileReadHeld)->Arg(10)->Arg(1000)->Arg(10000);
 
 // The reference algorithm, for the chart: GreptimeDB's metasrv on every
 // report writes the node's key, then reads every node's key back, decodes

@@ -30,12 +30,5 @@ std::optional<uint64_t> ParseFlowStateNodeKey(absl::string_view key) {
   return ParseNodeKey(kFlowStateNodePrefix, key);
 }
 
-std::string FlownodeKey(uint64_t node_id) {
-  return absl::StrCat(kFlownodePrefix, node_id);
-}
-
-std::optional<uint64_t> ParseFlownodeKey(absl::string_view key) {
-  return ParseNodeKey(kFlownodePrefix, key);
-}
 
 }  // namespace metasrv::core

@@ -17,7 +17,6 @@ inline constexpr absl::string_view kFlowStateNodePrefix = "__flow/state/node/";
 
 // Prefix of the flownode records (see flownode_record.h). Outside `__flow/`,
 // which GreptimeDB's own metadata uses.
-inline constexpr absl::string_view kFlownodePrefix = "__metasrv/flownode/";
 
 // `__flow/state/node/{node_id}`, node_id in decimal.
 std::string FlowStateNodeKey(uint64_t node_id);
@@ -26,9 +25,6 @@ std::string FlowStateNodeKey(uint64_t node_id);
 // not a canonical decimal uint64).
 std::optional<uint64_t> ParseFlowStateNodeKey(absl::string_view key);
 
-// `__metasrv/flownode/{node_id}`, and its inverse, like the two above.
-std::string FlownodeKey(uint64_t node_id);
-std::optional<uint64_t> ParseFlownodeKey(absl::string_view key);
 
 }  // namespace metasrv::core
 

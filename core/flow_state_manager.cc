@@ -26,7 +26,8 @@ FlowStateManager::FlowStateManager(Options options)
 
 FlowStateStore::Limits FlowStateManager::StoreLimits() const {
   return {options_.max_nodes, options_.max_total_flows,
-          options_.node_report_ttl > absl::ZeroDuration()};
+          options_.node_report_ttl > absl::ZeroDuration(),
+          options_.node_max_idle_time > absl::ZeroDuration()};
 }
 
 void FlowStateManager::Notify() const {
@@ -59,6 +60,20 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
   }
   if (has_report) Notify();
   return absl::OkStatus();
+}
+
+absl::Status FlowStateManager::RecordNode(const ClusterNode& node,
+                                          std::optional<uint64_t> term) {
+  const int64_t now = absl::ToUnixMillis(options_.clock->Now());
+  const int64_t mono = absl::ToUnixMillis(options_.clock->Monotonic());
+  MutexLock lock(&mu_);
+  if (term.has_value() && *term != term_) {
+    return absl::AbortedError(absl::StrCat(
+        "cluster info of node ", node.node_id,
+        " not recorded: the state was reset since term ", *term,
+        " (leadership changed)"));
+  }
+  return store_.RecordClusterNode(node, now, mono);
 }
 
 absl::Status FlowStateManager::Merge(uint64_t node_id, FlowStateValue report,
@@ -96,6 +111,14 @@ std::vector<uint64_t> FlowStateManager::ExpireSilentNodes() {
   }
   if (!expired.empty()) Notify();
   return expired;
+}
+
+IdleExpiry FlowStateManager::ExpireIdleNodes() {
+  if (options_.node_max_idle_time <= absl::ZeroDuration()) return {};
+  const int64_t cutoff = absl::ToUnixMillis(options_.clock->Monotonic()) -
+                         absl::ToInt64Milliseconds(options_.node_max_idle_time);
+  MutexLock lock(&mu_);
+  return store_.ExpireIdle(cutoff);
 }
 
 ResetResult FlowStateManager::Reset() {

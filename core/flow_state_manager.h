@@ -65,6 +65,10 @@ class FlowStateManager final : public kv::KvBackend {
     // (node, flow) entries over all reports: a report that would grow the
     // total past it is refused with kResourceExhausted. 0: no limit.
     uint64_t max_total_flows = 0;
+    // A node silent for longer loses its cluster info, and a flownode its
+    // record, when ExpireIdleNodes() runs; flow state stays (GreptimeDB's
+    // node_max_idle_time). Zero: never.
+    absl::Duration node_max_idle_time = absl::ZeroDuration();
   };
 
   // Borrows the clock, which must outlive the manager.
@@ -94,6 +98,12 @@ class FlowStateManager final : public kv::KvBackend {
   absl::Status Merge(uint64_t node_id, FlowStateValue report,
                      std::optional<uint64_t> term = std::nullopt);
 
+  // Records the cluster info of a node that is not a flownode (a flownode's
+  // rides in its NodeHeartbeat). kAborted and kResourceExhausted (nothing
+  // written) as for Heartbeat().
+  absl::Status RecordNode(const ClusterNode& node,
+                          std::optional<uint64_t> term = std::nullopt);
+
   // Removes `flow_ids` from every node's report and so from the aggregate.
   // kInvalidArgument when `flow_ids` is empty.
   absl::StatusOr<ForgetResult> ForgetFlows(absl::Span<const uint32_t> flow_ids);
@@ -102,6 +112,10 @@ class FlowStateManager final : public kv::KvBackend {
   // monotonic clock) is older than the TTL; returns their ids, oldest first.
   // None when the TTL is zero.
   std::vector<uint64_t> ExpireSilentNodes();
+
+  // Removes the cluster info and flownode records of nodes idle for longer
+  // than Options::node_max_idle_time (reports stay). Nothing when it is zero.
+  IdleExpiry ExpireIdleNodes();
 
   // Drops all state and every key (a leadership change) in one step, and
   // begins the next term. The memory is freed after the lock is released.

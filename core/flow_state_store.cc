@@ -71,7 +71,52 @@ void FlowStateStore::Touch(uint64_t node, NodeEntry& entry, int64_t mono_ms) {
     by_silence_.erase({entry.heartbeat_mono, node});
     by_silence_.insert({mono_ms, node});
   }
+  if (limits_.track_idle) {
+    // A node whose record expired has none here; it gets one back now.
+    records_by_silence_.erase({entry.heartbeat_mono, node});
+    records_by_silence_.insert({mono_ms, node});
+  }
   entry.heartbeat_mono = mono_ms;
+}
+
+absl::Status FlowStateStore::CheckClusterCapacity(
+    const ClusterNode& node) const {
+  const int32_t role = static_cast<int32_t>(node.role);
+  if (limits_.max_nodes == 0 ||
+      cluster_nodes_.contains(ClusterId{role, node.node_id}) ||
+      cluster_counts_[role] < limits_.max_nodes) {
+    return absl::OkStatus();
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "cluster info of node ", node.node_id, " (role ", role, ") refused: ",
+      cluster_counts_[role],
+      " nodes of its role are known, the limit (--max_nodes) is ",
+      limits_.max_nodes));
+}
+
+void FlowStateStore::WriteClusterNode(const ClusterNode& node, int64_t now_ms,
+                                      int64_t mono_ms) {
+  const ClusterId id{static_cast<int32_t>(node.role), node.node_id};
+  auto [it, fresh] = cluster_nodes_.try_emplace(id);
+  ClusterEntry& entry = it->second;
+  if (fresh) {
+    entry.slot = &node_keys_.Slot(ClusterInfoKey(node.role, node.node_id));
+    ++cluster_counts_[id.first];
+  } else if (limits_.track_idle) {
+    clusters_by_silence_.erase({entry.seen_mono, id});
+  }
+  if (limits_.track_idle) clusters_by_silence_.insert({mono_ms, id});
+  entry.seen_mono = mono_ms;
+  *entry.slot = kv::MakeBytes(EncodeClusterNodeInfo(node, now_ms));
+}
+
+absl::Status FlowStateStore::RecordClusterNode(const ClusterNode& node,
+                                               int64_t now_ms,
+                                               int64_t mono_ms) {
+  absl::Status capacity = CheckClusterCapacity(node);
+  if (!capacity.ok()) return capacity;
+  WriteClusterNode(node, now_ms, mono_ms);
+  return absl::OkStatus();
 }
 
 absl::Status FlowStateStore::Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
@@ -83,20 +128,22 @@ absl::Status FlowStateStore::Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
       CheckCapacity(node, it == nodes_.end() ? nullptr : &it->second,
                     has_report ? heartbeat.report->flows().size() : 0);
   if (!capacity.ok()) return capacity;
+  if (heartbeat.cluster_node.has_value()) {
+    capacity = CheckClusterCapacity(*heartbeat.cluster_node);
+    if (!capacity.ok()) return capacity;
+    WriteClusterNode(*heartbeat.cluster_node, now_ms, mono_ms);
+  }
   if (it == nodes_.end()) it = nodes_.try_emplace(node).first;
   NodeEntry& entry = it->second;
   Touch(node, entry, mono_ms);
-  FlownodeRecord& record = entry.record;
+  if (!entry.record.has_value()) entry.record.emplace();
+  FlownodeRecord& record = *entry.record;
   record.last_heartbeat_ms = now_ms;
   if (has_report) record.last_report_ms = now_ms;
   if (!heartbeat.peer_addr.empty()) {
     record.peer_addr = std::move(heartbeat.peer_addr);
   }
   if (heartbeat.info.has_value()) record.info = std::move(heartbeat.info);
-  if (entry.record_slot == nullptr) {
-    entry.record_slot = &node_keys_.Slot(FlownodeKey(node));
-  }
-  *entry.record_slot = kv::MakeBytes(EncodeFlownodeRecord(record));
   if (has_report) {
     SetReport(node, entry, *std::move(heartbeat.report),
               std::move(report_json));
@@ -124,12 +171,36 @@ std::vector<uint64_t> FlowStateStore::ExpireSilent(int64_t cutoff_mono_ms) {
     const uint64_t node = by_silence_.begin()->second;
     by_silence_.erase(by_silence_.begin());
     auto it = nodes_.find(node);
+    if (limits_.track_idle) {
+      records_by_silence_.erase({it->second.heartbeat_mono, node});
+    }
     total_flows_ -= it->second.report.flows().size();
     aggregate_.Replace(node, it->second.report, FlowStateValue());
     node_keys_.Apply(FlowStateNodeKey(node), nullptr);
-    node_keys_.Apply(FlownodeKey(node), nullptr);
     nodes_.erase(it);
     expired.push_back(node);
+  }
+  return expired;
+}
+
+IdleExpiry FlowStateStore::ExpireIdle(int64_t cutoff_mono_ms) {
+  IdleExpiry expired;
+  while (!records_by_silence_.empty() &&
+         records_by_silence_.begin()->first < cutoff_mono_ms) {
+    const uint64_t node = records_by_silence_.begin()->second;
+    records_by_silence_.erase(records_by_silence_.begin());
+    nodes_.find(node)->second.record.reset();
+    ++expired.records;
+  }
+  while (!clusters_by_silence_.empty() &&
+         clusters_by_silence_.begin()->first < cutoff_mono_ms) {
+    const ClusterId id = clusters_by_silence_.begin()->second;
+    clusters_by_silence_.erase(clusters_by_silence_.begin());
+    cluster_nodes_.erase(id);
+    --cluster_counts_[id.first];
+    node_keys_.Apply(
+        ClusterInfoKey(static_cast<NodeRole>(id.first), id.second), nullptr);
+    ++expired.cluster_nodes;
   }
   return expired;
 }
@@ -138,7 +209,8 @@ std::vector<FlownodeView> FlowStateStore::ListFlownodes(
     absl::Span<const uint64_t> node_ids) const {
   std::vector<FlownodeView> out;
   auto add = [&out](uint64_t node, const NodeEntry& entry) {
-    out.push_back({node, entry.record, entry.report.flows().size()});
+    if (!entry.record.has_value()) return;
+    out.push_back({node, *entry.record, entry.report.flows().size()});
   };
   if (node_ids.empty()) {
     out.reserve(nodes_.size());

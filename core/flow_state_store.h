@@ -2,6 +2,7 @@
 #ifndef METASRV_CORE_FLOW_STATE_STORE_H_
 #define METASRV_CORE_FLOW_STATE_STORE_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "core/cluster_info.h"
 #include "core/flow_aggregate.h"
 #include "core/flow_state_value.h"
 #include "core/flownode_record.h"
@@ -24,6 +26,14 @@ struct NodeHeartbeat {
   std::string peer_addr;                 // Empty: keep the last known.
   std::optional<NodeInfo> info;          // nullopt: keep the last known.
   std::optional<FlowStateValue> report;  // nullopt: it carried no report.
+  // Its cluster info, when it carried a header, a peer and a NodeInfo.
+  std::optional<ClusterNode> cluster_node;
+};
+
+// What ExpireIdle() removed.
+struct IdleExpiry {
+  uint64_t cluster_nodes = 0;  // Cluster-info keys.
+  uint64_t records = 0;        // Flownode records (their reports stay).
 };
 
 // One flownode as ListFlownodes() shows it.
@@ -40,12 +50,12 @@ struct ForgetResult {
 };
 
 // Every flownode's latest report and record, the aggregate over the reports
-// (per flow, the max of each field), the silence order of the nodes, and the
-// in-memory KV that shows them: each report's JSON under
-// `__flow/state/node/{id}`, each record's (flownode_record.h) under
-// `__metasrv/flownode/{id}`. The aggregate's JSON, `__flow/state`, is built
-// from a snapshot of the aggregate when read (each chunk view caches its
-// part). The store
+// (per flow, the max of each field), every node's cluster info, the silence
+// orders, and the in-memory KV that shows them: each report's JSON under
+// `__flow/state/node/{id}`, each node's cluster info (cluster_info.h) under
+// `__meta_cluster_node_info-0-{role}-{id}`. The aggregate's JSON,
+// `__flow/state`, is built from a snapshot of the aggregate when read (each
+// chunk view caches its part). The store
 // is the KV's only writer, and every change updates the KV and the index in
 // the same call, so they cannot disagree.
 //
@@ -59,8 +69,11 @@ class FlowStateStore {
     uint64_t max_nodes = 0;
     // (node, flow) entries over all reports; 0: no limit.
     uint64_t max_total_flows = 0;
-    // Whether to keep the silence order (needed for ExpireSilent()).
+    // Whether to keep the silence order of reports (for ExpireSilent()).
     bool track_silence = false;
+    // Whether to keep the idle order of records and cluster info (for
+    // ExpireIdle()).
+    bool track_idle = false;
   };
 
   explicit FlowStateStore(Limits limits) : limits_(limits) {}
@@ -71,11 +84,18 @@ class FlowStateStore {
   // monotonic clock, for the silence order). With a report, `report_json` is
   // its encoding; the report replaces the node's previous one and the
   // aggregate follows. kResourceExhausted, naming the limit and changing
-  // nothing, for a new node past Limits::max_nodes or a report that would
-  // grow the entries past Limits::max_total_flows.
+  // nothing, for a new node past Limits::max_nodes (of flownodes, and of
+  // cluster-info keys of its role) or a report that would grow the entries
+  // past Limits::max_total_flows.
   absl::Status Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
                          kv::Bytes report_json, int64_t now_ms,
                          int64_t mono_ms);
+
+  // Writes the cluster info of a node of another role (a frontend or a
+  // datanode) heard from at `now_ms`. kResourceExhausted (nothing written)
+  // for a new key past Limits::max_nodes keys of its role.
+  absl::Status RecordClusterNode(const ClusterNode& node, int64_t now_ms,
+                                 int64_t mono_ms);
 
   // Removes the flows of `sorted_ids` (ascending, unique) from every report.
   ForgetResult ForgetFlows(const std::vector<uint32_t>& sorted_ids);
@@ -84,33 +104,48 @@ class FlowStateStore {
   // clock) and returns their ids, oldest first. Needs Limits::track_silence.
   std::vector<uint64_t> ExpireSilent(int64_t cutoff_mono_ms);
 
+  // Removes the cluster info of every node, and the record of every
+  // flownode, last heard from before `cutoff_mono_ms`; flow state stays
+  // (GreptimeDB's node_max_idle_time). Needs Limits::track_idle.
+  IdleExpiry ExpireIdle(int64_t cutoff_mono_ms);
+
   // Whether `__flow/state` exists: a report was merged since the store was
   // made.
   bool has_aggregate() const { return has_aggregate_; }
   const FlowAggregate& aggregate() const { return aggregate_; }
 
-  // The node keys of the KV (everything but `__flow/state`).
+  // The node keys of the KV (everything but `__flow/state`): reports and
+  // cluster info.
   const kv::KvStore& node_keys() const { return node_keys_; }
   // Keys in the KV, `__flow/state` included.
   uint64_t key_count() const {
     return node_keys_.size() + (has_aggregate_ ? 1 : 0);
   }
 
-  // The nodes of `node_ids` that are known (all when empty), ascending by id.
+  // The nodes of `node_ids` that have a record (all when empty), ascending by
+  // id.
   std::vector<FlownodeView> ListFlownodes(
       absl::Span<const uint64_t> node_ids) const;
 
   uint64_t node_count() const { return nodes_.size(); }
 
  private:
-  // One known node.
+  // One known flownode.
   struct NodeEntry {
-    FlownodeRecord record;       // Its record, as under its record key.
+    // Its record; nullopt once idle past ExpireIdle()'s cutoff, while its
+    // report lingers.
+    std::optional<FlownodeRecord> record;
     FlowStateValue report;       // Its latest report (empty if none).
     int64_t heartbeat_mono = 0;  // Its last heartbeat, monotonic ms.
-    // Its keys' slots in node_keys_ (KvStore::Slot); null until written.
-    kv::Bytes* record_slot = nullptr;
+    // Its report key's slot in node_keys_ (KvStore::Slot); null until
+    // written.
     kv::Bytes* report_slot = nullptr;
+  };
+  // One node's cluster info, by (role, key id).
+  using ClusterId = std::pair<int32_t, uint64_t>;
+  struct ClusterEntry {
+    kv::Bytes* slot = nullptr;  // Its key's slot in node_keys_.
+    int64_t seen_mono = 0;      // When it was last written, monotonic ms.
   };
 
   // OK if `node` (`entry`, null when new) may send a report of
@@ -120,14 +155,29 @@ class FlowStateStore {
   // Replaces `node`'s report with `report` (encoded as `json`) everywhere.
   void SetReport(uint64_t node, NodeEntry& entry, FlowStateValue report,
                  kv::Bytes json);
-  // Moves `node` to `mono_ms` in the silence order.
+  // Moves `node` to `mono_ms` in the silence orders.
   void Touch(uint64_t node, NodeEntry& entry, int64_t mono_ms);
+  // OK if `node`'s key may be written: known, or room for one more of its
+  // role; else kResourceExhausted.
+  absl::Status CheckClusterCapacity(const ClusterNode& node) const;
+  // Writes `node`'s cluster-info key, seen at `now_ms`.
+  void WriteClusterNode(const ClusterNode& node, int64_t now_ms,
+                        int64_t mono_ms);
 
   Limits limits_;                                   // Capacity and expiry.
   absl::flat_hash_map<uint64_t, NodeEntry> nodes_;  // Known nodes by id.
   // (last heartbeat in monotonic ms, node) of every node, oldest first;
   // kept only with Limits::track_silence.
   absl::btree_set<std::pair<int64_t, uint64_t>> by_silence_;
+  // The same of every node with a record; kept only with Limits::track_idle.
+  absl::btree_set<std::pair<int64_t, uint64_t>> records_by_silence_;
+  // Cluster info of every node heard from, by (role, key id).
+  absl::flat_hash_map<ClusterId, ClusterEntry> cluster_nodes_;
+  // (last written in monotonic ms, role, id), oldest first; kept only with
+  // Limits::track_idle.
+  absl::btree_set<std::pair<int64_t, ClusterId>> clusters_by_silence_;
+  // Cluster-info keys per role (index: the role's number).
+  std::array<uint64_t, 3> cluster_counts_{};
   FlowAggregate aggregate_;     // The aggregate of the reports.
   kv::KvStore node_keys_;       // The node keys' bytes.
   uint64_t total_flows_ = 0;    // (node, flow) entries over all reports.

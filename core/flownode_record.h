@@ -1,7 +1,7 @@
 // What the leader knows about one flownode besides its report: where it is,
-// when it was last heard from, and what it says about itself. Stored as JSON
-// under `__metasrv/flownode/{node_id}` in the in-memory KV, next to the
-// node's report, so a reset clears both.
+// when it was last heard from, and what it says about itself. Kept by the
+// store with the node's report (ListFlownodes shows it); the KV shows what
+// GreptimeDB's metasrv would, the node's cluster info (cluster_info.h).
 #ifndef METASRV_CORE_FLOWNODE_RECORD_H_
 #define METASRV_CORE_FLOWNODE_RECORD_H_
 
@@ -9,8 +9,6 @@
 #include <optional>
 #include <string>
 
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 
 namespace metasrv::core {
 
@@ -29,9 +27,8 @@ struct NodeInfo {
 };
 
 // The one list of NodeInfo's fields, with their names (GreptimeDB's protobuf
-// names, and the record's JSON keys): calls `f(name, info.field...)` for each
-// field in order, over one or more infos at once. The JSON codec, equality
-// and the protobuf conversions all go through it.
+// names): calls `f(name, info.field...)` for each field in order, over one or
+// more infos at once. Equality and the protobuf conversions go through it.
 template <typename F, typename... Infos>
 void ForEachNodeInfoField(F&& f, Infos&... infos) {
   f("version", infos.version...);
@@ -52,17 +49,6 @@ struct FlownodeRecord {
   std::optional<NodeInfo> info;   // Its latest NodeInfo, if it sent one.
   bool operator==(const FlownodeRecord& o) const;
 };
-
-// Compact JSON:
-//   {"peer_addr":"..","last_heartbeat_ms":1,"last_report_ms":1,
-//    "info":{"version":"..",...}}
-// with "info" left out when there is none. Never fails.
-std::string EncodeFlownodeRecord(const FlownodeRecord& record);
-
-// Decodes EncodeFlownodeRecord()'s output. Unknown members are skipped, so a
-// newer writer's records still decode. kInvalidArgument when `json` is not a
-// JSON object, or a known member is missing or has the wrong type.
-absl::StatusOr<FlownodeRecord> DecodeFlownodeRecord(absl::string_view json);
 
 }  // namespace metasrv::core
 

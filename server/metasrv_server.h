@@ -89,6 +89,9 @@ struct ServerOptions {
   absl::Duration keepalive_timeout = absl::Seconds(10);
   // A flownode silent for longer loses its report and record; zero: never.
   absl::Duration node_report_ttl = absl::ZeroDuration();
+  // A node silent for longer loses its cluster info, a flownode its record
+  // (its flow state stays); zero: never. GreptimeDB's node_max_idle_time.
+  absl::Duration node_max_idle_time = absl::Hours(24);
   // Alerting metrics: per-flow series for this many flows (0: none), and
   // the thresholds of a stalled flow and a silent flownode.
   FlowAlertOptions flow_alerts;
@@ -161,9 +164,9 @@ class MetasrvServer final : public core::LeadershipListener {
   int port_ = 0;                 // The port bound.
   std::string advertised_addr_;  // What AskLeader answers.
   // Flow state and the in-memory KV that shows it.
-  core::FlowStateManager flow_state_{{options_.clock, options_.node_report_ttl,
-                                      options_.max_nodes,
-                                      options_.max_total_flows}};
+  core::FlowStateManager flow_state_{
+      {options_.clock, options_.node_report_ttl, options_.max_nodes,
+       options_.max_total_flows, options_.node_max_idle_time}};
   std::unique_ptr<core::Leadership> leadership_;  // Who leads.
   Election* election_ = nullptr;  // leadership_ when elected, else null.
   StreamRegistry streams_{options_.max_streams};  // Open heartbeat streams.

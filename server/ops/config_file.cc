@@ -27,7 +27,7 @@ constexpr std::pair<const char*, const char*> kGreptimeKeys[] = {
     {"backend", "backend"},
     {"store_key_prefix", "store_key_prefix"},
     {"heartbeat_interval", "heartbeat_interval"},
-    {"node_max_idle_time", "node_report_ttl"},
+    {"node_max_idle_time", "node_max_idle_time"},
     {"grpc.bind_addr", "bind_addr"},
     {"grpc.server_addr", "server_addr"},
     {"grpc.max_recv_message_size", "max_message_bytes"},

@@ -72,6 +72,10 @@ ABSL_FLAG(absl::Duration, keepalive_timeout, absl::Seconds(10),
 ABSL_FLAG(absl::Duration, node_report_ttl, absl::ZeroDuration(),
           "a flownode silent for longer loses its report and its flows leave "
           "the aggregate; 0 (default): never, as GreptimeDB's metasrv");
+ABSL_FLAG(absl::Duration, node_max_idle_time, absl::Hours(24),
+          "a node silent for longer leaves the cluster info "
+          "(__meta_cluster_node_info keys) and ListFlownodes; its flow state "
+          "stays (GreptimeDB's node_max_idle_time); 0: never");
 ABSL_FLAG(absl::Duration, watch_min_interval, absl::Milliseconds(500),
           "WatchFlowState pushes at most one state per this interval");
 ABSL_FLAG(std::string, log_level, "info",
@@ -144,6 +148,9 @@ absl::Status Validate(const ServerOptions& o) {
   }
   if (o.node_report_ttl < absl::ZeroDuration()) {
     return invalid("--node_report_ttl must not be negative");
+  }
+  if (o.node_max_idle_time < absl::ZeroDuration()) {
+    return invalid("--node_max_idle_time must not be negative");
   }
   if (o.watch_min_interval < absl::ZeroDuration()) {
     return invalid("--watch_min_interval must not be negative");
@@ -222,6 +229,7 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
   o.keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
   o.node_report_ttl = absl::GetFlag(FLAGS_node_report_ttl);
+  o.node_max_idle_time = absl::GetFlag(FLAGS_node_max_idle_time);
   o.watch_min_interval = absl::GetFlag(FLAGS_watch_min_interval);
   o.flow_alerts.top_flows = absl::GetFlag(FLAGS_metrics_top_flows);
   o.flow_alerts.stall_after = absl::GetFlag(FLAGS_flow_stall_after);

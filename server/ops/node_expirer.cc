@@ -16,7 +16,12 @@ NodeExpirer::NodeExpirer(core::FlowStateManager* flow_state,
   thread_ = std::thread([this] { Run(); });
 }
 
-absl::Duration NodeExpirer::PeriodFor(absl::Duration ttl) {
+absl::Duration NodeExpirer::PeriodFor(absl::Duration report_ttl,
+                                      absl::Duration idle_ttl) {
+  absl::Duration ttl = absl::InfiniteDuration();
+  for (absl::Duration set : {report_ttl, idle_ttl}) {
+    if (set > absl::ZeroDuration()) ttl = std::min(ttl, set);
+  }
   return std::clamp(ttl / 4, absl::Milliseconds(10), absl::Seconds(1));
 }
 
@@ -34,6 +39,13 @@ void NodeExpirer::Run() {
       absl::MutexLock lock(&mu_);
       mu_.AwaitWithTimeout(absl::Condition(&stopping_), period_);
       if (stopping_) return;
+    }
+    const core::IdleExpiry idle = flow_state_->ExpireIdleNodes();
+    if (idle.cluster_nodes + idle.records > 0) {
+      spdlog::info(
+          "idle nodes forgotten (--node_max_idle_time): {} cluster-info "
+          "keys, {} flownode records (their flow state stays)",
+          idle.cluster_nodes, idle.records);
     }
     const std::vector<uint64_t> expired = flow_state_->ExpireSilentNodes();
     if (!expired.empty()) {

@@ -1,5 +1,7 @@
-// Runs the flow-state core's stale-node expiry (--node_report_ttl) on a
-// timer, so silent nodes leave the aggregate even when nobody reads it.
+// Runs the flow-state core's expiries on a timer: idle nodes' cluster info
+// and records (--node_max_idle_time, GreptimeDB's node_max_idle_time), and
+// silent flownodes' reports (--node_report_ttl), so they go even when nobody
+// reads.
 #ifndef METASRV_SERVER_OPS_NODE_EXPIRER_H_
 #define METASRV_SERVER_OPS_NODE_EXPIRER_H_
 
@@ -16,8 +18,9 @@ namespace metasrv::server {
 // Thread safety: Stop() may be called from any thread.
 class NodeExpirer {
  public:
-  // Calls flow_state->ExpireSilentNodes() every `period` of real time from
-  // its own thread, until stopped. Borrows both (null `metrics`: none kept).
+  // Calls flow_state->ExpireIdleNodes() and ExpireSilentNodes() every
+  // `period` of real time from its own thread, until stopped. Borrows both
+  // (null `metrics`: none kept).
   NodeExpirer(core::FlowStateManager* flow_state, absl::Duration period,
               Metrics* metrics);
   ~NodeExpirer() { Stop(); }
@@ -27,9 +30,11 @@ class NodeExpirer {
   // Stops the thread; idempotent.
   void Stop();
 
-  // The period for a TTL: a quarter of it, within [10 ms, 1 s], so a node
-  // leaves at most a second after its TTL ran out.
-  static absl::Duration PeriodFor(absl::Duration ttl);
+  // The period for the TTLs (zero: off): a quarter of the shortest set,
+  // within [10 ms, 1 s], so a node leaves at most a second after its TTL ran
+  // out.
+  static absl::Duration PeriodFor(absl::Duration report_ttl,
+                                  absl::Duration idle_ttl);
 
  private:
   void Run();

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
+#include "server/services/node_identity.h"
 #include "server/services/node_info_proto.h"
 #include "spdlog/spdlog.h"
 
@@ -91,6 +92,11 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     std::optional<uint64_t> state_term) {
   const bool has_report = request.has_flow_stat();
   if (role != greptime::v1::meta::FLOWNODE) {
+    // Its cluster info is all a frontend's or datanode's heartbeat records.
+    if (std::optional<core::ClusterNode> node = ClusterNodeOf(request)) {
+      absl::Status recorded = flow_state_->RecordNode(*node, state_term);
+      if (!recorded.ok()) return recorded;
+    }
     if (!has_report) return MergeResult::kNoFlowStat;
     metrics_->ReportIgnored(IgnoredReason::kNotFlownode);
     return MergeResult::kNotFlownode;
@@ -105,6 +111,7 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
   core::NodeHeartbeat heartbeat;
   heartbeat.peer_addr = request.peer().addr();
   if (request.has_info()) heartbeat.info = FromProto(request.info());
+  heartbeat.cluster_node = ClusterNodeOf(request);
   if (has_report) {
     absl::StatusOr<core::FlowStateValue> report = ReadReport(request, *node);
     if (!report.ok()) return report.status();

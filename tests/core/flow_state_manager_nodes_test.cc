@@ -1,5 +1,6 @@
-// FlowStateManager's per-node side: flownode records, ListFlownodes,
-// ForgetFlows and stale-node expiry (on a ManualClock: no sleeping).
+// FlowStateManager's per-node side: flownode records, cluster info,
+// ListFlownodes, ForgetFlows, idle and stale-node expiry (on a ManualClock:
+// no sleeping).
 #include <atomic>
 #include <set>
 #include <string>
@@ -39,7 +40,8 @@ class FlowStateManagerNodesTest : public ::testing::Test {
 
   ManualClock clock_;
   CountingListener listener_;
-  FlowStateManager manager_{{&clock_, absl::Seconds(30)}};
+  FlowStateManager manager_{{&clock_, absl::Seconds(30), 0, 0,
+                             absl::Seconds(60)}};
   FlowStateManager& kv_ = manager_;  // The KV view, read as a client does.
 };
 
@@ -51,6 +53,11 @@ TEST_F(FlowStateManagerNodesTest, HeartbeatRecordsPeerInfoAndTimes) {
   NodeHeartbeat first;
   first.peer_addr = "10.0.0.1:6800";
   first.info = info;
+  ClusterNode cluster;
+  cluster.node_id = cluster.peer_id = 1;
+  cluster.peer_addr = first.peer_addr;
+  cluster.info = info;
+  first.cluster_node = cluster;
   ASSERT_TRUE(manager_.Heartbeat(1, first).ok());
   const int64_t t0 = NowMs();
   EXPECT_EQ(listener_.calls, 0);  // No report: the aggregate did not change.
@@ -71,11 +78,9 @@ TEST_F(FlowStateManagerNodesTest, HeartbeatRecordsPeerInfoAndTimes) {
   EXPECT_EQ(node.flow_count, 2u);
   ASSERT_TRUE(node.record.info.has_value());
   EXPECT_EQ(*node.record.info, info);
-  // The record in the KV says the same.
-  absl::StatusOr<FlownodeRecord> stored =
-      DecodeFlownodeRecord(*kv_.Get(FlownodeKey(1)));
-  ASSERT_TRUE(stored.ok()) << stored.status();
-  EXPECT_EQ(*stored, node.record);
+  // The KV holds upstream's cluster info, as of the heartbeat that had it.
+  EXPECT_EQ(*kv_.Get(ClusterInfoKey(NodeRole::kFlownode, 1)),
+            EncodeClusterNodeInfo(cluster, t0));
 
   clock_.Advance(absl::Seconds(3));
   ASSERT_TRUE(manager_.Heartbeat(1, NodeHeartbeat()).ok());
@@ -104,13 +109,15 @@ TEST_F(FlowStateManagerNodesTest, ResetForgetsRecordsToo) {
   NodeHeartbeat hb;
   hb.peer_addr = "h:1";
   hb.report = Report({{1, 10, 100}});
+  hb.cluster_node.emplace();
+  hb.cluster_node->node_id = 4;
   ASSERT_TRUE(manager_.Heartbeat(4, hb).ok());
   ASSERT_EQ(manager_.ListFlownodes({}).size(), 1u);
   const int calls = listener_.calls;
   EXPECT_EQ(manager_.Reset().dropped_keys, 3u);
   EXPECT_EQ(listener_.calls, calls + 1);
   EXPECT_TRUE(manager_.ListFlownodes({}).empty());
-  EXPECT_FALSE(kv_.Get(FlownodeKey(4)).ok());
+  EXPECT_FALSE(kv_.Get(ClusterInfoKey(NodeRole::kFlownode, 4)).ok());
   // The node comes back as new: its peer is not remembered across the reset.
   ASSERT_TRUE(manager_.Heartbeat(4, NodeHeartbeat()).ok());
   EXPECT_EQ(manager_.ListFlownodes({})[0].record.peer_addr, "");
@@ -161,7 +168,7 @@ TEST_F(FlowStateManagerNodesTest, SilentNodesExpireAfterTheTtl) {
   EXPECT_EQ(manager_.ExpireSilentNodes().size(), 1u);
   EXPECT_EQ(listener_.calls, calls + 1);
   EXPECT_FALSE(kv_.Get(FlowStateNodeKey(1)).ok());
-  EXPECT_FALSE(kv_.Get(FlownodeKey(1)).ok());
+  EXPECT_TRUE(manager_.ListFlownodes(std::vector<uint64_t>{1}).empty());
   std::vector<AggregateFlow> flows = Flows();
   ASSERT_EQ(flows.size(), 2u);
   EXPECT_EQ(flows[0].stat.state_size, 50u);  // Node 2's value is the max now.
@@ -185,6 +192,72 @@ TEST(FlowStateManagerClockTest, AWallClockStepExpiresNobody) {
   EXPECT_EQ(manager.ExpireSilentNodes(), std::vector<uint64_t>{1});
 }
 
+// GreptimeDB's node_max_idle_time: an idle node's cluster info and record
+// go, its flow state stays; a heartbeat brings the record back.
+TEST_F(FlowStateManagerNodesTest, IdleNodesLoseClusterInfoAndRecordNotFlows) {
+  FlowStateManager manager({&clock_, absl::ZeroDuration(), 0, 0,
+                            absl::Seconds(60)});
+  NodeHeartbeat hb;
+  hb.report = Report({{1, 100, 10}});
+  hb.cluster_node.emplace();
+  hb.cluster_node->node_id = 1;
+  ASSERT_TRUE(manager.Heartbeat(1, hb).ok());
+  ClusterNode frontend;
+  frontend.role = NodeRole::kFrontend;
+  frontend.node_id = 99;
+  clock_.Advance(absl::Seconds(30));
+  ASSERT_TRUE(manager.RecordNode(frontend).ok());
+  clock_.Advance(absl::Seconds(30));
+  // Exactly 60 s: not yet past it.
+  EXPECT_EQ(manager.ExpireIdleNodes().records, 0u);
+  clock_.Advance(absl::Milliseconds(1));
+  const IdleExpiry first = manager.ExpireIdleNodes();
+  EXPECT_EQ(first.records, 1u);
+  EXPECT_EQ(first.cluster_nodes, 1u);
+  EXPECT_FALSE(manager.Get(ClusterInfoKey(NodeRole::kFlownode, 1)).ok());
+  EXPECT_TRUE(manager.Get(ClusterInfoKey(NodeRole::kFrontend, 99)).ok());
+  EXPECT_TRUE(manager.ListFlownodes({}).empty());
+  // The flow state lingers, as the seed says of a silent flownode.
+  EXPECT_TRUE(manager.Get(FlowStateNodeKey(1)).ok());
+  ASSERT_EQ(manager.Read({})->size(), 1u);
+  EXPECT_EQ(manager.node_count(), 1u);
+  clock_.Advance(absl::Seconds(30));
+  EXPECT_EQ(manager.ExpireIdleNodes().cluster_nodes, 1u);
+  EXPECT_FALSE(manager.Get(ClusterInfoKey(NodeRole::kFrontend, 99)).ok());
+  // Heard from again: listed again, with its report as it was.
+  ASSERT_TRUE(manager.Heartbeat(1, NodeHeartbeat()).ok());
+  ASSERT_EQ(manager.ListFlownodes({}).size(), 1u);
+  EXPECT_EQ(manager.ListFlownodes({})[0].flow_count, 1u);
+  EXPECT_EQ(manager.ExpireIdleNodes().records, 0u);
+}
+
+TEST_F(FlowStateManagerNodesTest, ClusterInfoPerRoleIsBoundedByMaxNodes) {
+  FlowStateManager manager({&clock_, absl::ZeroDuration(), 2, 0,
+                            absl::Seconds(60)});
+  ClusterNode frontend;
+  frontend.role = NodeRole::kFrontend;
+  for (uint64_t id : {1, 2, 1}) {
+    frontend.node_id = id;
+    ASSERT_TRUE(manager.RecordNode(frontend).ok());
+  }
+  frontend.node_id = 3;
+  absl::Status refused = manager.RecordNode(frontend);
+  EXPECT_TRUE(absl::IsResourceExhausted(refused)) << refused;
+  EXPECT_FALSE(manager.Get(ClusterInfoKey(NodeRole::kFrontend, 3)).ok());
+  // Another role has its own room; a flownode whose peer id is new each
+  // time cannot grow the keys past it either.
+  NodeHeartbeat hb;
+  hb.cluster_node.emplace();
+  for (uint64_t peer : {7, 8}) {
+    hb.cluster_node->node_id = peer;
+    ASSERT_TRUE(manager.Heartbeat(1, hb).ok());
+  }
+  hb.cluster_node->node_id = 9;
+  EXPECT_TRUE(absl::IsResourceExhausted(manager.Heartbeat(1, hb)));
+  EXPECT_EQ(manager.ListFlownodes({})[0].record.last_heartbeat_ms,
+            absl::ToUnixMillis(clock_.Now()));
+}
+
 TEST(FlowStateManagerNoTtlTest, NothingExpiresWithoutATtl) {
   ManualClock clock;
   FlowStateManager manager({&clock, absl::ZeroDuration()});
@@ -196,7 +269,7 @@ TEST(FlowStateManagerNoTtlTest, NothingExpiresWithoutATtl) {
 
 // Heartbeats, forgets, expiries and resets from many threads; afterwards the
 // aggregate must equal the brute-force one over the KV, and the index must
-// list exactly the nodes whose records the KV holds.
+// list exactly the nodes whose cluster info the KV holds.
 TEST_F(FlowStateManagerNodesTest, ConcurrentChangesKeepTheAggregateExact) {
   constexpr int kWriters = 6;
   constexpr int kRounds = 400;
@@ -207,6 +280,8 @@ TEST_F(FlowStateManagerNodesTest, ConcurrentChangesKeepTheAggregateExact) {
         const uint64_t node = static_cast<uint64_t>(w * 10 + i % 7);
         NodeHeartbeat hb;
         hb.peer_addr = "n:" + std::to_string(node);
+        hb.cluster_node.emplace();
+        hb.cluster_node->node_id = node;
         if (i % 3 != 0) {
           hb.report = Report({{static_cast<uint32_t>(i % 13), uint64_t(i), i},
                               {static_cast<uint32_t>(w), uint64_t(w), w}});
@@ -221,17 +296,18 @@ TEST_F(FlowStateManagerNodesTest, ConcurrentChangesKeepTheAggregateExact) {
       ASSERT_TRUE(manager_.ForgetFlows(absl::MakeConstSpan(&id, 1)).ok());
       clock_.Advance(absl::Milliseconds(200));
       manager_.ExpireSilentNodes();
+      manager_.ExpireIdleNodes();
       if (i % 100 == 99) manager_.Reset();
     }
   });
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(Check(), "");
   std::vector<FlownodeView> nodes = manager_.ListFlownodes({});
-  const std::string prefix(kFlownodePrefix);
+  const std::string prefix(kClusterInfoPrefix);
   auto records = kv_.Range({prefix, kv::PrefixEnd(prefix), 0, true});
   std::set<std::string> listed, stored;
   for (const FlownodeView& node : nodes)
-    listed.insert(FlownodeKey(node.node_id));
+    listed.insert(ClusterInfoKey(NodeRole::kFlownode, node.node_id));
   for (const kv::KeyValue& kv : records->kvs) stored.insert(kv.key);
   EXPECT_EQ(listed, stored);
   EXPECT_EQ(listed.size(), nodes.size());

@@ -117,10 +117,10 @@ TEST_F(FlowStateManagerTest, FlowsPresentInOnlySomeMapsStaySo) {
 TEST_F(FlowStateManagerTest, ResetClearsEverythingAndMergeWorksAfter) {
   ASSERT_TRUE(manager_.Merge(1, Report({{10, 100, 1000}})).ok());
   ASSERT_TRUE(manager_.Merge(2, Report({{20, 200, 2000}})).ok());
-  // Two report keys, two flownode records and the global key.
+  // Two report keys and the global key.
   const uint64_t term = manager_.term();
   const ResetResult reset = manager_.Reset();
-  EXPECT_EQ(reset.dropped_keys, 5u);
+  EXPECT_EQ(reset.dropped_keys, 3u);
   EXPECT_EQ(reset.term, term + 1);
   EXPECT_EQ(manager_.term(), term + 1);
   EXPECT_FALSE(manager_.Get().has_value());
@@ -133,7 +133,7 @@ TEST_F(FlowStateManagerTest, ResetClearsEverythingAndMergeWorksAfter) {
   // Node 2 reports again; node 1's pre-reset flows must not come back.
   ASSERT_TRUE(manager_.Merge(2, Report({{21, 1, 1}})).ok());
   EXPECT_EQ(GetValue(), Report({{21, 1, 1}}));
-  EXPECT_EQ(kv_.size(), 3u);  // Node 2's report and record, the aggregate.
+  EXPECT_EQ(kv_.size(), 2u);  // Node 2's report, the aggregate.
   EXPECT_EQ(manager_.ListFlownodes({}).size(), 1u);
 }
 
@@ -174,12 +174,15 @@ TEST_F(FlowStateManagerTest, ReadFiltersByFlowIds) {
 TEST_F(FlowStateManagerTest, KvViewRangesLikeAnOrderedMap) {
   ASSERT_TRUE(manager_.Merge(2, Report({{1, 1, 1}})).ok());
   ASSERT_TRUE(manager_.Merge(10, Report({{2, 2, 2}})).ok());
+  ClusterNode frontend;
+  frontend.role = NodeRole::kFrontend;
+  frontend.node_id = 5;
+  ASSERT_TRUE(manager_.RecordNode(frontend).ok());
   const std::string kZero(1, '\0');
   EXPECT_THAT(RangeKeys({kZero, kZero}),
               ::testing::ElementsAre("__flow/state", "__flow/state/node/10",
                                      "__flow/state/node/2",
-                                     "__metasrv/flownode/10",
-                                     "__metasrv/flownode/2"));
+                                     "__meta_cluster_node_info-0-1-5"));
   bool more = false;
   EXPECT_THAT(RangeKeys({"__flow/", kv::PrefixEnd("__flow/"), 2}, &more),
               ::testing::ElementsAre("__flow/state", "__flow/state/node/10"));
@@ -191,8 +194,7 @@ TEST_F(FlowStateManagerTest, KvViewRangesLikeAnOrderedMap) {
               ::testing::ElementsAre("__flow/state"));
   EXPECT_FALSE(more);
   EXPECT_THAT(RangeKeys({"__flow/state0", kZero}),
-              ::testing::ElementsAre("__metasrv/flownode/10",
-                                     "__metasrv/flownode/2"));
+              ::testing::ElementsAre("__meta_cluster_node_info-0-1-5"));
   absl::StatusOr<kv::RangeResponse> keys_only =
       manager_.Range({"__flow/", kv::PrefixEnd("__flow/"), 0, true});
   ASSERT_TRUE(keys_only.ok());
@@ -223,7 +225,7 @@ TEST_F(FlowStateManagerTest, KvViewPointReads) {
   EXPECT_EQ((*got)[1].value, RawGlobal());
   EXPECT_EQ((*got)[2].value, (*got)[1].value);
   EXPECT_EQ(manager_.Get("nope").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(manager_.size(), 3u);
+  EXPECT_EQ(manager_.size(), 2u);
 }
 
 // Many threads merge disjoint nodes' reports at once; run several rounds.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
 #include "tests/server/in_process_server.h"
@@ -21,6 +22,7 @@ meta::HeartbeatRequest WithPeerAndInfo(meta::HeartbeatRequest req,
                                        const std::string& addr,
                                        const std::string& hostname) {
   req.mutable_peer()->set_addr(addr);
+  req.mutable_peer()->set_id(req.header().member_id());
   meta::NodeInfo* info = req.mutable_info();
   info->set_version("0.12.1");
   info->set_git_commit("deadbeef");
@@ -116,17 +118,25 @@ TEST_F(FlownodesTest, ListFlownodesShowsEachNodeAndAResetClearsIt) {
   EXPECT_EQ(nodes[1].flow_count(), 0u);
   EXPECT_FALSE(nodes[1].has_info());
   ASSERT_EQ(List({2, 5}).size(), 1u);
-  // The record is in the KV, readable through Cluster.Range as JSON.
-  std::optional<std::string> raw = RangeGet(channel_, "__metasrv/flownode/1");
+  // Its cluster info is in the KV, as GreptimeDB's frontends read it (the
+  // heartbeat with a peer and a NodeInfo wrote it, at t0).
+  std::optional<std::string> raw =
+      RangeGet(channel_, "__meta_cluster_node_info-0-2-1");
   ASSERT_TRUE(raw.has_value());
-  EXPECT_NE(raw->find(R"("peer_addr":"10.0.0.1:6800")"), std::string::npos) << *raw;
+  EXPECT_NE(raw->find(absl::StrCat(
+                R"({"peer":{"id":1,"addr":"10.0.0.1:6800"},"last_activity_ts":)",
+                t0, R"(,"status":{"Flownode":{"workloads":{"types":[]}}},)")),
+            std::string::npos)
+      << *raw;
+  EXPECT_NE(raw->find(R"("hostname":"fn-a","env_vars":{}})"), std::string::npos)
+      << *raw;
 
   auto admin = metasrv::v1::Admin::NewStub(channel_);
   grpc::ClientContext ctx;
   metasrv::v1::LeaderChangeResponse resp;
   ASSERT_TRUE(admin->LeaderChange(&ctx, {}, &resp).ok());
   EXPECT_TRUE(List().empty());
-  EXPECT_FALSE(RangeGet(channel_, "__metasrv/flownode/1").has_value());
+  EXPECT_FALSE(RangeGet(channel_, "__meta_cluster_node_info-0-2-1").has_value());
 }
 
 TEST_F(FlownodesTest, GetFlowStateSaysWhichNodeHoldsEachMax) {
@@ -248,14 +258,28 @@ class NoTtlTest : public FlownodesTest {
   }
 };
 
-TEST_F(NoTtlTest, WithoutTheFlagSilentNodesStay) {
+// GreptimeDB's default: node_max_idle_time of 24 hours and no report TTL.
+// An idle flownode leaves the cluster info and ListFlownodes, as upstream's
+// node_expiry_listener.rs expires its keys; its flow state lingers.
+TEST_F(NoTtlTest, IdleNodesLeaveClusterInfoButTheirFlowStateStays) {
   HeartbeatClient a(channel_);
-  ASSERT_TRUE(a.Call(FlowReport(1, {{1, 100, 10}})));
+  ASSERT_TRUE(a.Call(WithPeerAndInfo(FlowReport(1, {{1, 100, 10}}),
+                                     "10.0.0.1:6800", "fn-a")));
+  const std::string key = "__meta_cluster_node_info-0-2-1";
+  ASSERT_TRUE(RangeGet(channel_, key).has_value());
+  clock_.Advance(absl::Hours(24));
+  // Exactly the idle time: still there (the expirer runs every second).
+  EXPECT_TRUE(
+      server_->flow_state_for_test().ExpireIdleNodes().cluster_nodes == 0);
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(WaitFor([&] { return List().empty(); }));
+  EXPECT_FALSE(RangeGet(channel_, key).has_value());
   clock_.Advance(absl::Hours(24 * 365));
-  // What the expirer would do, run by hand: nothing, without a TTL.
   EXPECT_TRUE(server_->flow_state_for_test().ExpireSilentNodes().empty());
-  EXPECT_EQ(List().size(), 1u);
-  EXPECT_EQ(GetFlowState(channel_).flows.size(), 1u);
+  EXPECT_TRUE(RangeGet(channel_, "__flow/state/node/1").has_value());
+  const FlowStateRows rows = GetFlowState(channel_);
+  ASSERT_EQ(rows.flows.size(), 1u);
+  EXPECT_EQ(rows.flows[0].state_size, 100u);
 }
 
 }  // namespace

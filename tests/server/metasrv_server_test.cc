@@ -130,7 +130,7 @@ TEST_F(MetasrvServerTest, LeaderChangeClearsAllStateAndReportsWorkAfter) {
   grpc::ClientContext ctx;
   metasrv::v1::LeaderChangeResponse resp;
   ASSERT_TRUE(admin->LeaderChange(&ctx, {}, &resp).ok());
-  EXPECT_EQ(resp.dropped_keys(), 5u);  // 2 reports, 2 records, the aggregate.
+  EXPECT_EQ(resp.dropped_keys(), 3u);  // 2 reports, the aggregate.
   EXPECT_FALSE(GetFlowState(channel_).found);
   EXPECT_EQ(Range(std::string(1, '\0'), std::string(1, '\0')).kvs_size(), 0);
   Report(2, {{21, 5, 5}});
@@ -156,10 +156,10 @@ TEST_F(MetasrvServerTest, RangeByPrefixWithLimitMoreAndKeysOnly) {
   EXPECT_TRUE(cut.kvs(1).value().empty());
   // "\0" as range_end: every key from the start key on.
   meta::RangeResponse tail = Range("__flow/state/node/2", std::string(1, '\0'));
-  ASSERT_EQ(tail.kvs_size(), 5);  // Two reports, then three flownode records.
-  EXPECT_EQ(tail.kvs(2).key(), "__metasrv/flownode/1");
+  ASSERT_EQ(tail.kvs_size(), 2);  // Two reports.
+  EXPECT_EQ(tail.kvs(1).key(), "__flow/state/node/3");
   // Whole key space, including the aggregate.
-  EXPECT_EQ(Range(std::string(1, '\0'), std::string(1, '\0')).kvs_size(), 7);
+  EXPECT_EQ(Range(std::string(1, '\0'), std::string(1, '\0')).kvs_size(), 4);
 }
 
 TEST_F(MetasrvServerTest, BatchGetReturnsOnlyExistingKeys) {

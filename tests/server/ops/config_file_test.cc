@@ -101,7 +101,10 @@ provider = "raft_engine"
   EXPECT_EQ(v.at("store_addrs"), "10.0.0.1:2379,10.0.0.2:2379");
   EXPECT_EQ(v.at("backend"), "etcd_store");
   EXPECT_EQ(v.at("store_key_prefix"), "cluster-a/");
-  EXPECT_EQ(v.at("node_report_ttl"), "24h");
+  // GreptimeDB's node_max_idle_time is ours: cluster info and records go,
+  // flow state stays (src/common/meta/src/node_expiry_listener.rs).
+  EXPECT_EQ(v.at("node_max_idle_time"), "24h");
+  EXPECT_EQ(v.count("node_report_ttl"), 0u);
   EXPECT_EQ(v.at("max_streams"), "777");
   EXPECT_EQ(v.at("watch_min_interval"), "250ms");
   EXPECT_EQ(v.at("bind_addr"), "0.0.0.0:3002");

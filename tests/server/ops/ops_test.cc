@@ -81,7 +81,7 @@ TEST(MetricsTest, ValuesMoveWithTraffic) {
   EXPECT_EQ(m["metasrv_open_streams"], 2);
   EXPECT_EQ(m["metasrv_flow_nodes"], 1);
   EXPECT_EQ(m["metasrv_flows"], 2);
-  EXPECT_EQ(m["metasrv_kv_keys"], 3);  // Report, record, aggregate.
+  EXPECT_EQ(m["metasrv_kv_keys"], 2);  // Report, aggregate.
   EXPECT_EQ(m["metasrv_leader_changes_total{cause=\"admin\"}"], 0);
   // The standard process metrics, read at scrape time.
   EXPECT_GT(m["process_resident_memory_bytes"], 1 << 20);
@@ -229,7 +229,7 @@ TEST_F(AdminAuthTest, MissingOrWrongTokenChangesNothing) {
   EXPECT_EQ(wrong.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   grpc::Status not_bearer = LeaderChange(std::string("Basic ") + kToken);
   EXPECT_EQ(not_bearer.error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_EQ(server_->flow_state_for_test().size(), 3u);
+  EXPECT_EQ(server_->flow_state_for_test().size(), 2u);
   EXPECT_TRUE(GetFlowState(channel_).found);
   // The right token works.
   EXPECT_TRUE(LeaderChange(std::string("Bearer ") + kToken).ok());

@@ -93,11 +93,53 @@ TEST_F(HeartbeatHandlerTest, DatanodeAndFrontendReportsAreIgnored) {
 TEST_F(HeartbeatHandlerTest, NoFlowStatRecordsTheNodeOnly) {
   EXPECT_EQ(*handler_.MergeFlowStat(Request(meta::FLOWNODE, 3), meta::FLOWNODE),
             MergeResult::kNoFlowStat);
-  // Only the flownode's record: no report, no aggregate.
-  EXPECT_EQ(kv_.size(), 1u);
-  EXPECT_TRUE(kv_.Get(core::FlownodeKey(3)).ok());
+  // Only the flownode's record: no report, no aggregate, and no cluster
+  // info without a NodeInfo (as upstream's extract_base_info).
+  EXPECT_EQ(kv_.size(), 0u);
+  EXPECT_EQ(manager_.ListFlownodes({}).size(), 1u);
   EXPECT_FALSE(kv_.Get(core::FlowStateNodeKey(3)).ok());
   EXPECT_FALSE(kv_.Get(std::string(core::kFlowStateKey)).ok());
+}
+
+// Every role's heartbeat with a header, a peer and a NodeInfo writes its
+// cluster info as upstream's collect_cluster_info_handler does: a flownode
+// and a datanode under the peer's id, a frontend under its address's hash.
+TEST_F(HeartbeatHandlerTest, EveryRoleWritesItsClusterInfo) {
+  struct Case {
+    meta::Role role;
+    std::string key;
+  };
+  const Case cases[] = {
+      {meta::FLOWNODE, "__meta_cluster_node_info-0-2-21"},
+      {meta::DATANODE, "__meta_cluster_node_info-0-0-21"},
+      // Rust's DefaultHasher of "127.0.0.1:4001", computed by rustc.
+      {meta::FRONTEND, "__meta_cluster_node_info-0-1-6217528761578684316"},
+  };
+  for (const Case& c : cases) {
+    meta::HeartbeatRequest req = Request(c.role, 5);
+    req.mutable_peer()->set_id(21);
+    req.mutable_peer()->set_addr("127.0.0.1:4001");
+    req.mutable_info()->set_version("v0.13.0");
+    req.mutable_info()->set_hostname("host-a");
+    meta::HeartbeatResponse resp;
+    ASSERT_TRUE(handler_.Handle(req, false, &resp).ok());
+    absl::StatusOr<std::string> value = kv_.Get(c.key);
+    ASSERT_TRUE(value.ok()) << c.key;
+    EXPECT_NE(value->find(R"({"peer":{"id":21,"addr":"127.0.0.1:4001"},)"
+                          R"("last_activity_ts":)"),
+              std::string::npos)
+        << *value;
+    EXPECT_NE(value->find(R"("version":"v0.13.0",)"), std::string::npos);
+  }
+  EXPECT_EQ(kv_.size(), 3u);
+  // A follower writes nothing.
+  leadership_.leader = false;
+  meta::HeartbeatRequest req = Request(meta::FRONTEND, 5);
+  req.mutable_peer()->set_addr("127.0.0.1:4002");
+  req.mutable_info();
+  meta::HeartbeatResponse resp;
+  EXPECT_TRUE(absl::IsAborted(handler_.Handle(req, false, &resp)));
+  EXPECT_EQ(kv_.size(), 3u);
 }
 
 TEST_F(HeartbeatHandlerTest, EmptyFlowStatIsAnEmptyReport) {
@@ -144,7 +186,7 @@ TEST_F(HeartbeatHandlerTest, ReportDecidedUnderAnEndedTermIsNotMerged) {
   // A leadership in the current term merges.
   leadership_.state_term = manager_.term();
   EXPECT_TRUE(handler_.Handle(FlowReport(1, {{1, 1, 1}}), false, &resp).ok());
-  EXPECT_EQ(kv_.size(), 3u);  // Report, record, aggregate.
+  EXPECT_EQ(kv_.size(), 2u);  // Report, aggregate.
 }
 
 TEST_F(HeartbeatHandlerTest, ToReportTakesBothMapsAndExtremeIds) {
