@@ -61,7 +61,18 @@ core::Leadership::Term LeaseElection::CurrentTerm() const {
 
 std::string LeaseElection::LeaderAddr() const {
   absl::MutexLock lock(&mu_);
-  return leading_ ? options_.self_addr : observed_leader_;
+  if (leading_) return options_.self_addr;
+  const absl::Time now = clock_->Monotonic();
+  if (observed_leader_.empty() || now < observed_leader_until_) {
+    return observed_leader_;
+  }
+  // The row we read has expired: its leader may be dead and another may
+  // lead already. Not named; the session asks the store now (at most every
+  // eighth of a round, however many readers ask).
+  if (now - last_round_ >= lease_.keepalive_interval() / 8) {
+    refresh_requested_ = true;
+  }
+  return "";
 }
 
 std::vector<std::string> LeaseElection::FollowerAddrs() const {
@@ -77,7 +88,7 @@ std::vector<std::string> LeaseElection::FollowerAddrs() const {
 bool LeaseElection::Wait(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   auto interrupted = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || resign_requested_;
+    return stopping_ || resign_requested_ || refresh_requested_;
   };
   mu_.AwaitWithTimeout(absl::Condition(&interrupted),
                        deadline - clock_->Monotonic());
@@ -141,6 +152,8 @@ absl::Status LeaseElection::Round(absl::Time sent) {
     absl::MutexLock lock(&mu_);
     leading = leading_;
     yielding = sent < yield_until_;
+    last_round_ = sent;
+    refresh_requested_ = false;
   }
   // While yielding (after a resignation) the row is left alone, even if
   // the step-down is still in progress.
@@ -164,10 +177,15 @@ absl::Status LeaseElection::Round(absl::Time sent) {
       store_->Scan(options_.name + "/", interval);
   if (!rows.ok()) return rows.status();
   std::string leader;
+  absl::Time leader_until = absl::InfinitePast();
   std::vector<std::string> candidates;
   const std::string candidate_prefix = options_.name + "/candidate/";
   for (const LeaseStore::Entry& row : *rows) {
-    if (row.key == leader_key_) leader = row.value;
+    if (row.key == leader_key_) {
+      leader = row.value;
+      // Measured from before the round: never later than the row's expiry.
+      leader_until = sent + row.remaining;
+    }
     if (absl::StartsWith(row.key, candidate_prefix)) {
       candidates.push_back(row.value);
     }
@@ -177,6 +195,7 @@ absl::Status LeaseElection::Round(absl::Time sent) {
                    candidates.end());
   absl::MutexLock lock(&mu_);
   observed_leader_ = leader;
+  observed_leader_until_ = leader_until;
   candidates_ = std::move(candidates);
   return absl::OkStatus();
 }

@@ -54,6 +54,8 @@ class LeaseElection final : public Election {
   absl::StatusOr<uint64_t> Resign() override;
 
   Term CurrentTerm() const override;
+  // The leader row's value as last read, or empty when there is none or its
+  // lease has passed since; then the session reads the store at once.
   std::string LeaderAddr() const override;
   std::vector<std::string> FollowerAddrs() const override;
 
@@ -89,6 +91,13 @@ class LeaseElection final : public Election {
   // Until when (monotonic) not to take the leader row, after a resignation.
   absl::Time yield_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::string observed_leader_ ABSL_GUARDED_BY(mu_);  // Leader row's value.
+  // Until when (monotonic) that row lives, as of its last read: past it, the
+  // leader it names may be gone (upstream's leader() refuses an expired row).
+  absl::Time observed_leader_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // When the last round began (monotonic).
+  absl::Time last_round_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // A reader met an expired leader row: read the store now.
+  mutable bool refresh_requested_ ABSL_GUARDED_BY(mu_) = false;
   // Values of the live candidate rows, ours included.
   std::vector<std::string> candidates_ ABSL_GUARDED_BY(mu_);
   bool store_healthy_ ABSL_GUARDED_BY(mu_) = true;  // For Report().

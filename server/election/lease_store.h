@@ -40,6 +40,8 @@ class LeaseStore {
   struct Entry {
     std::string key;    // Row key.
     std::string value;  // Its value (an advertised address).
+    // How long the row still lives, on the database's clock when read.
+    absl::Duration remaining = absl::ZeroDuration();
   };
 
   virtual ~LeaseStore() = default;

@@ -217,9 +217,14 @@ absl::StatusOr<uint64_t> MysqlLeaseStore::Run(const std::string& sql,
   if (result == nullptr) return Fail("result");
   while (MYSQL_ROW row = mysql_fetch_row(result)) {
     const unsigned long* lengths = mysql_fetch_lengths(result);
-    if (rows != nullptr && mysql_num_fields(result) >= 2) {
-      rows->push_back(
-          {std::string(row[0], lengths[0]), std::string(row[1], lengths[1])});
+    if (rows != nullptr && mysql_num_fields(result) >= 3) {
+      int64_t micros = 0;
+      if (!absl::SimpleAtoi(absl::string_view(row[2], lengths[2]), &micros)) {
+        micros = 0;
+      }
+      rows->push_back({std::string(row[0], lengths[0]),
+                       std::string(row[1], lengths[1]),
+                       absl::Microseconds(micros)});
     }
   }
   mysql_free_result(result);
@@ -328,7 +333,9 @@ absl::StatusOr<std::vector<LeaseStore::Entry>> MysqlLeaseStore::Scan(
   absl::StatusOr<uint64_t> ran = OpenAndRun(
       [&] {
         return absl::StrCat(
-            "SELECT k, v FROM $table WHERE k LIKE ", Quote(LikePrefix(prefix)),
+            "SELECT k, v, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), "
+            "expires_at) FROM $table WHERE k LIKE ",
+            Quote(LikePrefix(prefix)),
             " ESCAPE '!' AND expires_at > UTC_TIMESTAMP(6) ORDER BY k");
       },
       timeout, &rows);

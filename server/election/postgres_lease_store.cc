@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
@@ -243,13 +244,17 @@ absl::Status PostgresLeaseStore::Release(const std::string& key,
 absl::StatusOr<std::vector<LeaseStore::Entry>> PostgresLeaseStore::Scan(
     const std::string& prefix, absl::Duration timeout) {
   absl::StatusOr<Result> r = OpenAndRun(
-      "SELECT k, v FROM $table WHERE k LIKE $1 ESCAPE '!' AND "
+      "SELECT k, v, (EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * "
+      "1000000)::bigint FROM $table WHERE k LIKE $1 ESCAPE '!' AND "
       "expires_at > clock_timestamp() ORDER BY k",
       {LikePrefix(prefix)}, timeout);
   if (!r.ok()) return r.status();
   std::vector<Entry> out;
   for (int i = 0; i < PQntuples(r->get()); ++i) {
-    out.push_back({PQgetvalue(r->get(), i, 0), PQgetvalue(r->get(), i, 1)});
+    int64_t micros = 0;
+    if (!absl::SimpleAtoi(PQgetvalue(r->get(), i, 2), &micros)) micros = 0;
+    out.push_back({PQgetvalue(r->get(), i, 0), PQgetvalue(r->get(), i, 1),
+                   absl::Microseconds(micros)});
   }
   return out;
 }

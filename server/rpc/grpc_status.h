@@ -1,16 +1,59 @@
-// The one place where absl::Status becomes grpc::Status.
+// The one place where absl::Status becomes grpc::Status, with the error
+// metadata GreptimeDB's servers attach to every error.
 #ifndef METASRV_SERVER_RPC_GRPC_STATUS_H_
 #define METASRV_SERVER_RPC_GRPC_STATUS_H_
 
+#include <grpcpp/server_context.h>
 #include <grpcpp/support/status.h>
 
+#include <cstdint>
+
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace metasrv::server {
+
+// The trailing metadata of a GreptimeDB error (GREPTIME_DB_HEADER_ERROR_* in
+// src/common/error/src/lib.rs, set by define_into_tonic_status in
+// status_code.rs); the meta client reads them back (define_from_tonic_status)
+// for the error's status code and whether to retry.
+inline constexpr char kGreptimeErrCode[] = "x-greptime-err-code";
+inline constexpr char kGreptimeErrMsg[] = "x-greptime-err-msg";
+inline constexpr char kGreptimeErrRetryHint[] = "x-greptime-err-retry-hint";
+
+// GreptimeDB's StatusCode numbers that our errors map to
+// (src/common/error/src/status_code.rs).
+enum class GreptimeCode : uint32_t {
+  kUnknown = 1000,
+  kUnsupported = 1001,
+  kInternal = 1003,
+  kInvalidArguments = 1004,
+  kCancelled = 1005,
+  kStorageUnavailable = 5000,
+  kRuntimeResourcesExhausted = 6000,
+  kAuthHeaderNotFound = 7003,
+  kPermissionDenied = 7006,
+};
+
+// How GreptimeDB would classify `status`: its status code, and its retry
+// hint ("retryable" or "non_retryable", RetryHint::as_str in
+// src/common/error/src/ext.rs).
+struct GreptimeError {
+  GreptimeCode code = GreptimeCode::kInternal;  // x-greptime-err-code.
+  bool retryable = false;                       // x-greptime-err-retry-hint.
+};
+GreptimeError ClassifyForGreptime(const absl::Status& status);
 
 // Same canonical code, same message without surrounding whitespace. Every
 // status the server sends goes through here.
 grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// ToGrpcStatus(), and for an error GreptimeDB's three metadata entries added
+// to `context`'s trailers (a message that is not printable ASCII is escaped,
+// and long ones are cut, as a header value must be). `context` may be null.
+// Call before the call or stream is finished.
+grpc::Status ToGrpcStatus(const absl::Status& status,
+                          grpc::ServerContextBase* context);
 
 }  // namespace metasrv::server
 

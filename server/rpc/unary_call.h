@@ -75,7 +75,7 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   // Sends the response (when `status` is OK) or the error. An answer that
   // does not fit the reply budget is refused with RESOURCE_EXHAUSTED.
   void Finish(const absl::Status& status) {
-    grpc::Status result = ToGrpcStatus(status);
+    grpc::Status result = ToGrpcStatus(status, context_);
     if (!result.ok()) out_->Clear();
     if (result.ok() && !raw_) {
       bool own = false;
@@ -88,10 +88,12 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
         held_ = bytes;
       } else {
         out_->Clear();
-        result = ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
-            "too many answers in flight that clients have not read (",
-            budget_->used(), " of ", budget_->limit(),
-            " bytes); retry later")));
+        result = ToGrpcStatus(
+            absl::ResourceExhaustedError(absl::StrCat(
+                "too many answers in flight that clients have not read (",
+                budget_->used(), " of ", budget_->limit(),
+                " bytes); retry later")),
+            context_);
       }
     }
     // The answer is serialized: its messages are no longer needed.

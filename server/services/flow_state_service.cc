@@ -134,9 +134,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* FlowStateService::WatchFlowState(
       explicit Refusal(const grpc::Status& status) { Finish(status); }
       void OnDone() override { delete this; }
     };
-    return new Refusal(ToGrpcStatus(refused));
+    return new Refusal(ToGrpcStatus(refused, context));
   }
-  (void)context;
   return new WatchStream(watch_, parsed.deltas(), metrics_);
 }
 

@@ -20,7 +20,7 @@ HeartbeatService::HeartbeatService(HeartbeatHandler* handler,
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 HeartbeatService::Heartbeat(grpc::CallbackServerContext* context) {
   return new HeartbeatStream(handler_, registry_, limits_.max_request_bytes,
-                             context->peer());
+                             context);
 }
 
 grpc::ServerUnaryReactor* HeartbeatService::AskLeader(
@@ -31,10 +31,20 @@ grpc::ServerUnaryReactor* HeartbeatService::AskLeader(
       context, request, response, limits_, &reactor);
   if (call == nullptr) return reactor;
   // Any replica answers, leader or not: that is how clients find the leader.
+  // With none known, an error, as upstream's handle_ask_leader answers when
+  // its election has no leader (src/meta-srv/src/service/heartbeat.rs): an
+  // empty address would be taken for the leader's.
+  std::string leader = leadership_->LeaderAddr();
+  if (leader.empty()) {
+    call->Finish(absl::UnavailableError(
+        "no metasrv leader is known yet (an election is in progress); ask "
+        "again"));
+    return reactor;
+  }
   AskLeaderResponse* answer = call->response();
   answer->mutable_header()->set_protocol_version(1);
   answer->mutable_leader()->set_id(0);
-  answer->mutable_leader()->set_addr(leadership_->LeaderAddr());
+  answer->mutable_leader()->set_addr(std::move(leader));
   call->Finish(absl::OkStatus());
   return reactor;
 }

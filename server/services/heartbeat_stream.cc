@@ -23,17 +23,19 @@ google::protobuf::ArenaOptions BlockOptions(char* block, size_t size) {
 
 HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
                                  StreamRegistry* registry,
-                                 size_t max_request_bytes, std::string peer)
+                                 size_t max_request_bytes,
+                                 grpc::CallbackServerContext* context)
     : handler_(handler),
       registry_(registry),
+      context_(context),
       max_request_bytes_(max_request_bytes),
-      peer_(std::move(peer)),
+      peer_(context->peer()),
       arena_(BlockOptions(arena_block_, sizeof(arena_block_))) {
   absl::Status added = registry_->Add(this);
   if (!added.ok()) {
     spdlog::warn("heartbeat stream from {} refused: {}", peer_,
                  added.ToString());
-    FinishOnce(ToGrpcStatus(added));
+    FinishOnce(added);
     return;
   }
   registered_ = true;
@@ -58,7 +60,7 @@ void HeartbeatStream::HandleRead() {
   if (!parsed.ok()) {
     spdlog::debug("heartbeat stream from {} ended: {}", peer_,
                   parsed.ToString());
-    FinishOnce(ToGrpcStatus(parsed));
+    FinishOnce(parsed);
     return;
   }
   absl::Status handled = handler_->Handle(*request, handshake_, &response_);
@@ -66,7 +68,7 @@ void HeartbeatStream::HandleRead() {
   if (!handled.ok() && !absl::IsAborted(handled)) {
     spdlog::debug("heartbeat stream from {} ended: {}", peer_,
                   handled.ToString());
-    FinishOnce(ToGrpcStatus(handled));
+    FinishOnce(handled);
     return;
   }
   // A fresh buffer for every answer: Serialize() expects an empty one.
@@ -76,8 +78,7 @@ void HeartbeatStream::HandleRead() {
       greptime::v1::meta::HeartbeatResponse>::Serialize(response_, &answer,
                                                         &own_buffer);
   if (!serialized.ok()) {
-    FinishOnce(
-        ToGrpcStatus(absl::InternalError("cannot serialize the response")));
+    FinishOnce(absl::InternalError("cannot serialize the response"));
     return;
   }
   absl::MutexLock lock(&mu_);
@@ -85,7 +86,7 @@ void HeartbeatStream::HandleRead() {
   if (end_.finished) return;
   if (absl::IsAborted(handled)) {
     // Not leader: the response says so, then the stream ends.
-    end_.finish_after_write = ToGrpcStatus(handled);
+    end_.finish_after_write = ToGrpcStatus(handled, context_);
   }
   // No write is in flight (the next read starts when it completes), so
   // gRPC holds no reference to the previous answer's buffer.
@@ -120,6 +121,17 @@ void HeartbeatStream::FinishOnce(const grpc::Status& status) {
     if (!end_.TryFinish()) return;
   }
   Finish(status);
+}
+
+void HeartbeatStream::FinishOnce(const absl::Status& status) {
+  grpc::Status finish;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!end_.TryFinish()) return;
+    // The error's metadata goes into the trailers before anyone can finish.
+    finish = ToGrpcStatus(status, context_);
+  }
+  Finish(finish);
 }
 
 void HeartbeatStream::OnDone() {

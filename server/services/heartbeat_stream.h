@@ -30,10 +30,12 @@ class HeartbeatStream final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
       public AbortableStream {
  public:
-  // Borrows both. Calls are held to `limits`. `peer`
-  // names the client in logs. Deletes itself when gRPC is done with it.
+  // Borrows all three (`context`, the call's, lives until OnDone()). A
+  // request may inflate to `max_request_bytes`. Deletes itself when gRPC is
+  // done with it.
   HeartbeatStream(HeartbeatHandler* handler, StreamRegistry* registry,
-                  size_t max_request_bytes, std::string peer);
+                  size_t max_request_bytes,
+                  grpc::CallbackServerContext* context);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -43,12 +45,16 @@ class HeartbeatStream final
  private:
   // Finishes with `status` unless already finishing. Call without mu_ held.
   void FinishOnce(const grpc::Status& status);
+  // The same with an error of ours, its GreptimeDB metadata in the trailers.
+  void FinishOnce(const absl::Status& status);
   // Parses the request read into read_buffer_, handles it, and writes the
   // answer or finishes the stream.
   void HandleRead();
 
   HeartbeatHandler* const handler_;  // Handles each request; borrowed.
   StreamRegistry* const registry_;   // Where this stream is listed; borrowed.
+  // The call's; its trailers carry an error's metadata. Borrowed.
+  grpc::CallbackServerContext* const context_;
   const size_t max_request_bytes_;   // Limit of an inflated request.
   const std::string peer_;           // The client's address, for logs.
   bool registered_ = false;          // Whether Add() succeeded.

@@ -23,10 +23,13 @@ import zstandard
 class CallError(Exception):
     """The call ended with a non-OK gRPC status."""
 
-    def __init__(self, code, message):
+    def __init__(self, code, message, metadata=None):
         super().__init__(f"grpc-status {code}: {message}")
         self.code = code
         self.message = message
+        # The trailers (or trailers-only headers): where GreptimeDB's error
+        # metadata (x-greptime-err-*) travels.
+        self.metadata = metadata or {}
 
 
 def zstd_frame(payload, content_size=False):
@@ -113,7 +116,7 @@ class Call:
             raise CallError(-2, f"stream reset with {self.reset_code}")
         code = int(trailers.get("grpc-status", "-1"))
         if code != 0:
-            raise CallError(code, trailers.get("grpc-message", ""))
+            raise CallError(code, trailers.get("grpc-message", ""), trailers)
 
     def finish(self, timeout=10.0):
         """Waits for the end of the call; returns the messages left unread."""

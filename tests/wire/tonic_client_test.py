@@ -7,10 +7,12 @@ Every request here is what tonic sends for GreptimeDB's meta client
   python3 tonic_client_test.py --binary=build/server/metasrv --pydir=build/gen_py
 """
 
+import json
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from harness import (FLOWNODE, FRONTEND, Server, accepts, free_port, header, meta,
@@ -102,6 +104,75 @@ class StandaloneTest(unittest.TestCase):
         call.close_send()
         self.assertEqual(call.finish(), [])
 
+    def test_cluster_info_lists_flownodes_and_frontends(self):
+        """information_schema.cluster_info: a frontend's ClusterInfo::list_nodes
+        is a Range over __meta_cluster_node_info-0- without a header
+        (src/common/meta/src/cluster.rs); each heartbeat with a peer and a
+        NodeInfo wrote its node's value as serde writes NodeInfo."""
+        conn = self.connect()
+        conn.unary(LEADER_CHANGE, meta.metasrv_pb2.LeaderChangeRequest())
+        for role, member, addr in ((FLOWNODE, 7, "10.0.0.7:6800"),
+                                   (FRONTEND, 0, "127.0.0.1:4001")):
+            req = meta.heartbeat_pb2.HeartbeatRequest(header=header(role, member))
+            req.peer.id = member
+            req.peer.addr = addr
+            req.info.version = "v0.15.0"
+            req.info.git_commit = "0123abc"
+            req.info.start_time_ms = 1733000000000
+            req.info.hostname = "node-\"a\"\n"
+            req.info.total_cpu_millicores = 4000
+            req.info.total_memory_bytes = 8 << 30
+            req.info.cpu_usage_millicores = 250
+            req.info.memory_usage_bytes = 1 << 30
+            call = conn.open(HEARTBEAT)
+            call.send(req.SerializeToString())
+            answer = parse(meta.heartbeat_pb2.HeartbeatResponse, call.recv())
+            self.assertFalse(answer.header.HasField("error"))
+            call.close_send()
+            call.finish()
+        prefix = b"__meta_cluster_node_info-0-"
+        rng = parse(meta.cluster_pb2.RangeResponse,
+                    self.connect().unary(RANGE, meta.cluster_pb2.RangeRequest(
+                        key=prefix, range_end=prefix[:-1] + b".")))
+        self.assertFalse(rng.header.HasField("error"))
+        keys = [kv.key for kv in rng.kvs]
+        # A frontend's id is the hash of its address (calculate_node_id:
+        # Rust's DefaultHasher; this value printed by rustc).
+        self.assertEqual(keys, [b"__meta_cluster_node_info-0-1-6217528761578684316",
+                                b"__meta_cluster_node_info-0-2-7"])
+        for kv in rng.kvs:
+            info = json.loads(kv.value)
+            role, addr, node_id = (("Frontend", "127.0.0.1:4001", 0)
+                                   if b"-0-1-" in kv.key else
+                                   ("Flownode", "10.0.0.7:6800", 7))
+            status = ('{"Frontend":{}}' if role == "Frontend"
+                      else '{"Flownode":{"workloads":{"types":[]}}}')
+            want = ('{"peer":{"id":%d,"addr":"%s"},"last_activity_ts":%d,'
+                    '"status":%s,"version":"v0.15.0","git_commit":"0123abc",'
+                    '"start_time_ms":1733000000000,"total_cpu_millicores":4000,'
+                    '"total_memory_bytes":8589934592,"cpu_usage_millicores":250,'
+                    '"memory_usage_bytes":1073741824,"hostname":"node-\\"a\\"\\n",'
+                    '"env_vars":{}}' % (node_id, addr, info["last_activity_ts"],
+                                        status))
+            self.assertEqual(kv.value.decode(), want)
+            self.assertLess(abs(info["last_activity_ts"] - time.time() * 1000), 60000)
+
+    def test_errors_carry_greptimedbs_metadata(self):
+        """define_into_tonic_status (src/common/error/src/status_code.rs): the
+        meta client reads the code and the retry hint from the trailers."""
+        conn = self.connect()
+        call = conn.open(HEARTBEAT)
+        bad = meta.heartbeat_pb2.HeartbeatRequest(header=header(FLOWNODE, 1))
+        bad.header.role = 7
+        call.send(bad.SerializeToString())
+        with self.assertRaises(tonic_client.CallError) as ended:
+            call.finish()
+        self.assertEqual(ended.exception.code, 3)  # INVALID_ARGUMENT
+        md = ended.exception.metadata
+        self.assertEqual(md.get("x-greptime-err-code"), "1004")  # InvalidArguments
+        self.assertEqual(md.get("x-greptime-err-retry-hint"), "non_retryable")
+        self.assertIn("unknown role 7", md.get("x-greptime-err-msg", ""))
+
     def test_every_encoding_gives_the_same_answer(self):
         answers = set()
         for encoding, content_size in (("zstd", False), ("zstd", True),
@@ -190,6 +261,37 @@ class StandaloneTest(unittest.TestCase):
         lines = [l for l in self.server.log_text().splitlines() if l.strip()]
         self.assertFalse([l for l in lines if "grpc-encoding" in l], lines)
         self.assertLess(len(lines), 10, lines)
+
+
+class NoLeaderTest(unittest.TestCase):
+    """A replica whose election has no leader (its etcd is not up)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(f"--store_addrs=127.0.0.1:{free_port()}")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_ask_leader_fails_instead_of_naming_nobody(self):
+        """handle_ask_leader (src/meta-srv/src/service/heartbeat.rs) answers an
+        error when the election has no leader: a tonic client would take an
+        empty address for the leader's."""
+        conn = tonic_client.Connection(self.server.addr)
+        self.addCleanup(conn.close)
+        with self.assertRaises(tonic_client.CallError) as failed:
+            conn.unary(ASK_LEADER, meta.heartbeat_pb2.AskLeaderRequest(
+                header=header(FLOWNODE, 1)))
+        self.assertEqual(failed.exception.code, 14)  # UNAVAILABLE
+        md = failed.exception.metadata
+        self.assertEqual(md.get("x-greptime-err-code"), "5000")
+        self.assertEqual(md.get("x-greptime-err-retry-hint"), "retryable")
+        # Cluster reads still answer, as a follower: not leader, no data.
+        rng = parse(meta.cluster_pb2.RangeResponse,
+                    conn.unary(RANGE, meta.cluster_pb2.RangeRequest(key=b"__flow/state")))
+        self.assertEqual(rng.header.error.code, NOT_LEADER)
+        self.assertEqual(len(rng.kvs), 0)
 
 
 class FollowerTest(unittest.TestCase):

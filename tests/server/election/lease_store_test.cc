@@ -121,6 +121,9 @@ TEST_P(LeaseStoreTest, ScanSeesOnlyLiveRowsUnderItsPrefixWildcardsLiteral) {
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ((*rows)[0].key, prefix_ + "c/1");
   EXPECT_EQ((*rows)[0].value, "x:1");
+  // How long it still lives, on the database's clock.
+  EXPECT_GT((*rows)[0].remaining, absl::Seconds(20));
+  EXPECT_LE((*rows)[0].remaining, absl::Seconds(30));
 }
 
 TEST_P(LeaseStoreTest, WrongPasswordIsAPermanentError) {
