@@ -1,52 +1,10 @@
 #include "core/cluster_info.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/json_text.h"
 
 namespace metasrv::core {
 namespace {
-
-// Appends `value` as serde_json writes a string: the quote, the backslash
-// and the control characters below 0x20 escaped (the short forms where JSON
-// has them, else \u00xx in lowercase hex); every other byte as it is.
-void AppendJsonString(absl::string_view value, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (const char ch : value) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (c < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 0xF]);
-        } else {
-          out->push_back(ch);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 // NodeStatus, externally tagged: {"Variant":{fields}}.
 absl::string_view Status(NodeRole role) {
@@ -77,19 +35,19 @@ std::string EncodeClusterNodeInfo(const ClusterNode& node,
   out.reserve(256 + node.peer_addr.size() + info.version.size() +
               info.git_commit.size() + info.hostname.size());
   absl::StrAppend(&out, R"({"peer":{"id":)", node.peer_id, R"(,"addr":)");
-  AppendJsonString(node.peer_addr, &out);
+  AppendSerdeString(node.peer_addr, &out);
   absl::StrAppend(&out, R"(},"last_activity_ts":)", last_activity_ms,
                   R"(,"status":)", Status(node.role), R"(,"version":)");
-  AppendJsonString(info.version, &out);
+  AppendSerdeString(info.version, &out);
   out.append(R"(,"git_commit":)");
-  AppendJsonString(info.git_commit, &out);
+  AppendSerdeString(info.git_commit, &out);
   absl::StrAppend(&out, R"(,"start_time_ms":)", info.start_time_ms,
                   R"(,"total_cpu_millicores":)", info.total_cpu_millicores,
                   R"(,"total_memory_bytes":)", info.total_memory_bytes,
                   R"(,"cpu_usage_millicores":)", info.cpu_usage_millicores,
                   R"(,"memory_usage_bytes":)", info.memory_usage_bytes,
                   R"(,"hostname":)");
-  AppendJsonString(info.hostname, &out);
+  AppendSerdeString(info.hostname, &out);
   out.append(R"(,"env_vars":{}})");
   return out;
 }

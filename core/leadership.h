@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/metasrv_node_info.h"
 
 namespace metasrv::core {
 
@@ -40,6 +41,11 @@ class Leadership {
 
   // Advertised addresses of the replicas that do not lead, as far as known.
   virtual std::vector<std::string> FollowerAddrs() const = 0;
+
+  // Every replica taking part (ours included), with what it registered
+  // about itself, as last read from the store; never a store call. Default:
+  // the followers by address, with no info.
+  virtual std::vector<MetasrvNodeInfo> Peers() const;
 };
 
 // What an election tells the rest of the replica about its transitions.

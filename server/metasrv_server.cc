@@ -37,11 +37,6 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return buf.str();
 }
 
-std::string HostName() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "";
-  return buf;
-}
 
 }  // namespace
 
@@ -76,6 +71,8 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
                                       : s->options_.server_addr);
   if (!advertised.ok()) return advertised.status();
   s->advertised_addr_ = *advertised;
+  s->self_description_ = std::make_unique<SelfDescription>(
+      s->advertised_addr_, s->options_.clock);
   absl::Status started = s->StartLeadership();
   if (started.ok()) started = s->StartSupport();
   if (started.ok()) started = s->MakeServices();
@@ -106,6 +103,10 @@ absl::Status MetasrvServer::StartLeadership() {
   return absl::OkStatus();
 }
 
+std::function<core::MetasrvNodeInfo()> MetasrvServer::Describe() {
+  return [self = self_description_.get()] { return self->Now(); };
+}
+
 absl::StatusOr<std::unique_ptr<Election>> MetasrvServer::MakeElection() {
   if (options_.backend == "etcd_store") {
     absl::StatusOr<EtcdSecurity> security = StoreSecurity(options_);
@@ -113,7 +114,7 @@ absl::StatusOr<std::unique_ptr<Election>> MetasrvServer::MakeElection() {
     return std::make_unique<EtcdElection>(
         EtcdElectionOptions{options_.store_addrs, options_.election_name,
                             advertised_addr_, options_.lease_ttl,
-                            *std::move(security)},
+                            *std::move(security), Describe()},
         core::SystemClock(), this);
   }
   const bool postgres = options_.backend == "postgres_store";
@@ -145,7 +146,7 @@ absl::StatusOr<std::unique_ptr<Election>> MetasrvServer::MakeElection() {
   return std::make_unique<LeaseElection>(
       LeaseElectionOptions{postgres ? "PostgreSQL" : "MySQL",
                            options_.election_name, advertised_addr_,
-                           options_.lease_ttl},
+                           options_.lease_ttl, Describe()},
       std::move(lease_store), core::SystemClock(), this);
 }
 
@@ -242,10 +243,7 @@ absl::Status MetasrvServer::MakeServices() {
   heartbeat_service_ = std::make_unique<HeartbeatService>(
       handler_.get(), &streams_, leadership_.get(), limits);
   cluster_service_ = std::make_unique<ClusterService>(
-      &flow_state_, leadership_.get(), &reads_,
-      SelfInfo{advertised_addr_, METASRV_VERSION,
-               static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())),
-               HostName()},
+      &flow_state_, leadership_.get(), &reads_, self_description_.get(),
       limits);
   flow_state_service_ = std::make_unique<FlowStateService>(
       &flow_state_, leadership_.get(), &reads_, watch_.get(), metrics_.get(),

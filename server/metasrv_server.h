@@ -9,6 +9,7 @@
 #include <grpcpp/server_builder.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,7 @@
 #include "server/election/election.h"
 #include "server/election/etcd_election.h"
 #include "server/ops/http_server.h"
+#include "server/ops/self_description.h"
 #include "server/ops/metrics.h"
 #include "server/ops/node_expirer.h"
 #include "server/rpc/read_executor.h"
@@ -139,6 +141,8 @@ class MetasrvServer final : public core::LeadershipListener {
   absl::Status StartLeadership();
   // The election --backend names, not started.
   absl::StatusOr<std::unique_ptr<Election>> MakeElection();
+  // What this replica registers about itself in the election's store.
+  std::function<core::MetasrvNodeInfo()> Describe();
   // The TLS material and credentials for etcd the options name, read.
   static absl::StatusOr<EtcdSecurity> StoreSecurity(
       const ServerOptions& options);
@@ -163,6 +167,8 @@ class MetasrvServer final : public core::LeadershipListener {
   const ServerOptions options_;  // As started.
   int port_ = 0;                 // The port bound.
   std::string advertised_addr_;  // What AskLeader answers.
+  // What this replica says about itself (MetasrvPeers, candidate info).
+  std::unique_ptr<SelfDescription> self_description_;
   // Flow state and the in-memory KV that shows it.
   core::FlowStateManager flow_state_{
       {options_.clock, options_.node_report_ttl, options_.max_nodes,

@@ -202,25 +202,33 @@ absl::Status EtcdClient::Resign(const v3electionpb::LeaderKey& leader,
   return Check(Current().election->Resign(&ctx, req, &resp));
 }
 
-absl::StatusOr<std::vector<std::string>> EtcdClient::Candidates(
-    const std::string& name, absl::Duration timeout) {
+absl::Status EtcdClient::Put(const std::string& key, const std::string& value,
+                             int64_t lease, absl::Duration timeout) {
+  grpc::ClientContext ctx;
+  SetTimeout(&ctx, timeout);
+  if (absl::Status a = Authorize(&ctx, timeout); !a.ok()) return a;
+  etcdserverpb::PutRequest req;
+  req.set_key(key);
+  req.set_value(value);
+  req.set_lease(lease);
+  etcdserverpb::PutResponse resp;
+  return Check(Current().kv->Put(&ctx, req, &resp));
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
+EtcdClient::RangePrefix(const std::string& prefix, absl::Duration timeout) {
   grpc::ClientContext ctx;
   SetTimeout(&ctx, timeout);
   if (absl::Status a = Authorize(&ctx, timeout); !a.ok()) return a;
   etcdserverpb::RangeRequest req;
-  const std::string prefix = name + "/";
   req.set_key(prefix);
   req.set_range_end(kv::PrefixEnd(prefix));
   etcdserverpb::RangeResponse resp;
   absl::Status s = Check(Current().kv->Range(&ctx, req, &resp));
   if (!s.ok()) return s;
-  std::vector<const mvccpb::KeyValue*> kvs;
-  for (const auto& kv : resp.kvs()) kvs.push_back(&kv);
-  std::sort(kvs.begin(), kvs.end(), [](const auto* a, const auto* b) {
-    return a->create_revision() < b->create_revision();
-  });
-  std::vector<std::string> out;
-  for (const auto* kv : kvs) out.push_back(kv->value());
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(resp.kvs_size());
+  for (const auto& kv : resp.kvs()) out.emplace_back(kv.key(), kv.value());
   return out;
 }
 

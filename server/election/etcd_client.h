@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -65,10 +66,12 @@ class EtcdClient {
       grpc::ClientContext* context);
   absl::Status Resign(const v3electionpb::LeaderKey& leader,
                       absl::Duration timeout);
-  // Values of every candidate of election `name`, oldest first (the leader,
-  // if any, is the first).
-  absl::StatusOr<std::vector<std::string>> Candidates(const std::string& name,
-                                                      absl::Duration timeout);
+  // Puts `key` = `value`, attached to `lease` (0: none).
+  absl::Status Put(const std::string& key, const std::string& value,
+                   int64_t lease, absl::Duration timeout);
+  // Every key under `prefix` with its value, in key order.
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RangePrefix(
+      const std::string& prefix, absl::Duration timeout);
   // Opens an Observe stream of election `name` on `context`.
   std::unique_ptr<grpc::ClientReader<v3electionpb::LeaderResponse>> Observe(
       const std::string& name, grpc::ClientContext* context);

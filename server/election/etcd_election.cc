@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/election/backoff.h"
+#include "server/election/candidate_info.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -13,6 +14,7 @@ EtcdElection::EtcdElection(EtcdElectionOptions options,
                            const core::Clock* clock,
                            core::LeadershipListener* listener)
     : options_(std::move(options)),
+      peers_prefix_(options_.name + std::string("\0peers/", 7)),
       clock_(clock),
       listener_(listener),
       client_(options_.endpoints, options_.security),
@@ -26,6 +28,7 @@ void EtcdElection::Start() {
                options_.self_addr);
   session_thread_ = std::thread([this] { SessionLoop(); });
   observe_thread_ = std::thread([this] { ObserveLoop(); });
+  peers_thread_ = std::thread([this] { PeersLoop(); });
 }
 
 void EtcdElection::Stop() {
@@ -43,6 +46,7 @@ void EtcdElection::Stop() {
     if (observe_ctx_ != nullptr) observe_ctx_->TryCancel();
   }
   if (observe_thread_.joinable()) observe_thread_.join();
+  if (peers_thread_.joinable()) peers_thread_.join();
 }
 
 core::Leadership::Term EtcdElection::CurrentTerm() const {
@@ -57,12 +61,60 @@ std::string EtcdElection::LeaderAddr() const {
 }
 
 std::vector<std::string> EtcdElection::FollowerAddrs() const {
-  absl::StatusOr<std::vector<std::string>> candidates =
-      client_.Candidates(options_.name, absl::Seconds(1));
-  if (!candidates.ok()) return {};
-  // The oldest candidate leads; the rest wait.
-  if (!candidates->empty()) candidates->erase(candidates->begin());
-  return *candidates;
+  absl::MutexLock lock(&mu_);
+  const std::string leader = leading_ ? options_.self_addr : observed_leader_;
+  std::vector<std::string> out;
+  for (const core::MetasrvNodeInfo& peer : peers_) {
+    if (peer.addr != leader) out.push_back(peer.addr);
+  }
+  return out;
+}
+
+std::vector<core::MetasrvNodeInfo> EtcdElection::Peers() const {
+  absl::MutexLock lock(&mu_);
+  return peers_;
+}
+
+void EtcdElection::PeersLoop() {
+  // Apart from the keep-alives, so a slow etcd delays the list, never a
+  // keep-alive.
+  const absl::Duration interval = lease_.keepalive_interval();
+  int64_t registered = 0;
+  absl::Time next = clock_->Monotonic();
+  while (Wait(next, false)) {
+    int64_t lease = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      lease = session_lease_;
+    }
+    // A new session registers at once; then every keep-alive interval.
+    next = clock_->Monotonic() + (lease != 0 && lease == registered
+                                      ? interval
+                                      : absl::Milliseconds(50));
+    if (lease == 0) continue;
+    if (RegisterAndListPeers(lease)) registered = lease;
+  }
+}
+
+bool EtcdElection::RegisterAndListPeers(int64_t lease) {
+  const absl::Duration timeout = lease_.keepalive_interval();
+  absl::Status put = client_.Put(
+      peers_prefix_ + options_.self_addr,
+      CandidateValue(options_.describe, options_.self_addr), lease, timeout);
+  if (!put.ok()) return false;  // The keep-alive reports etcd's health.
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> keys =
+      client_.RangePrefix(peers_prefix_, timeout);
+  if (!keys.ok()) return false;
+  std::vector<core::MetasrvNodeInfo> peers;
+  for (const auto& [key, value] : *keys) {
+    absl::StatusOr<core::MetasrvNodeInfo> peer =
+        core::DecodeMetasrvNodeInfo(value);
+    if (peer.ok()) peers.push_back(*std::move(peer));
+  }
+  SortByAddress(&peers);
+  absl::MutexLock lock(&mu_);
+  peers_ = std::move(peers);
+  return true;
 }
 
 bool EtcdElection::Wait(absl::Time deadline, bool session) {

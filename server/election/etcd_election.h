@@ -28,6 +28,9 @@ struct EtcdElectionOptions {
   absl::Duration lease_ttl =
       absl::Seconds(5);   // Lease TTL; keep-alive every TTL/3.
   EtcdSecurity security;  // TLS and credentials for etcd.
+  // What our peer key says about us (read every keep-alive); null: the
+  // address only.
+  std::function<core::MetasrvNodeInfo()> describe;
 };
 
 // Lifecycle: Start() once, Stop() once (the destructor calls it). Between
@@ -56,7 +59,9 @@ class EtcdElection final : public Election {
 
   Term CurrentTerm() const override;
   std::string LeaderAddr() const override;
+  // From the peer keys as last read (every keep-alive), not from etcd.
   std::vector<std::string> FollowerAddrs() const override;
+  std::vector<core::MetasrvNodeInfo> Peers() const override;
 
   // Gives leadership to another replica: steps down (dropping all state),
   // resigns in etcd, and campaigns again behind the other candidates.
@@ -69,6 +74,12 @@ class EtcdElection final : public Election {
   absl::Status KeepAliveLoop(int64_t lease);
   void CampaignLoop(int64_t lease);
   void ObserveLoop();
+  // Registers our peer key and lists every replica's, every keep-alive
+  // interval of a live session.
+  void PeersLoop();
+  // Writes our peer key on `lease` and reads every replica's into peers_;
+  // false if etcd failed.
+  bool RegisterAndListPeers(int64_t lease);
   void BecomeLeader(int64_t lease, const v3electionpb::LeaderKey& key);
   uint64_t StepDown(const char* why);
   // Logs `status` if etcd's health changed since the last report.
@@ -78,6 +89,9 @@ class EtcdElection final : public Election {
   bool Wait(absl::Time deadline, bool session);
 
   const EtcdElectionOptions options_;         // As given.
+  // The prefix of the peer keys: the name, a NUL (no flag can hold one, so
+  // no election's "<name>/" prefix covers them) and "peers/".
+  const std::string peers_prefix_;
   const core::Clock* const clock_;            // Time; borrowed.
   core::LeadershipListener* const listener_;  // Transition hooks; borrowed.
   mutable EtcdClient client_;                 // etcd connections.
@@ -102,8 +116,11 @@ class EtcdElection final : public Election {
   std::string observed_leader_
       ABSL_GUARDED_BY(mu_);                        // Leader's value per etcd.
   bool etcd_healthy_ ABSL_GUARDED_BY(mu_) = true;  // For ReportEtcd().
+  // Every live replica's peer key, as last read, by address.
+  std::vector<core::MetasrvNodeInfo> peers_ ABSL_GUARDED_BY(mu_);
   std::thread session_thread_;                     // Runs SessionLoop().
   std::thread observe_thread_;                     // Runs ObserveLoop().
+  std::thread peers_thread_;                       // Runs PeersLoop().
 };
 
 }  // namespace metasrv::server

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "server/election/backoff.h"
+#include "server/election/candidate_info.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -79,10 +80,15 @@ std::vector<std::string> LeaseElection::FollowerAddrs() const {
   absl::MutexLock lock(&mu_);
   const std::string leader = leading_ ? options_.self_addr : observed_leader_;
   std::vector<std::string> out;
-  for (const std::string& c : candidates_) {
-    if (c != leader) out.push_back(c);
+  for (const core::MetasrvNodeInfo& c : candidates_) {
+    if (c.addr != leader) out.push_back(c.addr);
   }
   return out;
+}
+
+std::vector<core::MetasrvNodeInfo> LeaseElection::Peers() const {
+  absl::MutexLock lock(&mu_);
+  return candidates_;
 }
 
 bool LeaseElection::Wait(absl::Time deadline) {
@@ -169,16 +175,17 @@ absl::Status LeaseElection::Round(absl::Time sent) {
       lease_.Lost();
     }
   }
-  absl::Status put =
-      store_->Put(absl::StrCat(options_.name, "/candidate/", holder_), holder_,
-                  options_.self_addr, options_.lease_ttl, interval);
+  absl::Status put = store_->Put(
+      absl::StrCat(options_.name, "/candidate/", holder_), holder_,
+      CandidateValue(options_.describe, options_.self_addr),
+      options_.lease_ttl, interval);
   if (!put.ok()) return put;
   absl::StatusOr<std::vector<LeaseStore::Entry>> rows =
       store_->Scan(options_.name + "/", interval);
   if (!rows.ok()) return rows.status();
   std::string leader;
   absl::Time leader_until = absl::InfinitePast();
-  std::vector<std::string> candidates;
+  std::vector<core::MetasrvNodeInfo> candidates;
   const std::string candidate_prefix = options_.name + "/candidate/";
   for (const LeaseStore::Entry& row : *rows) {
     if (row.key == leader_key_) {
@@ -187,12 +194,12 @@ absl::Status LeaseElection::Round(absl::Time sent) {
       leader_until = sent + row.remaining;
     }
     if (absl::StartsWith(row.key, candidate_prefix)) {
-      candidates.push_back(row.value);
+      absl::StatusOr<core::MetasrvNodeInfo> info =
+          core::DecodeMetasrvNodeInfo(row.value);
+      if (info.ok()) candidates.push_back(*std::move(info));
     }
   }
-  std::sort(candidates.begin(), candidates.end());
-  candidates.erase(std::unique(candidates.begin(), candidates.end()),
-                   candidates.end());
+  SortByAddress(&candidates);
   absl::MutexLock lock(&mu_);
   observed_leader_ = leader;
   observed_leader_until_ = leader_until;

@@ -3,6 +3,7 @@
 #ifndef METASRV_SERVER_ELECTION_LEASE_ELECTION_H_
 #define METASRV_SERVER_ELECTION_LEASE_ELECTION_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -24,6 +25,9 @@ struct LeaseElectionOptions {
   std::string name = "__metasrv_election";
   std::string self_addr;  // Our value: advertised address.
   absl::Duration lease_ttl = absl::Seconds(5);  // The rows' time-to-live.
+  // What our candidate row says about us (read each round); null: the
+  // address only.
+  std::function<core::MetasrvNodeInfo()> describe;
 };
 
 // Every TTL/3 the session thread, in order: takes or renews the leader row
@@ -58,6 +62,7 @@ class LeaseElection final : public Election {
   // lease has passed since; then the session reads the store at once.
   std::string LeaderAddr() const override;
   std::vector<std::string> FollowerAddrs() const override;
+  std::vector<core::MetasrvNodeInfo> Peers() const override;
 
  private:
   void SessionLoop();
@@ -98,8 +103,8 @@ class LeaseElection final : public Election {
   absl::Time last_round_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // A reader met an expired leader row: read the store now.
   mutable bool refresh_requested_ ABSL_GUARDED_BY(mu_) = false;
-  // Values of the live candidate rows, ours included.
-  std::vector<std::string> candidates_ ABSL_GUARDED_BY(mu_);
+  // The live candidate rows, ours included, by address.
+  std::vector<core::MetasrvNodeInfo> candidates_ ABSL_GUARDED_BY(mu_);
   bool store_healthy_ ABSL_GUARDED_BY(mu_) = true;  // For Report().
   std::thread session_thread_;                      // Runs SessionLoop().
 };

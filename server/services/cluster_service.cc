@@ -5,6 +5,7 @@
 
 #include "server/rpc/unary_call.h"
 #include "server/services/heartbeat_handler.h"
+#include "server/services/node_info_proto.h"
 
 namespace metasrv::server {
 
@@ -23,26 +24,22 @@ void AppendKvs(std::vector<kv::KeyValue>& kvs,
   }
 }
 
-void FillNodeInfo(const SelfInfo& self, const std::string& addr,
+void FillNodeInfo(const core::MetasrvNodeInfo& node,
                   meta::MetasrvNodeInfo* out) {
-  out->mutable_peer()->set_addr(addr);
-  if (addr == self.addr) {
-    out->mutable_info()->set_version(self.version);
-    out->mutable_info()->set_start_time_ms(self.start_time_ms);
-    out->mutable_info()->set_hostname(self.hostname);
-  }
+  out->mutable_peer()->set_addr(node.addr);
+  ToProto(node.info, out->mutable_info());
 }
 
 }  // namespace
 
 ClusterService::ClusterService(const kv::KvBackend* kv,
                                const core::Leadership* leadership,
-                               ReadExecutor* reads, SelfInfo self,
+                               ReadExecutor* reads, SelfDescription* self,
                                CallLimits limits)
     : kv_(kv),
       leadership_(leadership),
       reads_(reads),
-      self_(std::move(self)),
+      self_(self),
       limits_(limits) {}
 
 template <typename Request, typename Response, typename Fill>
@@ -102,10 +99,12 @@ grpc::ServerUnaryReactor* ClusterService::MetasrvPeers(
       context, request, response, ReadCost::kSmall,
       [this](const meta::MetasrvPeersRequest&,
              meta::MetasrvPeersResponse* resp) -> absl::Status {
-        FillNodeInfo(self_, self_.addr, resp->mutable_leader());
-        for (const std::string& addr : leadership_->FollowerAddrs()) {
-          if (addr != self_.addr)
-            FillNodeInfo(self_, addr, resp->add_followers());
+        // As upstream: the leader (this replica) describes itself now; the
+        // followers are what they registered in the election's store.
+        const core::MetasrvNodeInfo me = self_->Now();
+        FillNodeInfo(me, resp->mutable_leader());
+        for (const core::MetasrvNodeInfo& peer : leadership_->Peers()) {
+          if (peer.addr != me.addr) FillNodeInfo(peer, resp->add_followers());
         }
         return absl::OkStatus();
       });

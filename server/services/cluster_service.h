@@ -9,17 +9,10 @@
 #include "greptime/v1/meta/cluster.grpc.pb.h"
 #include "kv/kv_backend.h"
 #include "server/rpc/read_executor.h"
+#include "server/ops/self_description.h"
 #include "server/rpc/unary_call.h"
 
 namespace metasrv::server {
-
-// Facts about this replica for MetasrvPeers.
-struct SelfInfo {
-  std::string addr;            // Advertised address.
-  std::string version;         // Build version.
-  uint64_t start_time_ms = 0;  // When the process started (unix ms).
-  std::string hostname;        // Host name.
-};
 
 // As GreptimeDB's metasrv (src/meta-srv/src/service/cluster.rs), the request
 // header is not looked at (GreptimeDB's clients send none), and a follower
@@ -34,7 +27,8 @@ class ClusterService final
   // Borrows `kv`, `leadership` and `reads`; they must outlive the service.
   // KV reads run on `reads`. Calls are held to `limits`.
   ClusterService(const kv::KvBackend* kv, const core::Leadership* leadership,
-                 ReadExecutor* reads, SelfInfo self, CallLimits limits);
+                 ReadExecutor* reads, SelfDescription* self,
+                 CallLimits limits);
 
   grpc::ServerUnaryReactor* BatchGet(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* request,
@@ -61,7 +55,7 @@ class ClusterService final
   const kv::KvBackend* const kv_;             // The in-memory KV; borrowed.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
   ReadExecutor* const reads_;                 // Runs KV reads; borrowed.
-  const SelfInfo self_;                       // This replica, for peers.
+  SelfDescription* const self_;  // This replica, for peers; borrowed.
   const CallLimits limits_;                   // Request size, reply budget.
 };
 

@@ -242,8 +242,15 @@ TEST_F(MetasrvServerTest, AskLeaderAndPeersNameThisNode) {
   meta::MetasrvPeersResponse presp;
   ASSERT_TRUE(cluster->MetasrvPeers(&ctx2, preq, &presp).ok());
   EXPECT_EQ(presp.leader().peer().addr(), server_->advertised_addr());
-  EXPECT_FALSE(presp.leader().info().version().empty());
-  EXPECT_GT(presp.leader().info().start_time_ms(), 0u);
+  const meta::NodeInfo& info = presp.leader().info();
+  EXPECT_FALSE(info.version().empty());
+  EXPECT_FALSE(info.git_commit().empty());
+  EXPECT_GT(info.start_time_ms(), 0u);
+  EXPECT_LE(info.start_time_ms(),
+            static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())));
+  EXPECT_GT(info.total_cpu_millicores(), 0);
+  EXPECT_GT(info.total_memory_bytes(), 0);
+  EXPECT_GT(info.memory_usage_bytes(), 0);
   EXPECT_EQ(presp.followers_size(), 0);
 }
 

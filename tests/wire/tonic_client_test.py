@@ -405,10 +405,24 @@ class FollowerTest(unittest.TestCase):
         self.assertEqual(rng.kvs[0].value,
                          b'{"state_size":{"9":90},"last_exec_time_map":{"9":900},'
                          b'"start_time_map":{}}')
-        peers = parse(meta.cluster_pb2.MetasrvPeersResponse,
-                      conn.unary(PEERS, meta.cluster_pb2.MetasrvPeersRequest()))
+        # The peers as the leader last read them from etcd (every keep-alive
+        # interval, in the background): the follower within one.
+        got = []
+
+        def listed():
+            got[:] = [parse(meta.cluster_pb2.MetasrvPeersResponse,
+                            conn.unary(PEERS, meta.cluster_pb2.MetasrvPeersRequest()))]
+            return [f.peer.addr for f in got[0].followers] == [self.follower]
+        wait_for(listed, timeout=5, what="the follower among the peers")
+        peers = got[0]
         self.assertEqual(peers.leader.peer.addr, self.leader)
-        self.assertEqual([f.peer.addr for f in peers.followers], [self.follower])
+        # Each peer's info as upstream fills it: build and resources (the
+        # follower's as it registered it in etcd).
+        for node in [peers.leader] + list(peers.followers):
+            self.assertTrue(node.info.version and node.info.git_commit, node)
+            self.assertGreater(node.info.total_cpu_millicores, 0, node)
+            self.assertGreater(node.info.total_memory_bytes, 0, node)
+            self.assertGreater(node.info.memory_usage_bytes, 0, node)
         call.close_send()
         call.finish()
 

@@ -192,6 +192,21 @@ TEST_P(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
       kTtl));
   EXPECT_EQ(peers.leader().peer().addr(), leader_addr);
   EXPECT_EQ(followers, want);
+  // Every peer's info filled as upstream's: build and resources, the
+  // followers' as they registered it in the store.
+  std::vector<meta::MetasrvNodeInfo> all(peers.followers().begin(),
+                                         peers.followers().end());
+  all.push_back(peers.leader());
+  for (const meta::MetasrvNodeInfo& node : all) {
+    const meta::NodeInfo& info = node.info();
+    EXPECT_FALSE(info.version().empty()) << node.peer().addr();
+    EXPECT_FALSE(info.git_commit().empty()) << node.peer().addr();
+    EXPECT_FALSE(info.hostname().empty()) << node.peer().addr();
+    EXPECT_GT(info.start_time_ms(), 0u) << node.peer().addr();
+    EXPECT_GT(info.total_cpu_millicores(), 0) << node.peer().addr();
+    EXPECT_GT(info.total_memory_bytes(), 0) << node.peer().addr();
+    EXPECT_GT(info.memory_usage_bytes(), 0) << node.peer().addr();
+  }
 }
 
 TEST_P(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
