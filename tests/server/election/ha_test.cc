@@ -214,11 +214,11 @@ TEST_P(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
   ASSERT_GE(old_leader, 0);
   ASSERT_TRUE(Report(old_leader, 1, 10, 100));
   ASSERT_TRUE(Report(old_leader, 2, 20, 200));
-  // Two reports, two flownode records, the aggregate.
-  EXPECT_EQ(replicas_[old_leader]->flow_state_for_test().size(), 5u);
+  // Two reports, the aggregate.
+  EXPECT_EQ(replicas_[old_leader]->flow_state_for_test().size(), 3u);
   metasrv::v1::LeaderChangeResponse resp;
   ASSERT_TRUE(LeaderChange(old_leader, &resp).ok());
-  EXPECT_EQ(resp.dropped_keys(), 5u);
+  EXPECT_EQ(resp.dropped_keys(), 3u);
   // The old leader stepped down and holds nothing.
   EXPECT_FALSE(replicas_[old_leader]->leadership_for_test().IsLeader());
   EXPECT_EQ(replicas_[old_leader]->flow_state_for_test().size(), 0u);
