@@ -7,44 +7,34 @@ namespace metasrv::core {
 namespace {
 
 // Moves one field of one node from `old_stat` to `new_stat` (either may be
-// null or lack the field).
+// null or lack the field), in `max` and in the reader's copy of the maximum,
+// `value` and `holder` of `flow` (zero while no node has the field).
 template <typename T>
 void ApplyField(FieldMax<T>& max, uint64_t node, FlowField field,
                 const FlowStat* old_stat, const FlowStat* new_stat,
-                T FlowStat::*member) {
+                T FlowStat::*member, AggregateFlow& flow,
+                uint64_t AggregateFlow::*holder) {
   const bool had = old_stat != nullptr && old_stat->has(field);
   const bool has = new_stat != nullptr && new_stat->has(field);
+  T& value = flow.stat.*member;
+  uint64_t& by = flow.*holder;
   if (had && has) {
-    max.Update(node, old_stat->*member, new_stat->*member);
+    max.Update(node, old_stat->*member, new_stat->*member, value, by);
   } else if (had) {
-    max.Remove(node, old_stat->*member);
+    max.Remove(node, old_stat->*member, value, by);
   } else if (has) {
-    max.Add(node, new_stat->*member);
+    max.Add(node, new_stat->*member, value, by);
+  }
+  if (max.empty()) {
+    flow.stat.fields &= static_cast<uint8_t>(~field);
+    value = T{};
+    by = 0;
+  } else {
+    flow.stat.fields |= field;
   }
 }
 
 }  // namespace
-
-AggregateFlow FlowAggregate::FlowSlot::ToFlow(uint32_t flow_id) const {
-  AggregateFlow out;
-  out.stat.flow_id = flow_id;
-  if (!state_size.empty()) {
-    out.stat.fields |= kStateSize;
-    out.stat.state_size = state_size.value();
-    out.state_size_node = state_size.holder();
-  }
-  if (!last_exec_time.empty()) {
-    out.stat.fields |= kLastExecTime;
-    out.stat.last_exec_time = last_exec_time.value();
-    out.last_exec_time_node = last_exec_time.holder();
-  }
-  if (!start_time.empty()) {
-    out.stat.fields |= kStartTime;
-    out.stat.start_time = start_time.value();
-    out.start_time_node = start_time.holder();
-  }
-  return out;
-}
 
 std::shared_ptr<const std::string> ChunkView::Encoded(
     ChunkEncoding encoding, ChunkEncoder encoder) const {
@@ -117,22 +107,22 @@ void FlowAggregate::ApplyFlow(Chunk& chunk, ChunkView& view, uint64_t node,
   if (at == chunk.slots.size() || chunk.slots[at].first != id) {
     if (new_stat == nullptr) return;
     chunk.slots.emplace(chunk.slots.begin() + at, id, FlowSlot());
-    view.flows_.emplace(view.flows_.begin() + at);
+    view.flows_.emplace(view.flows_.begin() + at)->stat.flow_id = id;
     ++flow_count_;
   }
   FlowSlot& slot = chunk.slots[at].second;
+  AggregateFlow& flow = view.flows_[at];
   ApplyField(slot.state_size, node, kStateSize, old_stat, new_stat,
-             &FlowStat::state_size);
+             &FlowStat::state_size, flow, &AggregateFlow::state_size_node);
   ApplyField(slot.last_exec_time, node, kLastExecTime, old_stat, new_stat,
-             &FlowStat::last_exec_time);
+             &FlowStat::last_exec_time, flow,
+             &AggregateFlow::last_exec_time_node);
   ApplyField(slot.start_time, node, kStartTime, old_stat, new_stat,
-             &FlowStat::start_time);
+             &FlowStat::start_time, flow, &AggregateFlow::start_time_node);
   if (slot.empty()) {
     chunk.slots.erase(chunk.slots.begin() + at);
     view.flows_.erase(view.flows_.begin() + at);
     --flow_count_;
-  } else {
-    view.flows_[at] = slot.ToFlow(id);
   }
 }
 

@@ -151,15 +151,15 @@ class FlowAggregate {
   uint64_t flow_count() const { return flow_count_; }
 
  private:
-  // One flow's maxima.
+  // How one flow's maxima are kept; the maxima themselves (and who holds
+  // them) are its entry in the chunk's view.
   struct FlowSlot {
-    FieldMax<uint64_t> state_size;     // Max state size.
-    FieldMax<int64_t> last_exec_time;  // Max last execution time.
-    FieldMax<int64_t> start_time;      // Max start time.
+    FieldMax<uint64_t> state_size;     // Of the state size.
+    FieldMax<int64_t> last_exec_time;  // Of the last execution time.
+    FieldMax<int64_t> start_time;      // Of the start time.
     bool empty() const {
       return state_size.empty() && last_exec_time.empty() && start_time.empty();
     }
-    AggregateFlow ToFlow(uint32_t flow_id) const;
   };
 
   // Flows whose ids share the same id >> kChunkBits, in a vector sorted by

@@ -27,8 +27,8 @@ struct FlowAlerts {
   double max_silence_seconds = 0;  // The longest silence of any flownode.
 };
 
-// One pass over `state` (chunk by chunk, its lock held a chunk at a time;
-// see FlowStateManager::Visit) and over its flownode records. Thread-safe as
+// One pass over a snapshot of `state` (FlowStateManager::Visit: its lock held
+// only to pin the chunks) and over its flownode records. Thread-safe as
 // `state` is; costs O(flows * log top_flows + nodes).
 FlowAlerts ComputeFlowAlerts(const core::FlowStateManager& state,
                              absl::Time now, const FlowAlertOptions& options);

@@ -131,6 +131,18 @@ TEST(CommandLineTest, PrecedenceFlagsThenEnvironmentThenFile) {
   unlink(printed.c_str());
 }
 
+// GreptimeDB's config/metasrv.example.toml sets node_max_idle_time: here it
+// means what it means upstream (cluster info expires, flow state stays), so
+// copying that file switches on no report expiry.
+TEST(CommandLineTest, GreptimeDbsNodeMaxIdleTimeLeavesReportExpiryOff) {
+  const std::string file = TempFile("node_max_idle_time = \"24hours\"\n");
+  Ran ran = RunBinary({"-c", file, "--print_config"});
+  EXPECT_EQ(ran.exit_code, 0);
+  EXPECT_THAT(ran.out, HasSubstr("node_max_idle_time = '24h'"));
+  EXPECT_THAT(ran.out, HasSubstr("node_report_ttl = '0s'"));
+  unlink(file.c_str());
+}
+
 TEST(CommandLineTest, ServesWithAGreptimeDbStyleConfigFile) {
   const std::string file = TempFile(
       "backend = \"memory_store\"\n"
