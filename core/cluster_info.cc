@@ -37,17 +37,8 @@ std::string EncodeClusterNodeInfo(const ClusterNode& node,
   absl::StrAppend(&out, R"({"peer":{"id":)", node.peer_id, R"(,"addr":)");
   AppendSerdeString(node.peer_addr, &out);
   absl::StrAppend(&out, R"(},"last_activity_ts":)", last_activity_ms,
-                  R"(,"status":)", Status(node.role), R"(,"version":)");
-  AppendSerdeString(info.version, &out);
-  out.append(R"(,"git_commit":)");
-  AppendSerdeString(info.git_commit, &out);
-  absl::StrAppend(&out, R"(,"start_time_ms":)", info.start_time_ms,
-                  R"(,"total_cpu_millicores":)", info.total_cpu_millicores,
-                  R"(,"total_memory_bytes":)", info.total_memory_bytes,
-                  R"(,"cpu_usage_millicores":)", info.cpu_usage_millicores,
-                  R"(,"memory_usage_bytes":)", info.memory_usage_bytes,
-                  R"(,"hostname":)");
-  AppendSerdeString(info.hostname, &out);
+                  R"(,"status":)", Status(node.role));
+  AppendSerdeNodeInfoMembers(info, &out);
   out.append(R"(,"env_vars":{}})");
   return out;
 }

@@ -1,5 +1,7 @@
 #include "core/json_text.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace metasrv::core {
 
 void AppendSerdeString(absl::string_view value, std::string* out) {
@@ -40,6 +42,20 @@ void AppendSerdeString(absl::string_view value, std::string* out) {
     }
   }
   out->push_back('"');
+}
+
+void AppendSerdeNodeInfoMembers(const NodeInfo& info, std::string* out) {
+  out->append(R"(,"version":)");
+  AppendSerdeString(info.version, out);
+  out->append(R"(,"git_commit":)");
+  AppendSerdeString(info.git_commit, out);
+  absl::StrAppend(out, R"(,"start_time_ms":)", info.start_time_ms,
+                  R"(,"total_cpu_millicores":)", info.total_cpu_millicores,
+                  R"(,"total_memory_bytes":)", info.total_memory_bytes,
+                  R"(,"cpu_usage_millicores":)", info.cpu_usage_millicores,
+                  R"(,"memory_usage_bytes":)", info.memory_usage_bytes,
+                  R"(,"hostname":)");
+  AppendSerdeString(info.hostname, out);
 }
 
 }  // namespace metasrv::core

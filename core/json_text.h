@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "core/flownode_record.h"
 
 namespace metasrv::core {
 
@@ -13,6 +14,10 @@ namespace metasrv::core {
 // and the control characters below 0x20 escaped (the short forms where JSON
 // has them, else \u00xx in lowercase hex); every other byte as it is.
 void AppendSerdeString(absl::string_view value, std::string* out);
+
+// Appends `,"version":…` through `"hostname":…`: the members of `info` in
+// the order upstream's NodeInfo and MetasrvNodeInfo both declare them.
+void AppendSerdeNodeInfoMembers(const NodeInfo& info, std::string* out);
 
 }  // namespace metasrv::core
 

@@ -43,20 +43,9 @@ bool ReadMember(const rapidjson::Value& object, const char* name,
 }  // namespace
 
 std::string EncodeMetasrvNodeInfo(const MetasrvNodeInfo& node) {
-  const NodeInfo& info = node.info;
   std::string out = R"({"addr":)";
   AppendSerdeString(node.addr, &out);
-  out.append(R"(,"version":)");
-  AppendSerdeString(info.version, &out);
-  out.append(R"(,"git_commit":)");
-  AppendSerdeString(info.git_commit, &out);
-  absl::StrAppend(&out, R"(,"start_time_ms":)", info.start_time_ms,
-                  R"(,"total_cpu_millicores":)", info.total_cpu_millicores,
-                  R"(,"total_memory_bytes":)", info.total_memory_bytes,
-                  R"(,"cpu_usage_millicores":)", info.cpu_usage_millicores,
-                  R"(,"memory_usage_bytes":)", info.memory_usage_bytes,
-                  R"(,"hostname":)");
-  AppendSerdeString(info.hostname, &out);
+  AppendSerdeNodeInfoMembers(node.info, &out);
   out.push_back('}');
   return out;
 }

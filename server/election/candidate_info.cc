@@ -30,4 +30,14 @@ void SortByAddress(std::vector<core::MetasrvNodeInfo>* nodes) {
                nodes->end());
 }
 
+std::vector<std::string> FollowersOf(
+    const std::vector<core::MetasrvNodeInfo>& nodes,
+    const std::string& leader) {
+  std::vector<std::string> out;
+  for (const core::MetasrvNodeInfo& node : nodes) {
+    if (node.addr != leader) out.push_back(node.addr);
+  }
+  return out;
+}
+
 }  // namespace metasrv::server

@@ -24,6 +24,10 @@ std::string CandidateValue(
 // Sorts `nodes` by address and keeps one per address.
 void SortByAddress(std::vector<core::MetasrvNodeInfo>* nodes);
 
+// The addresses of `nodes` but `leader`'s: the followers.
+std::vector<std::string> FollowersOf(
+    const std::vector<core::MetasrvNodeInfo>& nodes, const std::string& leader);
+
 }  // namespace metasrv::server
 
 #endif  // METASRV_SERVER_ELECTION_CANDIDATE_INFO_H_

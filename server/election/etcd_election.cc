@@ -62,12 +62,7 @@ std::string EtcdElection::LeaderAddr() const {
 
 std::vector<std::string> EtcdElection::FollowerAddrs() const {
   absl::MutexLock lock(&mu_);
-  const std::string leader = leading_ ? options_.self_addr : observed_leader_;
-  std::vector<std::string> out;
-  for (const core::MetasrvNodeInfo& peer : peers_) {
-    if (peer.addr != leader) out.push_back(peer.addr);
-  }
-  return out;
+  return FollowersOf(peers_, leading_ ? options_.self_addr : observed_leader_);
 }
 
 std::vector<core::MetasrvNodeInfo> EtcdElection::Peers() const {

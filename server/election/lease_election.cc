@@ -78,12 +78,7 @@ std::string LeaseElection::LeaderAddr() const {
 
 std::vector<std::string> LeaseElection::FollowerAddrs() const {
   absl::MutexLock lock(&mu_);
-  const std::string leader = leading_ ? options_.self_addr : observed_leader_;
-  std::vector<std::string> out;
-  for (const core::MetasrvNodeInfo& c : candidates_) {
-    if (c.addr != leader) out.push_back(c.addr);
-  }
-  return out;
+  return FollowersOf(candidates_, leading_ ? options_.self_addr : observed_leader_);
 }
 
 std::vector<core::MetasrvNodeInfo> LeaseElection::Peers() const {
