@@ -244,11 +244,20 @@ RawValue FromToml(const toml::node& node) {
   return raw;
 }
 
+// Sections nest at most this deep: GreptimeDB's file goes two levels deep,
+// and a deeper file is refused before its walk could exhaust the stack.
+constexpr int kMaxTableDepth = 8;
+
 absl::Status WalkTable(
     const toml::table& table, const std::string& prefix,
     const std::string& file,
     const absl::flat_hash_map<std::string, absl::CommandLineFlag*>& own,
-    ConfigValues* out) {
+    ConfigValues* out, int depth = 1) {
+  if (depth > kMaxTableDepth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config file ", file, ": sections nest deeper than ", kMaxTableDepth,
+        " levels (", prefix.substr(0, 64), "...); no setting is that deep"));
+  }
   for (const auto& [key, node] : table) {
     const std::string path =
         prefix.empty() ? std::string(key.str())
@@ -260,7 +269,7 @@ absl::Status WalkTable(
         out->notes.push_back(absl::StrCat(source, ": ", r.note));
         continue;  // A whole section with no meaning here.
       }
-      absl::Status s = WalkTable(*sub, path, file, own, out);
+      absl::Status s = WalkTable(*sub, path, file, own, out, depth + 1);
       if (!s.ok()) return s;
       continue;
     }

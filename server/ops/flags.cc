@@ -193,6 +193,54 @@ absl::Status Validate(const ServerOptions& o) {
   return absl::OkStatus();
 }
 
+// Every duration flag, with the range its consumer accepts: finite always,
+// and at most what the consumer can hold (gRPC's keepalive arguments are
+// int milliseconds; a heartbeat interval goes to clients as milliseconds;
+// etcd and the SQL stores take a lease of at most a day here). A value out
+// of range is an error naming the flag (exit 2), never a silent wrap.
+absl::Status CheckDurationRanges() {
+  struct Range {
+    const char* flag;          // Its name.
+    absl::Duration value;      // As given.
+    absl::Duration min, max;   // Accepted, inclusive.
+  };
+  const absl::Duration kIntMillis = absl::Milliseconds(2147483647);
+  const absl::Duration kTenYears = absl::Hours(24 * 3650);
+  const Range ranges[] = {
+      {"lease_ttl", absl::GetFlag(FLAGS_lease_ttl), absl::Seconds(2),
+       absl::Hours(24)},
+      {"heartbeat_interval", absl::GetFlag(FLAGS_heartbeat_interval),
+       absl::Milliseconds(1), absl::Hours(24)},
+      {"retry_interval", absl::GetFlag(FLAGS_retry_interval),
+       absl::Milliseconds(1), absl::Hours(24)},
+      {"shutdown_grace", absl::GetFlag(FLAGS_shutdown_grace),
+       absl::ZeroDuration(), absl::Hours(1)},
+      {"keepalive_time", absl::GetFlag(FLAGS_keepalive_time), absl::Seconds(1),
+       kIntMillis},
+      {"keepalive_timeout", absl::GetFlag(FLAGS_keepalive_timeout),
+       absl::Seconds(1), kIntMillis},
+      {"node_report_ttl", absl::GetFlag(FLAGS_node_report_ttl),
+       absl::ZeroDuration(), kTenYears},
+      {"node_max_idle_time", absl::GetFlag(FLAGS_node_max_idle_time),
+       absl::ZeroDuration(), kTenYears},
+      {"watch_min_interval", absl::GetFlag(FLAGS_watch_min_interval),
+       absl::ZeroDuration(), absl::Hours(1)},
+      {"flow_stall_after", absl::GetFlag(FLAGS_flow_stall_after),
+       absl::Milliseconds(1), kTenYears},
+      {"flownode_silent_after", absl::GetFlag(FLAGS_flownode_silent_after),
+       absl::Milliseconds(1), kTenYears},
+  };
+  for (const Range& r : ranges) {
+    if (r.value < r.min || r.value > r.max) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", r.flag, "=", absl::FormatDuration(r.value),
+          " is out of range: it must be between ",
+          absl::FormatDuration(r.min), " and ", absl::FormatDuration(r.max)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Whole milliseconds of `d`; 0 for anything not positive.
 uint64_t PositiveMillis(absl::Duration d) {
   return d <= absl::ZeroDuration()
@@ -203,6 +251,7 @@ uint64_t PositiveMillis(absl::Duration d) {
 }  // namespace
 
 absl::StatusOr<ServerOptions> OptionsFromFlags() {
+  if (absl::Status ranges = CheckDurationRanges(); !ranges.ok()) return ranges;
   ServerOptions o;
   o.bind_addr = absl::GetFlag(FLAGS_bind_addr);
   o.server_addr = absl::GetFlag(FLAGS_server_addr);

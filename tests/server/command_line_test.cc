@@ -29,10 +29,13 @@ struct Ran {
   std::string out;  // Its stdout.
 };
 
-// Runs the binary with `args` (after `env`, through /usr/bin/env) to its end.
+// Runs the binary with `args` (after `env`, through /usr/bin/env) to its end;
+// with `and_stderr`, its stderr is read with its stdout.
 Ran RunBinary(const std::vector<std::string>& args,
-              const std::vector<std::string>& env = {}) {
+              const std::vector<std::string>& env = {},
+              bool and_stderr = false) {
   std::vector<std::string> argv = {"/usr/bin/env"};
+  if (and_stderr) argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", "/usr/bin/env"};
   argv.insert(argv.end(), env.begin(), env.end());
   argv.push_back(METASRV_BINARY);
   argv.insert(argv.end(), args.begin(), args.end());
@@ -101,6 +104,60 @@ TEST(CommandLineTest, UsageErrorsExitWithTwo) {
                 .exit_code,
             2);
   unlink(bad.c_str());
+}
+
+// A duration its consumer cannot hold is refused, naming the flag, never
+// wrapped: 1000h of keepalive as gRPC's int milliseconds pinged ~900 times a
+// second, and an infinite lease was refused by every store (nobody led).
+TEST(CommandLineTest, DurationsOutOfTheirConsumersRangeExitTwo) {
+  for (const char* bad :
+       {"--keepalive_time=1000h", "--keepalive_time=inf",
+        "--keepalive_timeout=1000h", "--keepalive_time=4294968296ms",
+        "--lease_ttl=inf", "--lease_ttl=1000000h", "--heartbeat_interval=0",
+        "--heartbeat_interval=inf", "--node_max_idle_time=inf",
+        "--node_report_ttl=-1s", "--watch_min_interval=inf",
+        "--flow_stall_after=inf"}) {
+    Ran ran = RunBinary({bad, "--bind_addr=127.0.0.1:0", "--metrics_addr="},
+                        {}, /*and_stderr=*/true);
+    EXPECT_EQ(ran.exit_code, 2) << bad;
+    const std::string flag(bad, std::string_view(bad).find('='));
+    EXPECT_THAT(ran.out, HasSubstr(flag + "=")) << bad;
+    EXPECT_THAT(ran.out, HasSubstr("out of range")) << bad;
+  }
+  // The TOML forms, GreptimeDB's key names, the same.
+  for (const char* bad : {"[grpc]\nhttp2_keep_alive_interval = \"1000h\"\n",
+                          "[grpc]\nhttp2_keep_alive_timeout = \"1000h\"\n",
+                          "node_max_idle_time = \"100000days\"\n"}) {
+    const std::string file = TempFile(bad);
+    EXPECT_EQ(RunBinary({"-c", file, "--bind_addr=127.0.0.1:0",
+                         "--metrics_addr="})
+                  .exit_code,
+              2)
+        << bad;
+    unlink(file.c_str());
+  }
+}
+
+// 20,000 levels of [a.a.a...] (40 KB) crashed the walk of the file (SIGSEGV);
+// it is refused, as are deep inline tables and arrays.
+TEST(CommandLineTest, DeeplyNestedConfigFilesExitTwo) {
+  std::string dotted = "[a";
+  for (int i = 1; i < 20000; ++i) dotted += ".a";
+  std::string inline_tables = "a = ", arrays = "a = ";
+  for (int i = 0; i < 20000; ++i) {
+    inline_tables += "{b = ";
+    arrays += "[";
+  }
+  inline_tables += "1" + std::string(20000, '}');
+  arrays += std::string(20000, ']');
+  for (const std::string& text : {dotted + "]\n", inline_tables + "\n",
+                                  arrays + "\n"}) {
+    const std::string file = TempFile(text);
+    Ran ran = RunBinary({"-c", file, "--print_config"}, {}, true);
+    EXPECT_EQ(ran.exit_code, 2) << ran.out.substr(0, 300);
+    EXPECT_THAT(ran.out, HasSubstr("nest")) << ran.out.substr(0, 300);
+    unlink(file.c_str());
+  }
 }
 
 // Flags > environment > file > defaults, shown by --print_config.
