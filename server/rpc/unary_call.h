@@ -84,7 +84,17 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
     }
     if (result.ok() && budget_ != nullptr) {
       const uint64_t bytes = out_->Length();
-      if (budget_->TryTake(bytes)) {
+      if (budget_->limit() != 0 && bytes > budget_->limit()) {
+        // Larger than the whole budget: it would never fit; retrying cannot
+        // help, asking for less can.
+        out_->Clear();
+        result = ToGrpcStatus(
+            absl::FailedPreconditionError(absl::StrCat(
+                "the answer has ", bytes,
+                " bytes, more than --max_reply_bytes_in_flight (",
+                budget_->limit(), "); ask for fewer nodes, flows or keys")),
+            context_);
+      } else if (budget_->TryTake(bytes)) {
         held_ = bytes;
       } else {
         out_->Clear();

@@ -159,6 +159,20 @@ absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
     return absl::InvalidArgumentError(
         absl::StrCat("heartbeat request has unknown role ", role));
   }
+  // What a node says about itself is bounded before anything is kept.
+  const auto& info = request.info();
+  for (const auto& [name, value] :
+       {std::pair<const char*, const std::string*>{"peer.addr",
+                                                   &request.peer().addr()},
+        {"info.version", &info.version()},
+        {"info.git_commit", &info.git_commit()},
+        {"info.hostname", &info.hostname()}}) {
+    if (value->size() > kMaxNodeStringBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("heartbeat request's ", name, " has ", value->size(),
+                       " bytes, more than the limit of ", kMaxNodeStringBytes));
+    }
+  }
   metrics_->HeartbeatReceived(role);
   response->Clear();
   response->mutable_header()->set_protocol_version(1);

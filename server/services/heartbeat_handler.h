@@ -36,6 +36,13 @@ enum class MergeResult {
   kNoNodeId,     // Neither a header nor a peer names the node.
 };
 
+// The longest peer address and NodeInfo string (version, git_commit,
+// hostname) a heartbeat may carry: a host name is at most 253 bytes, and a
+// longer value would only cost memory in every record, cluster-info key and
+// answer that holds it. A heartbeat past it ends its stream with
+// INVALID_ARGUMENT; nothing of it is recorded.
+inline constexpr size_t kMaxNodeStringBytes = 256;
+
 // The HeartbeatRequest.extensions key of a metasrv.v1.FlowStartTimes.
 inline constexpr char kFlowStartTimeExtension[] = "flow_start_time_map";
 
@@ -62,7 +69,8 @@ class HeartbeatHandler {
   // - kAborted: this replica does not lead. `*response` carries the
   //   not-leader error; send it, then end the stream with ABORTED.
   // - any other error (kInvalidArgument for a missing header, an unknown
-  //   role or too many flows; or a failed merge): end the stream with it;
+  //   role, a string past kMaxNodeStringBytes or too many flows; or a
+  //   failed merge): end the stream with it;
   //   send nothing. The node's previous report stays as it was.
   absl::Status Handle(const greptime::v1::meta::HeartbeatRequest& request,
                       bool handshake,

@@ -100,6 +100,67 @@ TEST(HardeningLimitsTest, MaxNodesRefusesOnlyTheNewNode) {
   EXPECT_EQ(server->flow_state_for_test().node_count(), 2u);
 }
 
+// A gzip heartbeat of 230 kB with a 3.9 MB host name of control bytes made a
+// 23 MB record (escaped) per node: every string a node sends is bounded.
+TEST(HardeningLimitsTest, NodeStringsAreBoundedAndOthersStayIntact) {
+  auto server = Start(ServerOptions());
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->advertised_addr());
+  meta::HeartbeatRequest ok = FlowReport(1, {{1, 10, 1}});
+  ok.mutable_peer()->set_addr("10.0.0.1:6800");
+  ok.mutable_info()->set_hostname(std::string(kMaxNodeStringBytes, 'h'));
+  ASSERT_TRUE(SendOnce(channel, ok).ok());
+  for (int field = 0; field < 4; ++field) {
+    meta::HeartbeatRequest big = FlowReport(2, {{2, 20, 2}});
+    const std::string huge(1 << 20, '\x01');
+    switch (field) {
+      case 0: big.mutable_peer()->set_addr(huge); break;
+      case 1: big.mutable_info()->set_version(huge); break;
+      case 2: big.mutable_info()->set_git_commit(huge); break;
+      case 3: big.mutable_info()->set_hostname(huge); break;
+    }
+    grpc::ChannelArguments args;
+    args.SetMaxSendMessageSize(-1);
+    auto own = ConnectOwn(server->advertised_addr(), args);
+    grpc::Status s = SendOnce(own, big);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << field;
+    EXPECT_NE(s.error_message().find("more than the limit of 256"),
+              std::string::npos)
+        << s.error_message();
+  }
+  // Nothing of node 2 was kept; node 1 is as it was.
+  EXPECT_EQ(server->flow_state_for_test().node_count(), 1u);
+  auto state = GetFlowState(channel);
+  ASSERT_EQ(state.flows.size(), 1u);
+  EXPECT_EQ(state.flows[0].state_size, 10u);
+}
+
+// An answer larger than the whole reply budget can never be sent: a
+// permanent error that says to ask for less, not "retry later".
+TEST(HardeningLimitsTest, AnAnswerLargerThanTheBudgetIsAPermanentError) {
+  ServerOptions options;
+  options.max_reply_bytes_in_flight = 64 << 10;
+  auto server = Start(options);
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->advertised_addr());
+  std::vector<std::tuple<uint32_t, uint64_t, int64_t>> flows;
+  for (uint32_t id = 0; id < 20000; ++id) flows.emplace_back(id, 1 << 20, 1);
+  ASSERT_TRUE(SendOnce(channel, FlowReport(1, flows)).ok());
+  auto stub = metasrv::v1::FlowState::NewStub(channel);
+  grpc::ClientContext ctx;
+  metasrv::v1::GetFlowStateResponse resp;
+  grpc::Status s = stub->GetFlowState(&ctx, {}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(s.error_message().find("ask for fewer"), std::string::npos)
+      << s.error_message();
+  // A read that fits is served.
+  grpc::ClientContext small_ctx;
+  metasrv::v1::GetFlowStateRequest some;
+  some.add_flow_ids(7);
+  ASSERT_TRUE(stub->GetFlowState(&small_ctx, some, &resp).ok());
+  EXPECT_EQ(resp.flow_ids_size(), 1);
+}
+
 TEST(HardeningLimitsTest, MaxTotalFlowsRefusesGrowthNotReplacement) {
   ServerOptions options;
   options.max_total_flows = 10;

@@ -209,6 +209,42 @@ TEST_P(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
   }
 }
 
+// Reads never wait for the store: MetasrvPeers made a synchronous etcd call
+// per request (a paused etcd stalled every read for its whole deadline).
+// With the store paused for half a TTL, the leader's peers and small reads
+// answer at once.
+TEST_P(HaTest, ReadsNeverWaitForTheStore) {
+  const int leader = WaitForOneLeader();
+  ASSERT_GE(leader, 0);
+  ASSERT_TRUE(Report(leader, 1, 10, 100));
+  auto cluster = meta::Cluster::NewStub(channels_[leader]);
+  auto state = metasrv::v1::FlowState::NewStub(channels_[leader]);
+  store_->Pause();
+  const absl::Time paused = absl::Now();
+  absl::Duration slowest = absl::ZeroDuration();
+  int reads = 0;
+  while (absl::Now() - paused < kTtl / 2) {
+    const absl::Time start = absl::Now();
+    grpc::ClientContext peers_ctx;
+    meta::MetasrvPeersResponse peers;
+    ASSERT_TRUE(
+        cluster->MetasrvPeers(&peers_ctx, meta::MetasrvPeersRequest(), &peers)
+            .ok());
+    EXPECT_FALSE(peers.header().has_error());
+    grpc::ClientContext state_ctx;
+    metasrv::v1::GetFlowStateRequest one;
+    one.add_flow_ids(10);
+    metasrv::v1::GetFlowStateResponse got;
+    ASSERT_TRUE(state->GetFlowState(&state_ctx, one, &got).ok());
+    EXPECT_EQ(got.flow_ids_size(), 1);
+    slowest = std::max(slowest, absl::Now() - start);
+    ++reads;
+  }
+  store_->Resume();
+  EXPECT_GT(reads, 10);
+  EXPECT_LT(slowest, absl::Milliseconds(250)) << reads << " reads";
+}
+
 TEST_P(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
   const int old_leader = WaitForOneLeader();
   ASSERT_GE(old_leader, 0);
