@@ -52,7 +52,11 @@ int main(int argc, char** argv) {
   auto server = metasrv::server::MetasrvServer::Start(*std::move(options));
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
-    return srv::kExitRuntime;
+    // A configuration found wrong only at start (an address, TLS files, a
+    // token file, a store's options) is as much a usage error as a bad
+    // flag: exit 2, which a supervisor does not restart in a loop.
+    return absl::IsInvalidArgument(server.status()) ? srv::kExitUsage
+                                                    : srv::kExitRuntime;
   }
   // Under systemd (Type=notify): serving now. A no-op elsewhere.
   sd_notify(0, "READY=1");

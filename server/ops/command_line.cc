@@ -164,6 +164,8 @@ absl::StatusOr<std::vector<std::string>> ExpandFlagfiles(
       return absl::InvalidArgumentError("--flagfile nests too deep");
     for (absl::string_view file :
          absl::StrSplit(files, ',', absl::SkipEmpty())) {
+      absl::Status readable = CheckReadableConfig(std::string(file), "--flagfile");
+      if (!readable.ok()) return absl::InvalidArgumentError(readable.message());
       std::ifstream in{std::string(file)};
       if (!in) {
         return absl::InvalidArgumentError(
@@ -210,7 +212,10 @@ CommandLine ReadCommandLine(int argc, char** argv,
   }
   // Lowest first: the file, the environment; the command line last.
   std::vector<ConfigValues> sources;
-  if (!config_file.empty()) {
+  const bool file_given = std::any_of(given.begin(), given.end(), [](const Given& g) {
+    return g.name == "config_file";
+  });
+  if (file_given) {
     absl::StatusOr<ConfigValues> file = LoadConfigFile(config_file);
     if (!file.ok()) {
       result.exit_code = UsageError(std::string(file.status().message()));

@@ -1,5 +1,10 @@
 #include "server/ops/config_file.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
 #include <sstream>
 
@@ -244,6 +249,31 @@ RawValue FromToml(const toml::node& node) {
   return raw;
 }
 
+}  // namespace
+
+absl::Status CheckReadableConfig(const std::string& path, const char* what) {
+  if (path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": the path is empty"));
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(what, " ", path, ": ",
+                                            std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", path, " is not a regular file"));
+  }
+  if (st.st_size > kMaxConfigBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", path, " has ", st.st_size,
+                     " bytes, more than ", kMaxConfigBytes));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
 // Sections nest at most this deep: GreptimeDB's file goes two levels deep,
 // and a deeper file is refused before its walk could exhaust the stack.
 constexpr int kMaxTableDepth = 8;
@@ -265,6 +295,12 @@ absl::Status WalkTable(
     const std::string source = absl::StrCat(file, ": ", path);
     if (const toml::table* sub = node.as_table()) {
       Resolution r = Resolve(path, own);
+      if (r.flag != nullptr) {
+        // A setting given as a table would be silently ignored.
+        return absl::InvalidArgumentError(absl::StrCat(
+            source, ": expects a value for --", r.flag->Name(),
+            ", not a table"));
+      }
       if (!r.note.empty() && r.note.find("unknown") == std::string::npos) {
         out->notes.push_back(absl::StrCat(source, ": ", r.note));
         continue;  // A whole section with no meaning here.
@@ -282,6 +318,8 @@ absl::Status WalkTable(
 }  // namespace
 
 absl::StatusOr<ConfigValues> LoadConfigFile(const std::string& path) {
+  absl::Status readable = CheckReadableConfig(path, "config file");
+  if (!readable.ok()) return readable;
   toml::parse_result parsed = toml::parse_file(path);
   if (!parsed) {
     const toml::parse_error& e = parsed.error();

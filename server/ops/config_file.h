@@ -34,6 +34,14 @@
 
 namespace metasrv::server {
 
+// The largest config file or flag file read.
+inline constexpr int64_t kMaxConfigBytes = 1 << 20;
+
+// OK if `path` names a regular file of at most kMaxConfigBytes; else
+// kInvalidArgument (empty path, a directory, a device such as /dev/zero, too
+// large) or kNotFound, naming `what` and the path.
+absl::Status CheckReadableConfig(const std::string& path, const char* what);
+
 // One flag to set, and where the value came from.
 struct FlagAssignment {
   std::string flag;    // The flag's name (without dashes).

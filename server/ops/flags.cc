@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "server/ops/logging.h"
+#include "server/ops/net_util.h"
 
 ABSL_FLAG(std::string, bind_addr, "127.0.0.1:3002",
           "host:port to serve gRPC on (port 0 picks a free one)");
@@ -127,12 +128,66 @@ namespace metasrv::server {
 
 namespace {
 
+// The longest store key prefix with election name.
+constexpr size_t kMaxElectionName = 200;
+
+// Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates, at
+// most U+10FFFF).
+bool IsValidUtf8(absl::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    int extra = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      extra = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      extra = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      extra = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + extra >= text.size()) return false;  // Cut short.
+    for (int k = 1; k <= extra; ++k) {
+      const unsigned char n = static_cast<unsigned char>(text[i + k]);
+      if ((n & 0xC0) != 0x80) return false;
+      cp = cp << 6 | (n & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
 // Whether `o` is a configuration the server can run; kInvalidArgument naming
 // the flag otherwise.
 absl::Status Validate(const ServerOptions& o) {
   auto invalid = [](const char* why) {
     return absl::InvalidArgumentError(why);
   };
+  for (const auto& [flag, addr] :
+       {std::pair<const char*, const std::string*>{"--bind_addr", &o.bind_addr},
+        {"--server_addr", &o.server_addr},
+        {"--metrics_addr", &o.metrics_addr}}) {
+    if (addr->empty() && std::string_view(flag) != "--bind_addr") continue;
+    std::string host;
+    int port = 0;
+    absl::Status split = SplitHostPort(*addr, &host, &port);
+    if (!split.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": ", split.message()));
+    }
+  }
   if (o.heartbeat_interval_ms == 0 || o.retry_interval_ms == 0) {
     return invalid(
         "--heartbeat_interval and --retry_interval must be positive");
@@ -183,6 +238,21 @@ absl::Status Validate(const ServerOptions& o) {
   }
   if (!o.store_username.empty() && o.store_password_file.empty()) {
     return invalid("--store_username needs --store_password_file");
+  }
+  // The election's keys and rows are named by the prefix and the name: a
+  // NUL cuts them in libpq (every row one key), invalid UTF-8 is refused by
+  // the databases' text columns, and a long one overflows MySQL's key column
+  // (512 bytes, with "/candidate/" and the holder after it).
+  if (o.election_name.find('\0') != std::string::npos) {
+    return invalid("--store_key_prefix and --election_name must not hold NUL");
+  }
+  if (!IsValidUtf8(o.election_name)) {
+    return invalid("--store_key_prefix and --election_name must be UTF-8");
+  }
+  if (o.election_name.size() > kMaxElectionName) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--store_key_prefix and --election_name together must be at most ",
+        kMaxElectionName, " bytes (", o.election_name.size(), " given)"));
   }
   if (o.lease_ttl < absl::Seconds(2) ||
       o.lease_ttl != absl::Trunc(o.lease_ttl, absl::Seconds(1))) {

@@ -31,6 +31,19 @@ absl::Status SplitHostPort(absl::string_view addr, std::string* host,
     return absl::InvalidArgumentError(
         absl::StrCat("address '", addr, "' has no valid port"));
   }
+  // A numeric host must be a real address: 999.1.1.1 is no host name.
+  const bool dotted = !h.empty() && h.find_first_not_of("0123456789.") ==
+                                        absl::string_view::npos;
+  const bool v6 = h.find(':') != absl::string_view::npos;
+  if (dotted || v6) {
+    unsigned char buf[sizeof(in6_addr)];
+    const std::string numeric(h);
+    if (inet_pton(v6 ? AF_INET6 : AF_INET, numeric.c_str(), buf) != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "address '", addr, "' has no valid ", v6 ? "IPv6" : "IPv4",
+          " host"));
+    }
+  }
   *host = std::string(h);
   *port = p;
   return absl::OkStatus();

@@ -36,7 +36,9 @@ TEST_F(BadInputTest, EveryFieldOutOfRange) {
   req.mutable_header()->set_protocol_version(kMax64);
   (*req.mutable_header()->mutable_tracing_context())[std::string(1000, 'k')] = "v";
   req.mutable_peer()->set_id(kMax64);
-  req.mutable_peer()->set_addr(std::string(10000, '\0'));
+  // At the bound of what a node may say about itself (a longer one is
+  // refused: hardening_test).
+  req.mutable_peer()->set_addr(std::string(server::kMaxNodeStringBytes, '\0'));
   req.mutable_report_interval()->set_start_timestamp_millis(std::numeric_limits<int64_t>::min());
   req.mutable_report_interval()->set_end_timestamp_millis(-1);
   req.set_duration_since_epoch(kMax64);

@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/test_util.h"
@@ -157,6 +158,44 @@ TEST(CommandLineTest, DeeplyNestedConfigFilesExitTwo) {
     EXPECT_EQ(ran.exit_code, 2) << ran.out.substr(0, 300);
     EXPECT_THAT(ran.out, HasSubstr("nest")) << ran.out.substr(0, 300);
     unlink(file.c_str());
+  }
+}
+
+// Settings that would leave an HA cluster leaderless forever, run on
+// defaults, or read without end: all refused at start with exit 2, as is
+// every configuration found wrong only when starting (so systemd's
+// RestartPreventExitStatus=2 stops a restart loop).
+TEST(CommandLineTest, SettingsThatCannotWorkExitTwo) {
+  const std::string store = "--store_addrs=127.0.0.1:1";
+  const std::string nul_prefix =
+      TempFile("store_key_prefix = \"a\\u0000b\"\n");
+  const std::string table = TempFile("max_streams = {}\n");
+  const std::string prefix_table = TempFile("store_key_prefix = {a = 1}\n");
+  const std::string cert = TempFile("not a certificate\n");
+  const std::vector<std::vector<std::string>> cases = {
+      {"-c", nul_prefix, store},
+      {"--store_key_prefix=\xff\xfe/", store},
+      {"--store_key_prefix=" + std::string(600, 'p'), store,
+       "--backend=mysql_store"},
+      {"-c", table},
+      {"-c", prefix_table},
+      {"-c", ""},
+      {"-c", "/tmp"},
+      {"--flagfile=/dev/zero"},
+      {"--bind_addr=999.1.1.1:3002"},
+      {"--tls_cert=" + cert},
+      {"--backend=postgres_store", "--store_addrs=host=127.0.0.1",
+       "--store_username=u", "--store_password_file=" + cert},
+      {"--admin_token_file=/nonexistent/token"},
+  };
+  for (const std::vector<std::string>& args : cases) {
+    std::vector<std::string> argv = args;
+    argv.push_back("--metrics_addr=");
+    Ran ran = RunBinary(argv, {}, /*and_stderr=*/true);
+    EXPECT_EQ(ran.exit_code, 2) << absl::StrJoin(args, " ") << "\n" << ran.out;
+  }
+  for (const std::string& f : {nul_prefix, table, prefix_table, cert}) {
+    unlink(f.c_str());
   }
 }
 
