@@ -335,6 +335,17 @@ absl::StatusOr<ConfigValues> LoadConfigFile(const std::string& path) {
   ConfigValues out;
   absl::Status s = WalkTable(parsed.table(), "", path, OwnFlags(), &out);
   if (!s.ok()) return s;
+  // Two names of one setting (GreptimeDB's and ours) that disagree: which
+  // one the operator meant cannot be known.
+  absl::flat_hash_map<std::string, const FlagAssignment*> seen;
+  for (const FlagAssignment& a : out.assignments) {
+    auto [it, fresh] = seen.emplace(a.flag, &a);
+    if (!fresh && it->second->value != a.value) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          it->second->source, " and ", a.source, " both set --", a.flag,
+          ", to different values"));
+    }
+  }
   return out;
 }
 

@@ -172,6 +172,8 @@ TEST(CommandLineTest, SettingsThatCannotWorkExitTwo) {
   const std::string table = TempFile("max_streams = {}\n");
   const std::string prefix_table = TempFile("store_key_prefix = {a = 1}\n");
   const std::string cert = TempFile("not a certificate\n");
+  const std::string aliases = TempFile(
+      "max_message_bytes = 1000\n[grpc]\nmax_recv_message_size = 2000\n");
   const std::vector<std::vector<std::string>> cases = {
       {"-c", nul_prefix, store},
       {"--store_key_prefix=\xff\xfe/", store},
@@ -179,6 +181,7 @@ TEST(CommandLineTest, SettingsThatCannotWorkExitTwo) {
        "--backend=mysql_store"},
       {"-c", table},
       {"-c", prefix_table},
+      {"-c", aliases},
       {"-c", ""},
       {"-c", "/tmp"},
       {"--flagfile=/dev/zero"},
@@ -194,7 +197,8 @@ TEST(CommandLineTest, SettingsThatCannotWorkExitTwo) {
     Ran ran = RunBinary(argv, {}, /*and_stderr=*/true);
     EXPECT_EQ(ran.exit_code, 2) << absl::StrJoin(args, " ") << "\n" << ran.out;
   }
-  for (const std::string& f : {nul_prefix, table, prefix_table, cert}) {
+  for (const std::string& f :
+       {nul_prefix, table, prefix_table, cert, aliases}) {
     unlink(f.c_str());
   }
 }
