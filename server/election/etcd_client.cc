@@ -107,14 +107,23 @@ EtcdClient::Endpoint& EtcdClient::Current() {
 
 absl::Status EtcdClient::Check(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
-  const auto code = status.error_code();
-  if (code == grpc::StatusCode::UNAUTHENTICATED) {
-    // The token expired (or etcd restarted): get a new one next time.
+  auto code = status.error_code();
+  // etcd says a token is no good with UNAUTHENTICATED from its KV and Lease
+  // services, but its Election service passes the same error on as UNKNOWN:
+  // known by its message, whatever the code.
+  const bool bad_token =
+      code == grpc::StatusCode::UNAUTHENTICATED ||
+      absl::StrContains(status.error_message(), "invalid auth token") ||
+      absl::StrContains(status.error_message(), "auth token is expired");
+  if (bad_token) {
+    // Expired (or etcd restarted): log in again on the next call, which the
+    // caller may make at once.
     absl::MutexLock lock(&mu_);
     token_.clear();
+    code = grpc::StatusCode::UNAVAILABLE;
   }
-  if (code == grpc::StatusCode::UNAVAILABLE ||
-      code == grpc::StatusCode::DEADLINE_EXCEEDED) {
+  if (!bad_token && (code == grpc::StatusCode::UNAVAILABLE ||
+                     code == grpc::StatusCode::DEADLINE_EXCEEDED)) {
     absl::MutexLock lock(&mu_);
     current_ = (current_ + 1) % endpoints_.size();
   }

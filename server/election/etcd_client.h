@@ -72,6 +72,11 @@ class EtcdClient {
   // Every key under `prefix` with its value, in key order.
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RangePrefix(
       const std::string& prefix, absl::Duration timeout);
+  // Turns a gRPC status (also of a stream the caller holds, such as
+  // Observe()) into ours and moves on to the next endpoint when the
+  // current one looks down. A refused token (by code or by etcd's message)
+  // is dropped, and the error is kUnavailable: the next call logs in again.
+  absl::Status Check(const grpc::Status& status);
   // Opens an Observe stream of election `name` on `context`.
   std::unique_ptr<grpc::ClientReader<v3electionpb::LeaderResponse>> Observe(
       const std::string& name, grpc::ClientContext* context);
@@ -90,9 +95,6 @@ class EtcdClient {
   // Adds the auth token to `ctx` (authenticating first if there is none);
   // a no-op without a user. An error if no token can be had.
   absl::Status Authorize(grpc::ClientContext* ctx, absl::Duration timeout);
-  // Turns a gRPC status into ours and moves on to the next endpoint when the
-  // current one looks down.
-  absl::Status Check(const grpc::Status& status);
 
   std::vector<Endpoint>
       endpoints_;                // One per address; fixed after construction.

@@ -299,10 +299,14 @@ void EtcdElection::ObserveLoop() {
       absl::MutexLock lock(&mu_);
       if (!leading_) observed_leader_ = resp.kv().value();
     }
-    reader->Finish().IgnoreError();
+    // Through Check(): an expired token is dropped, so the next stream logs
+    // in again.
+    client_.Check(reader->Finish()).IgnoreError();
     {
       absl::MutexLock lock(&mu_);
       observe_ctx_ = nullptr;
+      // Not observed any more: not named, until the next stream says.
+      if (!leading_) observed_leader_.clear();
     }
     Wait(clock_->Monotonic() + backoff.Next(), false);
   }

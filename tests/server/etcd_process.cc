@@ -112,6 +112,8 @@ void EtcdProcess::Start() {
       argv.push_back("--trusted-ca-file=" + options_.ca);
     }
   }
+  argv.insert(argv.end(), options_.extra_args.begin(),
+              options_.extra_args.end());
   process_ = std::make_unique<ChildProcess>(argv);
   const auto creds = Credentials();
   EXPECT_TRUE(

@@ -27,6 +27,7 @@ class EtcdProcess final : public StoreProcess {
     bool client_cert_auth = false;        // mTLS.
     std::string client_cert, client_key;  // For etcdctl, with mTLS.
     std::string root_password;            // Auth when set.
+    std::vector<std::string> extra_args;  // More etcd flags.
   };
 
   EtcdProcess() : EtcdProcess(Options{}) {}

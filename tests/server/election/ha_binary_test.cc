@@ -1,10 +1,17 @@
 // High availability with real processes, on each store: kill -9 of the
 // leader.
 #include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/server/etcd_process.h"
 #include "tests/server/store_process.h"
 #include "tests/server/test_util.h"
 
@@ -83,6 +90,83 @@ TEST_P(HaBinaryTest, KilledLeaderIsReplacedWithinTtlPlusTwoSeconds) {
   EXPECT_EQ(state.flows[0].state_size, 901u);
   std::printf("failover took %s\n", absl::FormatDuration(failover).c_str());
 }
+
+// etcd with authentication and short-lived tokens, simple and JWT: idle
+// followers' tokens expire; once the leader is killed, a follower must
+// notice etcd's "invalid auth token" (whatever gRPC code carries it), log in
+// again and lead. Before, the dead token was retried forever and the
+// followers went on naming the dead leader.
+class EtcdTokenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EtcdTokenTest, FailoverOutlivesExpiredTokens) {
+  const std::string dir = ::testing::TempDir() + "/etcd-jwt-" +
+                          std::to_string(getpid());
+  std::vector<std::string> token_args;
+  if (GetParam() == "simple") {
+    token_args = {"--auth-token-ttl=2"};
+  } else {
+    ASSERT_EQ(std::system(("mkdir -p " + dir + " && openssl genrsa -out " +
+                           dir + "/jwt.key 2048 2>/dev/null && openssl rsa -in " +
+                           dir + "/jwt.key -pubout -out " + dir +
+                           "/jwt.pub 2>/dev/null")
+                              .c_str()),
+              0);
+    token_args = {"--auth-token=jwt,pub-key=" + dir + "/jwt.pub,priv-key=" +
+                  dir + "/jwt.key,sign-method=RS256,ttl=2s"};
+  }
+  EtcdProcess::Options etcd_options;
+  etcd_options.root_password = "s3cret";
+  etcd_options.extra_args = token_args;
+  EtcdProcess etcd(etcd_options);
+  const std::string password = dir + "-password";
+  std::ofstream(password) << "s3cret\n";
+  const std::vector<std::string> args = {
+      "--store_addrs=" + etcd.address(), "--lease_ttl=2s",
+      "--store_username=root", "--store_password_file=" + password};
+  std::vector<std::unique_ptr<ServerProcess>> replicas;
+  for (int i = 0; i < 3; ++i)
+    replicas.push_back(std::make_unique<ServerProcess>(args));
+  std::string leader_addr;
+  ASSERT_TRUE(WaitFor([&] {
+    leader_addr = AskLeader(replicas[0]->channel());
+    return !leader_addr.empty();
+  }));
+  int leader = -1;
+  for (int i = 0; i < 3; ++i) {
+    if (replicas[i]->addr() == leader_addr) leader = i;
+  }
+  ASSERT_GE(leader, 0);
+  // Idle past the tokens' TTL (etcd's clock: a wait, not a guess).
+  absl::SleepFor(absl::Seconds(4));
+  replicas[leader]->process().Signal(SIGKILL);
+  const absl::Time killed = absl::Now();
+  std::string new_leader;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (int i = 0; i < 3; ++i) {
+          if (i == leader) continue;
+          const std::string addr = AskLeader(replicas[i]->channel());
+          if (!addr.empty() && addr != leader_addr) new_leader = addr;
+        }
+        return !new_leader.empty();
+      },
+      absl::Seconds(15)))
+      << "no replica led after the kill";
+  EXPECT_LE(absl::Now() - killed, absl::Seconds(2 + 4)) << "TTL + 4 s";
+  // Every survivor names the new leader.
+  for (int i = 0; i < 3; ++i) {
+    if (i == leader) continue;
+    EXPECT_TRUE(WaitFor(
+        [&] { return AskLeader(replicas[i]->channel()) == new_leader; },
+        absl::Seconds(5)))
+        << "replica " << i;
+  }
+  unlink(password.c_str());
+  std::system(("rm -rf " + dir).c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokens, EtcdTokenTest,
+                         ::testing::Values("simple", "jwt"));
 
 INSTANTIATE_TEST_SUITE_P(Stores, HaBinaryTest,
                          ::testing::Values("etcd_store", "postgres_store",
