@@ -131,44 +131,6 @@ namespace {
 // The longest store key prefix with election name.
 constexpr size_t kMaxElectionName = 200;
 
-// Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates, at
-// most U+10FFFF).
-bool IsValidUtf8(absl::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    int extra = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      extra = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + extra >= text.size()) return false;  // Cut short.
-    for (int k = 1; k <= extra; ++k) {
-      const unsigned char n = static_cast<unsigned char>(text[i + k]);
-      if ((n & 0xC0) != 0x80) return false;
-      cp = cp << 6 | (n & 0x3F);
-    }
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += extra + 1;
-  }
-  return true;
-}
-
 // Whether `o` is a configuration the server can run; kInvalidArgument naming
 // the flag otherwise.
 absl::Status Validate(const ServerOptions& o) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "spdlog/pattern_formatter.h"
@@ -34,36 +35,97 @@ class JsonFormatter final : public spdlog::formatter {
   }
 };
 
+// The text format's message: every byte a client can choose escaped.
+class EscapedMessage final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    std::string line;
+    AppendLogSafe(absl::string_view(msg.payload.data(), msg.payload.size()),
+                  /*json=*/false, &line);
+    dest.append(line.data(), line.data() + line.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<EscapedMessage>();
+  }
+};
+
 }  // namespace
+
+size_t Utf8SequenceAt(absl::string_view text, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(text[i]);
+  if (c < 0x80) return 1;
+  int extra = 0;
+  uint32_t cp = 0;
+  if ((c & 0xE0) == 0xC0) {
+    extra = 1;
+    cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    extra = 2;
+    cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    extra = 3;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + extra >= text.size()) return 0;  // Cut short.
+  for (int k = 1; k <= extra; ++k) {
+    const unsigned char n = static_cast<unsigned char>(text[i + k]);
+    if ((n & 0xC0) != 0x80) return 0;
+    cp = cp << 6 | (n & 0x3F);
+  }
+  static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+    return 0;  // Overlong, past Unicode, or a surrogate.
+  }
+  return extra + 1;
+}
+
+bool IsValidUtf8(absl::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = Utf8SequenceAt(text, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+void AppendLogSafe(absl::string_view text, bool json, std::string* out) {
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    const size_t n = Utf8SequenceAt(text, i);
+    if (n > 1) {  // Well-formed UTF-8 beyond ASCII: as it is.
+      out->append(text.data() + i, n);
+      i += n;
+      continue;
+    }
+    ++i;
+    if (json && c == '"') {
+      out->append("\\\"");
+    } else if (json && c == '\\') {
+      out->append("\\\\");
+    } else if (json && c == '\n') {
+      out->append("\\n");
+    } else if (json && c == '\t') {
+      out->append("\\t");
+    } else if (n == 1 && c >= 0x20 && c != 0x7f) {
+      out->push_back(static_cast<char>(c));
+    } else if (json) {
+      // A control byte, DEL, or a byte of broken UTF-8: as the code point of
+      // its value, so the line stays valid JSON.
+      absl::StrAppendFormat(out, "\\u%04x", c);
+    } else {
+      // No byte can end the line or move the terminal's cursor.
+      absl::StrAppendFormat(out, "\\x%02x", c);
+    }
+  }
+}
 
 std::string JsonEscape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
+  AppendLogSafe(text, /*json=*/true, &out);
   return out;
 }
 
@@ -79,8 +141,11 @@ absl::Status ConfigureLogging(const std::string& level,
   if (format == "json") {
     spdlog::set_formatter(std::make_unique<JsonFormatter>());
   } else if (format == "text") {
-    spdlog::set_formatter(std::make_unique<spdlog::pattern_formatter>(
-        "%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc));
+    auto text = std::make_unique<spdlog::pattern_formatter>(
+        spdlog::pattern_time_type::utc);
+    text->add_flag<EscapedMessage>('*').set_pattern(
+        "%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %*");
+    spdlog::set_formatter(std::move(text));
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "--log_format: unknown format '", format, "' (text or json)"));

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace metasrv::server {
 
@@ -15,9 +16,21 @@ namespace metasrv::server {
 absl::Status ConfigureLogging(const std::string& level,
                               const std::string& format);
 
-// `text` as the inside of a JSON string (quotes, backslashes and control
-// characters escaped; other bytes as they are).
+// `text` as the inside of a JSON string: quotes, backslashes, control bytes,
+// DEL and every byte of broken UTF-8 escaped, so the line is valid JSON
+// whatever a client put into the message.
 std::string JsonEscape(const std::string& text);
+
+// Appends `text` to `out` with every byte that could forge or garble a log
+// line escaped: control bytes (a newline would start a forged line), DEL,
+// and bytes of broken UTF-8; as JSON string content with `json`, else as
+// \xNN. Well-formed UTF-8 stays as it is. Both formats go through it.
+void AppendLogSafe(absl::string_view text, bool json, std::string* out);
+
+// The length of the well-formed UTF-8 sequence at `text[i]`, or 0 (an
+// overlong form, a surrogate, past U+10FFFF, cut short).
+size_t Utf8SequenceAt(absl::string_view text, size_t i);
+bool IsValidUtf8(absl::string_view text);
 
 }  // namespace metasrv::server
 

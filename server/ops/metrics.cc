@@ -10,6 +10,7 @@
 #include "prometheus/text_serializer.h"
 #include "server/ops/build_info.h"
 #include "server/ops/process_stats.h"
+#include "server/rpc/log_limit.h"
 
 namespace metasrv::server {
 
@@ -47,6 +48,11 @@ void AddProcessMetrics(std::vector<prometheus::MetricFamily>* out) {
   add("process_start_time_seconds",
       "Start time of the process since the Unix epoch, seconds.",
       prometheus::MetricType::Gauge, stats.start_time_seconds);
+  add("metasrv_log_lines_suppressed_total",
+      "Log lines a client caused that the rate limit left out (gRPC's and "
+      "per-request ones: one line per place per 10 s is written).",
+      prometheus::MetricType::Counter,
+      static_cast<double>(LogLinesSuppressed()));
 }
 
 prometheus::MetricFamily Family(const char* name, const char* help,

@@ -2,62 +2,13 @@
 
 #include <grpc/support/log.h>
 
-#include <atomic>
-#include <string>
-#include <utility>
-
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
+#include "absl/strings/str_cat.h"
+#include "server/rpc/log_limit.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
 namespace {
-
-// What has been written from each place in gRPC's code.
-class RateLimit {
- public:
-  // Whether a line from `file:line` may be written now; if so, sets
-  // `*left_out` to how many from there were suppressed since the last one.
-  bool Admit(const char* file, int line, uint64_t* left_out) {
-    const absl::Time now = absl::Now();
-    absl::MutexLock lock(&mu_);
-    Place& place = places_[std::make_pair(std::string(file), line)];
-    if (now - place.last < interval_) {
-      ++place.suppressed;
-      suppressed_total_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    place.last = now;
-    *left_out = std::exchange(place.suppressed, 0);
-    return true;
-  }
-  void set_interval(absl::Duration d) {
-    absl::MutexLock lock(&mu_);
-    interval_ = d;
-  }
-  uint64_t suppressed_total() const { return suppressed_total_.load(); }
-
- private:
-  struct Place {
-    absl::Time last = absl::InfinitePast();  // When a line was last written.
-    uint64_t suppressed = 0;                 // Left out since then.
-  };
-  absl::Mutex mu_;  // Guards the fields below.
-  absl::Duration interval_ ABSL_GUARDED_BY(mu_) =
-      absl::Seconds(10);  // Between lines.
-  // By (file, line) of gRPC's source.
-  absl::flat_hash_map<std::pair<std::string, int>, Place> places_
-      ABSL_GUARDED_BY(mu_);
-  std::atomic<uint64_t> suppressed_total_{0};  // All left out, ever.
-};
-
-RateLimit& Limit() {
-  static RateLimit* limit = new RateLimit();
-  return *limit;
-}
 
 void Log(gpr_log_func_args* args) {
   spdlog::level::level_enum level = spdlog::level::trace;
@@ -73,7 +24,9 @@ void Log(gpr_log_func_args* args) {
   }
   if (!spdlog::should_log(level)) return;
   uint64_t left_out = 0;
-  if (!Limit().Admit(args->file, args->line, &left_out)) return;
+  if (!AdmitLogLine(absl::StrCat(args->file, ":", args->line), &left_out)) {
+    return;
+  }
   if (left_out > 0) {
     spdlog::log(level, "grpc: {} ({}:{}; {} more like it left out)",
                 args->message, args->file, args->line, left_out);
@@ -86,7 +39,7 @@ void Log(gpr_log_func_args* args) {
 }  // namespace
 
 void RouteGrpcLogsToSpdlog(absl::Duration interval) {
-  Limit().set_interval(interval);
+  SetLogLineInterval(interval);
   // gRPC formats a line only at or above its verbosity: keep its info and
   // debug lines unformatted unless spdlog would show them.
   gpr_set_log_verbosity(spdlog::should_log(spdlog::level::debug)
@@ -95,6 +48,6 @@ void RouteGrpcLogsToSpdlog(absl::Duration interval) {
   gpr_set_log_function(Log);
 }
 
-uint64_t GrpcLogLinesSuppressed() { return Limit().suppressed_total(); }
+uint64_t GrpcLogLinesSuppressed() { return LogLinesSuppressed(); }
 
 }  // namespace metasrv::server

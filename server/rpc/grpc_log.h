@@ -18,7 +18,8 @@ namespace metasrv::server {
 // request_decoder.h) is expected and logged at debug.
 void RouteGrpcLogsToSpdlog(absl::Duration interval = absl::Seconds(10));
 
-// Lines of gRPC core left out by the rate limit so far.
+// Lines left out by the rate limit so far (gRPC core's and the server's own
+// per-request lines, log_limit.h).
 uint64_t GrpcLogLinesSuppressed();
 
 }  // namespace metasrv::server

@@ -1,6 +1,7 @@
 #include "server/services/admin_service.h"
 
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/log_limit.h"
 #include "server/rpc/unary_call.h"
 #include "spdlog/spdlog.h"
 
@@ -26,8 +27,9 @@ absl::Status AdminService::Admit(grpc::CallbackServerContext* context,
   }
   absl::Status allowed = auth_.Check(authorization, context->peer());
   if (!allowed.ok()) {
-    spdlog::warn("admin call {} from {} refused: {}", method, context->peer(),
-                 std::string(allowed.message()));
+    LogLimited(spdlog::level::warn, "admin_call_refused",
+               "admin call {} from {} refused: {}", method, context->peer(),
+               std::string(allowed.message()));
     return allowed;
   }
   return core::CheckLeader(*leadership_);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/log_limit.h"
 #include "server/rpc/request_decoder.h"
 #include "spdlog/spdlog.h"
 
@@ -33,8 +34,9 @@ HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
       arena_(BlockOptions(arena_block_, sizeof(arena_block_))) {
   absl::Status added = registry_->Add(this);
   if (!added.ok()) {
-    spdlog::warn("heartbeat stream from {} refused: {}", peer_,
-                 added.ToString());
+    LogLimited(spdlog::level::warn, "heartbeat_stream_refused",
+               "heartbeat stream from {} refused: {}", peer_,
+               added.ToString());
     FinishOnce(added);
     return;
   }

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "server/ops/admin_auth.h"
 #include "server/rpc/grpc_log.h"
+#include "server/rpc/log_limit.h"
 #include "server/metasrv_server.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/reply_budget.h"
@@ -280,6 +281,67 @@ TEST(HardeningLogTest, GrpcLinesAreRateLimitedPerPlace) {
   EXPECT_EQ(text.find("handshake failed 1"), std::string::npos) << text;
   EXPECT_EQ(text.find("grpc-encoding"), std::string::npos) << text;
   EXPECT_EQ(GrpcLogLinesSuppressed() - before, 99u);
+}
+
+// 25,175 unauthenticated LeaderChange calls in 10 s wrote 25,175 warning
+// lines; streams refused past --max_streams one each. Per-request lines are
+// one per place per interval now, the rest counted in a metric.
+TEST(HardeningLogTest, PerRequestLinesAreRateLimited) {
+  std::ostringstream out;
+  auto logger = std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::info);
+  SetLogLineInterval(absl::Hours(1));
+  ServerOptions options;
+  options.max_streams = 1;
+  options.metrics_addr = "127.0.0.1:0";
+  char token_path[] = "/tmp/metasrv-token-XXXXXX";
+  const int fd = mkstemp(token_path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(token_path) << "0123456789abcdef0123456789abcdef\n";
+  options.admin_token_file = token_path;
+  auto server = Start(options);
+  ASSERT_NE(server, nullptr);
+  const uint64_t before = LogLinesSuppressed();
+  auto admin = metasrv::v1::Admin::NewStub(Connect(server->advertised_addr()));
+  for (int i = 0; i < 200; ++i) {
+    grpc::ClientContext ctx;
+    metasrv::v1::LeaderChangeResponse resp;
+    EXPECT_EQ(admin->LeaderChange(&ctx, {}, &resp).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  HeartbeatClient holder(Connect(server->advertised_addr()));
+  ASSERT_TRUE(holder.Call(Request(meta::FLOWNODE, 1)).has_value());
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(SendOnce(ConnectOwn(server->advertised_addr()),
+                       Request(meta::FLOWNODE, 2))
+                  .error_code(),
+              grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+  const std::string metrics =
+      HttpGet(server->metrics_port(), "/metrics").body;
+  holder.Close().IgnoreError();
+  server.reset();
+  spdlog::set_default_logger(previous);
+  SetLogLineInterval(absl::Seconds(10));
+  unlink(token_path);
+  const std::string text = out.str();
+  auto count = [&text](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos;
+         at = text.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("admin call LeaderChange"), 1u) << text;
+  EXPECT_EQ(count("heartbeat stream from"), 1u) << text;
+  EXPECT_EQ(LogLinesSuppressed() - before, 199u + 99u);
+  EXPECT_NE(metrics.find("metasrv_log_lines_suppressed_total"),
+            std::string::npos);
 }
 
 std::string WriteTempFile(const std::string& contents) {

@@ -6,6 +6,7 @@ Each attack is bounded in bytes and time, runs on loopback only, and checks
 that memory stays bounded and that honest clients are still served.
 """
 
+import json
 import socket
 import struct
 import sys
@@ -156,6 +157,64 @@ class CancelledReadsTest(unittest.TestCase):
               f"{slowest * 1000:.0f} ms", file=sys.stderr)
         self.assertLess(slowest, 1.0)
         self.assertTrue(heartbeat_answered(server.addr, 78))
+
+
+class LogInjectionTest(unittest.TestCase):
+    """A header value with a newline, a terminal escape and a forged line:
+    gRPC's "Error parsing metadata" message carries the value into the log.
+    No byte a client sends may end a line, move the terminal's cursor, or
+    make a JSON line invalid."""
+
+    FORGED = b"2026-12-01T00:00:00.000Z error FORGED by the client"
+
+    def send_bad_header(self, server):
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        self.addCleanup(sock.close)
+
+        def frame(kind, flags, stream, payload):
+            return (struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) +
+                    struct.pack(">I", stream) + payload)
+
+        def literal(name, value):  # Literal header field, new name, no Huffman.
+            return bytes([0, len(name)]) + name + bytes([len(value)]) + value
+        block = (b"\x83\x86" + b"\x04" + bytes([len(HEARTBEAT)]) + HEARTBEAT.encode() +
+                 literal(b"content-type", b"application/grpc") +
+                 literal(b"te", b"trailers") +
+                 literal(b"grpc-timeout",
+                         b"1S\n" + self.FORGED + b"\x1b[2J\xfe\xff"))
+        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"") +
+                     frame(1, 0x4, 1, block))
+        try:
+            sock.recv(65536)
+        except OSError:
+            pass
+
+    def logged(self, *flags):
+        server = Server("--log_level=info", *flags)
+        self.addCleanup(server.stop)
+        self.send_bad_header(server)
+        wait_for(lambda: "parsing metadata" in server.log_text() or
+                 "grpc-timeout" in server.log_text(), timeout=10,
+                 what="gRPC's complaint in the log")
+        with open(server.log.name, "rb") as f:
+            return f.read()
+
+    def test_text_lines_cannot_be_forged(self):
+        raw = self.logged()
+        for line in raw.split(b"\n"):
+            self.assertFalse(line.startswith(self.FORGED), raw)
+        self.assertNotIn(b"\x1b", raw)
+        self.assertIn(b"\\x0a" + self.FORGED, raw)  # Escaped, on its line.
+        raw.decode("utf-8")  # Broken UTF-8 escaped too.
+
+    def test_json_lines_stay_json(self):
+        raw = self.logged("--log_format=json")
+        lines = [line for line in raw.split(b"\n") if line]
+        self.assertTrue(lines)
+        for line in lines:
+            record = json.loads(line.decode("utf-8"))  # Each line, valid.
+            self.assertFalse(record["msg"].startswith(self.FORGED.decode()))
+        self.assertNotIn(b"\x1b", raw)
 
 
 class ContinuationFloodTest(unittest.TestCase):
