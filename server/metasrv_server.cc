@@ -93,7 +93,10 @@ absl::Status MetasrvServer::StartLeadership() {
   // A wrong CA or password is an error now; the store being down is not
   // (the election waits for it).
   absl::Status access = (*election)->CheckAccess(absl::Seconds(3));
-  if (access.code() == absl::StatusCode::kFailedPrecondition) return access;
+  if (access.code() == absl::StatusCode::kFailedPrecondition ||
+      access.code() == absl::StatusCode::kInvalidArgument) {
+    return access;
+  }
   if (!access.ok()) {
     spdlog::warn("{} not reachable yet ({}); the election will retry",
                  options_.backend, access.ToString());

@@ -22,6 +22,56 @@ EtcdElection::EtcdElection(EtcdElectionOptions options,
 
 EtcdElection::~EtcdElection() { Stop(); }
 
+namespace {
+
+// Whether `text` is what etcd's elections name a candidate's key after its
+// prefix: the lease id in lowercase hex.
+bool IsLeaseId(absl::string_view text) {
+  return !text.empty() &&
+         text.find_first_not_of("0123456789abcdef") == absl::string_view::npos;
+}
+
+}  // namespace
+
+absl::Status EtcdElection::CheckAccess(absl::Duration timeout) {
+  absl::Status access = client_.CheckAccess(timeout);
+  if (!access.ok()) return access;
+  const std::string& name = options_.name;
+  // Another election beneath ours: keys "<name>/x/..." (ours are
+  // "<name>/<lease>").
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> below =
+      client_.RangePrefix(name + "/", timeout);
+  if (!below.ok()) return below.status();
+  for (const auto& [key, value] : *below) {
+    const size_t last = key.rfind('/');
+    if (last > name.size() && IsLeaseId(absl::string_view(key).substr(last + 1))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "election '", name, "' covers another election's key '", key,
+          "' on this etcd: choose names where neither, with '/', is a "
+          "prefix of the other"));
+    }
+  }
+  // Ours beneath another election's: a campaign key "<parent>/<lease>" for
+  // a parent of our name.
+  for (size_t slash = name.find('/'); slash != std::string::npos;
+       slash = name.find('/', slash + 1)) {
+    const std::string parent = name.substr(0, slash);
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> keys =
+        client_.RangePrefix(parent + "/", timeout);
+    if (!keys.ok()) return keys.status();
+    for (const auto& [key, value] : *keys) {
+      if (IsLeaseId(absl::string_view(key).substr(parent.size() + 1))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "election '", name, "' lies under election '", parent,
+            "' of another cluster on this etcd (its key '", key,
+            "'): choose names where neither, with '/', is a prefix of the "
+            "other"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 void EtcdElection::Start() {
   spdlog::info("campaigning for leadership of '{}' through etcd {} as {}",
                options_.name, absl::StrJoin(options_.endpoints, ","),

@@ -47,10 +47,11 @@ class EtcdElection final : public Election {
   ~EtcdElection() override;
 
   // Whether etcd can be used as configured (EtcdClient::CheckAccess):
-  // kFailedPrecondition if it never will be. Call before Start().
-  absl::Status CheckAccess(absl::Duration timeout) override {
-    return client_.CheckAccess(timeout);
-  }
+  // kFailedPrecondition if it never will be; kInvalidArgument if the
+  // election's name nests with another election's on this etcd (etcd's
+  // elections are prefixes, "<name>/": one cluster would wait behind, or
+  // name, the other's leader). Call before Start().
+  absl::Status CheckAccess(absl::Duration timeout) override;
 
   void Start() override;
   // Steps down if leading, hands leadership over at once (revokes the lease)

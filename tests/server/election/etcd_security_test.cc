@@ -198,5 +198,40 @@ TEST(EtcdKeyPrefixTest, ClustersWithDifferentPrefixesLeadSeparately) {
   }));
 }
 
+// etcd's elections are prefixes ("<name>/"): a cluster named "metasrv"
+// waited behind, and named the leader of, a cluster named
+// "metasrv/canary" on the same etcd. Whichever starts second is refused
+// (exit 2), in both orders.
+TEST(EtcdKeyPrefixTest, NestedElectionNamesAreRefused) {
+  EtcdProcess etcd;
+  ServerOptions outer = OnEtcd(etcd);
+  outer.election_name = "metasrv";
+  ServerOptions inner = OnEtcd(etcd);
+  inner.election_name = "metasrv/canary";
+  {
+    auto a = ::metasrv::testing::StartInProcess(outer);
+    ASSERT_NE(a, nullptr);
+    ASSERT_TRUE(WaitFor([&] { return a->leadership_for_test().IsLeader(); }));
+    auto b = MetasrvServer::Start(inner);
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(b.status().message(), HasSubstr("lies under election 'metasrv'"));
+  }
+  // A's lease is revoked as it stops; now the inner one starts first.
+  auto b = ::metasrv::testing::StartInProcess(inner);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return b->leadership_for_test().IsLeader(); }));
+  auto a = MetasrvServer::Start(outer);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(a.status().message(), HasSubstr("covers another election"));
+  // Names that only share a beginning are fine: "metasrv-b" is no child.
+  ServerOptions sibling = OnEtcd(etcd);
+  sibling.election_name = "metasrv-b";
+  auto c = ::metasrv::testing::StartInProcess(sibling);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(WaitFor([&] { return c->leadership_for_test().IsLeader(); }));
+}
+
 }  // namespace
 }  // namespace metasrv::server
