@@ -262,21 +262,36 @@ TEST(HardeningHttpTest, ATakenMetricsPortNamesTheFlag) {
       << b.status();
 }
 
+// The default logger writes into a string while this lives.
+class CapturedLog {
+ public:
+  CapturedLog() : previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)));
+    spdlog::set_level(spdlog::level::info);
+  }
+  ~CapturedLog() { Restore(); }
+  // Puts the previous logger back; returns what was written.
+  std::string Restore() {
+    if (previous_ != nullptr) spdlog::set_default_logger(previous_);
+    previous_ = nullptr;
+    return out_.str();
+  }
+
+ private:
+  std::ostringstream out_;                   // What was logged.
+  std::shared_ptr<spdlog::logger> previous_;  // To restore; null once done.
+};
+
 TEST(HardeningLogTest, GrpcLinesAreRateLimitedPerPlace) {
-  std::ostringstream out;
-  auto logger = std::make_shared<spdlog::logger>(
-      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
-  auto previous = spdlog::default_logger();
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(spdlog::level::info);
+  CapturedLog log;
   RouteGrpcLogsToSpdlog(absl::Hours(1));
   const uint64_t before = GrpcLogLinesSuppressed();
   // A failed TLS handshake per connection, say, from one place in gRPC.
   for (int i = 0; i < 100; ++i) gpr_log(GPR_ERROR, "handshake failed %d", i);
   // The zstd encoding complaint: debug only.
   gpr_log(GPR_ERROR, "Error parsing metadata: key=grpc-encoding value=zstd");
-  spdlog::set_default_logger(previous);
-  const std::string text = out.str();
+  const std::string text = log.Restore();
   EXPECT_NE(text.find("handshake failed 0"), std::string::npos) << text;
   EXPECT_EQ(text.find("handshake failed 1"), std::string::npos) << text;
   EXPECT_EQ(text.find("grpc-encoding"), std::string::npos) << text;
@@ -287,12 +302,7 @@ TEST(HardeningLogTest, GrpcLinesAreRateLimitedPerPlace) {
 // lines; streams refused past --max_streams one each. Per-request lines are
 // one per place per interval now, the rest counted in a metric.
 TEST(HardeningLogTest, PerRequestLinesAreRateLimited) {
-  std::ostringstream out;
-  auto logger = std::make_shared<spdlog::logger>(
-      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
-  auto previous = spdlog::default_logger();
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(spdlog::level::info);
+  CapturedLog log;
   SetLogLineInterval(absl::Hours(1));
   ServerOptions options;
   options.max_streams = 1;
@@ -325,10 +335,9 @@ TEST(HardeningLogTest, PerRequestLinesAreRateLimited) {
       HttpGet(server->metrics_port(), "/metrics").body;
   holder.Close().IgnoreError();
   server.reset();
-  spdlog::set_default_logger(previous);
   SetLogLineInterval(absl::Seconds(10));
   unlink(token_path);
-  const std::string text = out.str();
+  const std::string text = log.Restore();
   auto count = [&text](const std::string& what) {
     size_t n = 0;
     for (size_t at = text.find(what); at != std::string::npos;

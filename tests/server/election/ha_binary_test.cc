@@ -20,25 +20,35 @@ namespace {
 
 class HaBinaryTest : public ::testing::TestWithParam<std::string> {};
 
+// Starts three replicas with `args` and returns the index of the one that
+// leads (-1 if none did); `leader_addr` is its address.
+int StartThreeAndFindTheLeader(
+    const std::vector<std::string>& args,
+    std::vector<std::unique_ptr<ServerProcess>>* replicas,
+    std::string* leader_addr) {
+  for (int i = 0; i < 3; ++i)
+    replicas->push_back(std::make_unique<ServerProcess>(args));
+  if (!WaitFor([&] {
+        *leader_addr = AskLeader((*replicas)[0]->channel());
+        return !leader_addr->empty();
+      })) {
+    return -1;
+  }
+  for (int i = 0; i < 3; ++i) {
+    if ((*replicas)[i]->addr() == *leader_addr) return i;
+  }
+  return -1;
+}
+
 TEST_P(HaBinaryTest, KilledLeaderIsReplacedWithinTtlPlusTwoSeconds) {
   std::unique_ptr<StoreProcess> store = StartStore(GetParam());
   const std::vector<std::string> args = {"--backend=" + store->backend(),
                                          "--store_addrs=" + store->address(),
                                          "--lease_ttl=2s"};
   std::vector<std::unique_ptr<ServerProcess>> replicas;
-  for (int i = 0; i < 3; ++i)
-    replicas.push_back(std::make_unique<ServerProcess>(args));
-
   // A flownode finds the leader and reports there.
   std::string leader_addr;
-  ASSERT_TRUE(WaitFor([&] {
-    leader_addr = AskLeader(replicas[0]->channel());
-    return !leader_addr.empty();
-  }));
-  int leader = -1;
-  for (int i = 0; i < 3; ++i) {
-    if (replicas[i]->addr() == leader_addr) leader = i;
-  }
+  const int leader = StartThreeAndFindTheLeader(args, &replicas, &leader_addr);
   ASSERT_GE(leader, 0);
   {
     HeartbeatClient client(replicas[leader]->channel());
@@ -124,17 +134,8 @@ TEST_P(EtcdTokenTest, FailoverOutlivesExpiredTokens) {
       "--store_addrs=" + etcd.address(), "--lease_ttl=2s",
       "--store_username=root", "--store_password_file=" + password};
   std::vector<std::unique_ptr<ServerProcess>> replicas;
-  for (int i = 0; i < 3; ++i)
-    replicas.push_back(std::make_unique<ServerProcess>(args));
   std::string leader_addr;
-  ASSERT_TRUE(WaitFor([&] {
-    leader_addr = AskLeader(replicas[0]->channel());
-    return !leader_addr.empty();
-  }));
-  int leader = -1;
-  for (int i = 0; i < 3; ++i) {
-    if (replicas[i]->addr() == leader_addr) leader = i;
-  }
+  const int leader = StartThreeAndFindTheLeader(args, &replicas, &leader_addr);
   ASSERT_GE(leader, 0);
   // Idle past the tokens' TTL (etcd's clock: a wait, not a guess).
   absl::SleepFor(absl::Seconds(4));
