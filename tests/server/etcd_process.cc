@@ -132,7 +132,9 @@ void EtcdProcess::Stop() {
 }
 
 void EtcdProcess::Pause() {
-  if (process_ != nullptr) process_->Signal(SIGSTOP);
+  if (process_ == nullptr) return;
+  process_->Signal(SIGSTOP);
+  WaitUntilStopped({process_->pid()});
 }
 
 void EtcdProcess::Resume() {

@@ -51,9 +51,39 @@ void SignalWithChildren(pid_t pid, int signal) {
   }
   kill(pid, signal);
   for (pid_t child : children) kill(child, signal);
+  if (signal != SIGSTOP) return;
+  children.push_back(pid);
+  WaitUntilStopped(children);
 }
 
 }  // namespace
+
+void WaitUntilStopped(const std::vector<pid_t>& pids) {
+  // SIGSTOP is asynchronous: a busy server may still answer a request sent
+  // right after kill() returns. Wait until every thread shows it stopped.
+  std::error_code ignored;
+  WaitFor(
+      [&] {
+        for (pid_t p : pids) {
+          for (const auto& task : std::filesystem::directory_iterator(
+                   "/proc/" + std::to_string(p) + "/task", ignored)) {
+            std::ifstream stat(task.path() / "stat");
+            std::string line;
+            if (!std::getline(stat, line)) continue;  // Gone.
+            const size_t close = line.rfind(')');
+            if (close == std::string::npos || close + 2 >= line.size()) {
+              continue;
+            }
+            const char state = line[close + 2];
+            if (state != 'T' && state != 't' && state != 'Z' && state != 'X') {
+              return false;
+            }
+          }
+        }
+        return true;
+      },
+      absl::Seconds(5));
+}
 
 bool RunCommand(const std::vector<std::string>& argv, absl::Duration timeout) {
   ChildProcess p(argv);

@@ -3,6 +3,8 @@
 #ifndef METASRV_TESTS_SERVER_STORE_PROCESS_H_
 #define METASRV_TESTS_SERVER_STORE_PROCESS_H_
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,7 +24,8 @@ class StoreProcess {
   // The metasrv --store_addrs for it (an etcd endpoint, a PostgreSQL URI,
   // a mysql:// URL).
   virtual std::string address() const = 0;
-  // SIGSTOP / SIGCONT to every process of the server.
+  // SIGSTOP / SIGCONT to every process of the server; Pause() returns once
+  // every thread of it is stopped.
   virtual void Pause() = 0;
   virtual void Resume() = 0;
   // Stops it, keeping its data; Start() brings it back on the same port.
@@ -34,6 +37,9 @@ class StoreProcess {
 std::unique_ptr<StoreProcess> StartStore(const std::string& backend);
 
 // Runs `argv` to its end (up to `timeout`); whether it exited 0.
+// Waits (up to 5 s) until every thread of `pids` is stopped (or gone).
+void WaitUntilStopped(const std::vector<pid_t>& pids);
+
 bool RunCommand(const std::vector<std::string>& argv,
                 absl::Duration timeout = absl::Seconds(60));
 
