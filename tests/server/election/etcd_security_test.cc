@@ -60,7 +60,7 @@ class EtcdTlsTest : public ::testing::Test {
             certs_.Path("ca1.pem"), certs_.Path("server.pem"),
             certs_.Path("server.key"),
             /*client_cert_auth=*/true, certs_.Path("client1.pem"),
-            certs_.Path("client1.key"), ""}) {}
+            certs_.Path("client1.key"), "", {}}) {}
   ServerOptions Tls() {
     ServerOptions options = OnEtcd(etcd_);
     options.store_tls_mode = "verify_full";
@@ -134,7 +134,7 @@ TEST_F(EtcdTlsTest, AWrongCaIsRefusedAtStartNoClientCertHasNoAccess) {
 class EtcdAuthTest : public ::testing::Test {
  protected:
   EtcdAuthTest()
-      : etcd_(EtcdProcess::Options{"", "", "", false, "", "", "s3cret"}) {}
+      : etcd_(EtcdProcess::Options{"", "", "", false, "", "", "s3cret", {}}) {}
   ~EtcdAuthTest() override { unlink(password_file_.c_str()); }
   ServerOptions WithPassword(const std::string& password) {
     std::ofstream(password_file_) << password << "\n";
