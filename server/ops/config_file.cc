@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 
 #define TOML_HEADER_ONLY 1
@@ -317,9 +318,54 @@ absl::Status WalkTable(
 
 }  // namespace
 
+namespace {
+
+// How deep the deepest table header or dotted key of `text` names a value:
+// its dots outside quotes, plus one. toml++ parses (and destroys) nested
+// tables recursively, so a file of thousands of levels must be refused
+// before it is parsed, not after.
+int DeepestKeyPath(absl::string_view text) {
+  int deepest = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (line.empty() || line.front() == '#') continue;
+    // A header runs to its ']', a key to its '='.
+    const char end = line.front() == '[' ? ']' : '=';
+    int depth = 1;
+    char quote = 0;
+    for (const char c : line) {
+      if (quote != 0) {
+        if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '.') {
+        ++depth;
+      } else if (c == end) {
+        break;
+      }
+    }
+    deepest = std::max(deepest, depth);
+  }
+  return deepest;
+}
+
+}  // namespace
+
 absl::StatusOr<ConfigValues> LoadConfigFile(const std::string& path) {
   absl::Status readable = CheckReadableConfig(path, "config file");
   if (!readable.ok()) return readable;
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    const int depth = DeepestKeyPath(text.str());
+    if (depth > kMaxTableDepth) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config file ", path, ": keys nest ", depth,
+          " levels deep, deeper than ", kMaxTableDepth,
+          "; no setting is that deep"));
+    }
+  }
   toml::parse_result parsed = toml::parse_file(path);
   if (!parsed) {
     const toml::parse_error& e = parsed.error();
