@@ -1,6 +1,5 @@
 #include "server/metasrv_server.h"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
@@ -254,12 +253,14 @@ absl::Status MetasrvServer::MakeServices() {
   admin_service_ = std::make_unique<AdminService>(
       [this] { return LeaderChange(); }, &flow_state_, leadership_.get(),
       std::move(auth), limits);
-  reflection_v1_ =
-      std::make_unique<ReflectionV1Service>(std::vector<std::string>{
-          "greptime.v1.meta.Heartbeat", "greptime.v1.meta.Cluster",
-          "metasrv.v1.FlowState", "metasrv.v1.Admin", "grpc.health.v1.Health",
-          "grpc.reflection.v1.ServerReflection",
-          "grpc.reflection.v1alpha.ServerReflection"});
+  const std::vector<std::string> services = {
+      "greptime.v1.meta.Heartbeat", "greptime.v1.meta.Cluster",
+      "metasrv.v1.FlowState",       "metasrv.v1.Admin",
+      "grpc.health.v1.Health",      "grpc.reflection.v1.ServerReflection",
+      "grpc.reflection.v1alpha.ServerReflection"};
+  reflection_v1_ = std::make_unique<ReflectionV1Service>(services, &replies_);
+  reflection_v1alpha_ =
+      std::make_unique<ReflectionV1alphaService>(services, &replies_);
   return absl::OkStatus();
 }
 
@@ -303,7 +304,6 @@ absl::Status MetasrvServer::Serve() {
   // grpc-proto) must be linked in for reflection to describe it. A static
   // library drops an object nothing refers to: this refers to it.
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   SetLimits(&builder);
   builder.AddListeningPort(options_.bind_addr, *credentials, &port_);
@@ -312,6 +312,7 @@ absl::Status MetasrvServer::Serve() {
   builder.RegisterService(flow_state_service_.get());
   builder.RegisterService(admin_service_.get());
   builder.RegisterService(reflection_v1_.get());
+  builder.RegisterService(reflection_v1alpha_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     return absl::UnavailableError(

@@ -25,7 +25,7 @@
 #include "server/ops/metrics.h"
 #include "server/ops/node_expirer.h"
 #include "server/rpc/read_executor.h"
-#include "server/rpc/reflection_v1.h"
+#include "server/rpc/reflection.h"
 #include "server/rpc/stream_registry.h"
 #include "server/services/admin_service.h"
 #include "server/services/cluster_service.h"
@@ -190,6 +190,7 @@ class MetasrvServer final : public core::LeadershipListener {
   std::unique_ptr<FlowStateService> flow_state_service_;  // FlowState.
   std::unique_ptr<AdminService> admin_service_;           // Admin.
   std::unique_ptr<ReflectionV1Service> reflection_v1_;    // Reflection v1.
+  std::unique_ptr<ReflectionV1alphaService> reflection_v1alpha_;  // v1alpha.
   grpc::ResourceQuota quota_{"metasrv"};  // gRPC's memory; lives with it.
   std::unique_ptr<grpc::Server> server_;  // The gRPC server.
   absl::Mutex shutdown_mu_;               // Guards below.

@@ -2,7 +2,11 @@
 // what grpcurl relies on for `list` and `describe`.
 #include <google/protobuf/descriptor.pb.h>
 
+#include <fstream>
+#include <memory>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
@@ -130,6 +134,82 @@ TEST_F(ReflectionTest, EveryListedServiceCanBeDescribedThroughV1) {
   namespace v = grpc::reflection::v1;
   DescribeEveryListedService<v::ServerReflection, v::ServerReflectionRequest,
                              v::ServerReflectionResponse>(server_.channel());
+}
+
+// The server's threads, from /proc.
+int Threads(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+// gRPC 1.51's own v1alpha service held an OS thread per open stream (2,000
+// idle streams: 2,013 threads); both versions are callback reactors now.
+TEST_F(ReflectionTest, IdleStreamsOfEitherVersionTakeNoThread) {
+  const int before = Threads(server_.process().pid());
+  ASSERT_GT(before, 0);
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReaderWriter<
+      refl::ServerReflectionRequest, refl::ServerReflectionResponse>>>
+      alpha;
+  auto stub = refl::ServerReflection::NewStub(server_.channel());
+  for (int i = 0; i < 200; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    alpha.push_back(stub->ServerReflectionInfo(contexts.back().get()));
+  }
+  // Every stream is open at the server: one answer on the last proves it.
+  refl::ServerReflectionRequest req;
+  req.set_list_services("");
+  refl::ServerReflectionResponse resp;
+  ASSERT_TRUE(alpha.back()->Write(req));
+  ASSERT_TRUE(alpha.back()->Read(&resp));
+  EXPECT_LT(Threads(server_.process().pid()), before + 20);
+  for (auto& ctx : contexts) ctx->TryCancel();
+  for (auto& stream : alpha) stream->Finish().IgnoreError();
+}
+
+// A 4 MB symbol in a few kB of gzip was answered with the whole symbol
+// echoed back (and the server's memory with it, 5,000 times what was sent).
+TEST_F(ReflectionTest, LongNamesAreRefusedWithoutAnEcho) {
+  auto stub = refl::ServerReflection::NewStub(server_.channel());
+  grpc::ClientContext ctx;
+  ctx.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+  auto stream = stub->ServerReflectionInfo(&ctx);
+  refl::ServerReflectionRequest req;
+  req.set_file_containing_symbol(std::string(1 << 20, 'a'));
+  refl::ServerReflectionResponse resp;
+  ASSERT_TRUE(stream->Write(req));
+  ASSERT_TRUE(stream->Read(&resp));
+  EXPECT_EQ(resp.error_response().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_FALSE(resp.has_original_request());
+  EXPECT_LT(resp.ByteSizeLong(), 512u);
+  // A name of ordinary length is still found.
+  req.set_file_containing_symbol("metasrv.v1.FlowState");
+  ASSERT_TRUE(stream->Write(req));
+  ASSERT_TRUE(stream->Read(&resp));
+  EXPECT_FALSE(resp.has_error_response());
+  EXPECT_EQ(resp.original_request().file_containing_symbol(),
+            "metasrv.v1.FlowState");
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// Reflection answers wait in the reply budget like every other answer.
+TEST(ReflectionBudgetTest, AnswersAreChargedToTheReplyBudget) {
+  ServerProcess server({"--max_reply_bytes_in_flight=1024"});
+  auto stub = refl::ServerReflection::NewStub(server.channel());
+  grpc::ClientContext ctx;
+  auto stream = stub->ServerReflectionInfo(&ctx);
+  refl::ServerReflectionRequest req;
+  req.set_file_containing_symbol("greptime.v1.meta.Cluster");  // > 1 KiB.
+  ASSERT_TRUE(stream->Write(req));
+  refl::ServerReflectionResponse resp;
+  EXPECT_FALSE(stream->Read(&resp));
+  grpc::Status s = stream->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << s.error_message();
 }
 
 }  // namespace

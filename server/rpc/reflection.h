@@ -1,0 +1,61 @@
+// gRPC server reflection, both versions: grpc.reflection.v1 (what current
+// grpcurl and buf curl ask first) and v1alpha (older tools), the same
+// messages under two packages, answered from protobuf's generated descriptor
+// pool by callback reactors (gRPC 1.51's own v1alpha service held an OS
+// thread per open stream).
+//
+// Bounded: a name in a request (file, symbol, type, host) longer than
+// kMaxReflectionName is refused without being echoed; a request is echoed
+// back (`original_request`) only when it is small; every answer waits in the
+// server's reply budget (--max_reply_bytes_in_flight) until the client has
+// read it, and one that does not fit ends the stream with
+// RESOURCE_EXHAUSTED.
+#ifndef METASRV_SERVER_RPC_REFLECTION_H_
+#define METASRV_SERVER_RPC_REFLECTION_H_
+
+#include <string>
+#include <vector>
+
+#include "grpc/reflection/v1/reflection.grpc.pb.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "server/rpc/reply_budget.h"
+
+namespace metasrv::server {
+
+// The longest name a reflection request may carry.
+inline constexpr size_t kMaxReflectionName = 1024;
+// The largest request echoed back in `original_request`.
+inline constexpr size_t kMaxEchoedRequest = 4096;
+
+// One version's service; `Refl` is its generated namespace's types.
+template <typename Service, typename Request, typename Response>
+class ReflectionService final : public Service::CallbackService {
+ public:
+  // `services`: the full names `list_services` answers. Borrows `budget`
+  // (null: none).
+  ReflectionService(std::vector<std::string> services, ReplyBudget* budget)
+      : services_(std::move(services)), budget_(budget) {}
+
+  grpc::ServerBidiReactor<Request, Response>* ServerReflectionInfo(
+      grpc::CallbackServerContext* context) override;
+
+  // The answer to one request. Thread-safe.
+  Response Answer(const Request& request) const;
+
+ private:
+  const std::vector<std::string> services_;  // Registered services.
+  ReplyBudget* const budget_;                // Answers in flight; borrowed.
+};
+
+using ReflectionV1Service =
+    ReflectionService<grpc::reflection::v1::ServerReflection,
+                      grpc::reflection::v1::ServerReflectionRequest,
+                      grpc::reflection::v1::ServerReflectionResponse>;
+using ReflectionV1alphaService =
+    ReflectionService<grpc::reflection::v1alpha::ServerReflection,
+                      grpc::reflection::v1alpha::ServerReflectionRequest,
+                      grpc::reflection::v1alpha::ServerReflectionResponse>;
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_RPC_REFLECTION_H_
