@@ -33,10 +33,12 @@ grpc::ServerUnaryReactor* HeartbeatService::AskLeader(
   // Any replica answers, leader or not: that is how clients find the leader.
   // With none known, an error, as upstream's handle_ask_leader answers when
   // its election has no leader (src/meta-srv/src/service/heartbeat.rs): an
-  // empty address would be taken for the leader's.
+  // empty address would be taken for the leader's. Upstream's is its
+  // election's NoLeader error, of status code Internal (retryable; gRPC
+  // INTERNAL): the same here, code for code.
   std::string leader = leadership_->LeaderAddr();
   if (leader.empty()) {
-    call->Finish(absl::UnavailableError(
+    call->Finish(absl::InternalError(
         "no metasrv leader is known yet (an election is in progress); ask "
         "again"));
     return reactor;

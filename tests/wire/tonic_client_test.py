@@ -283,9 +283,9 @@ class NoLeaderTest(unittest.TestCase):
         with self.assertRaises(tonic_client.CallError) as failed:
             conn.unary(ASK_LEADER, meta.heartbeat_pb2.AskLeaderRequest(
                 header=header(FLOWNODE, 1)))
-        self.assertEqual(failed.exception.code, 14)  # UNAVAILABLE
+        self.assertEqual(failed.exception.code, 13)  # INTERNAL, as upstream's
         md = failed.exception.metadata
-        self.assertEqual(md.get("x-greptime-err-code"), "5000")
+        self.assertEqual(md.get("x-greptime-err-code"), "1003")  # Internal
         self.assertEqual(md.get("x-greptime-err-retry-hint"), "retryable")
         # Cluster reads still answer, as a follower: not leader, no data.
         rng = parse(meta.cluster_pb2.RangeResponse,
