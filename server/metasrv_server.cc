@@ -19,6 +19,7 @@
 #include "server/election/mysql_lease_store.h"
 #include "server/election/postgres_lease_store.h"
 #include "server/ops/net_util.h"
+#include "server/rpc/log_limit.h"
 #include "spdlog/spdlog.h"
 
 #ifndef METASRV_VERSION
@@ -36,42 +37,36 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return buf.str();
 }
 
-
 }  // namespace
 
 MetasrvServer::MetasrvServer(ServerOptions options)
     : options_(std::move(options)) {}
 
-namespace {
-
-// Resolves port 0 in `options->bind_addr` to a free port now, so that the
-// advertised address is known before serving.
-absl::Status ResolveBindPort(ServerOptions* options) {
-  std::string host;
-  int port = 0;
-  absl::Status split = SplitHostPort(options->bind_addr, &host, &port);
-  if (!split.ok() || port != 0) return split;
-  absl::StatusOr<int> free_port = PickFreePort(host);
-  if (!free_port.ok()) return free_port.status();
-  options->bind_addr = JoinHostPort(host, *free_port);
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
     ServerOptions options) {
-  absl::Status resolved = ResolveBindPort(&options);
-  if (!resolved.ok()) return resolved;
+  // Bound first: the advertised address needs the port (port 0 picks one).
+  absl::StatusOr<std::unique_ptr<TcpListener>> listener =
+      TcpListener::Listen(options.bind_addr);
+  if (!listener.ok()) return listener.status();
+  std::string host;
+  int ignored_port = 0;
+  if (absl::Status split =
+          SplitHostPort(options.bind_addr, &host, &ignored_port);
+      !split.ok()) {
+    return split;
+  }
+  options.bind_addr = JoinHostPort(host, (*listener)->port());
   std::unique_ptr<MetasrvServer> s(new MetasrvServer(std::move(options)));
+  s->acceptor_ = std::make_unique<GrpcAcceptor>(*std::move(listener),
+                                                s->descriptor_ceilings_.grpc);
   // Never a wildcard: clients dial what AskLeader and MetasrvPeers say.
   absl::StatusOr<std::string> advertised = AdvertisableAddress(
       s->options_.server_addr.empty() ? s->options_.bind_addr
                                       : s->options_.server_addr);
   if (!advertised.ok()) return advertised.status();
   s->advertised_addr_ = *advertised;
-  s->self_description_ = std::make_unique<SelfDescription>(
-      s->advertised_addr_, s->options_.clock);
+  s->self_description_ =
+      std::make_unique<SelfDescription>(s->advertised_addr_, s->options_.clock);
   absl::Status started = s->StartLeadership();
   if (started.ok()) started = s->StartSupport();
   if (started.ok()) started = s->MakeServices();
@@ -219,8 +214,17 @@ absl::Status MetasrvServer::StartSupport() {
         metrics_.get());
   }
   if (options_.metrics_addr.empty()) return absl::OkStatus();
-  absl::StatusOr<std::unique_ptr<HttpServer>> http =
-      HttpServer::Start(options_.metrics_addr, HttpRoutes());
+  HttpServer::Options http_options;
+  http_options.descriptor_ceiling = descriptor_ceilings_.http;
+  http_options.max_connections = descriptor_ceilings_.http_connections;
+  http_options.on_drop = [metrics = metrics_.get()](HttpDrop why) {
+    metrics->ConnectionDropped(
+        why == HttpDrop::kLate      ? ConnectionDrop::kHttpLate
+        : why == HttpDrop::kEvicted ? ConnectionDrop::kHttpEvicted
+                                    : ConnectionDrop::kHttpRefused);
+  };
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+      options_.metrics_addr, HttpRoutes(), std::move(http_options));
   if (!http.ok()) return http.status();
   http_ = *std::move(http);
   return absl::OkStatus();
@@ -244,9 +248,9 @@ absl::Status MetasrvServer::MakeServices() {
                           &replies_};
   heartbeat_service_ = std::make_unique<HeartbeatService>(
       handler_.get(), &streams_, leadership_.get(), limits);
-  cluster_service_ = std::make_unique<ClusterService>(
-      &flow_state_, leadership_.get(), &reads_, self_description_.get(),
-      limits);
+  cluster_service_ =
+      std::make_unique<ClusterService>(&flow_state_, leadership_.get(), &reads_,
+                                       self_description_.get(), limits);
   flow_state_service_ = std::make_unique<FlowStateService>(
       &flow_state_, leadership_.get(), &reads_, watch_.get(), metrics_.get(),
       limits);
@@ -254,9 +258,12 @@ absl::Status MetasrvServer::MakeServices() {
       [this] { return LeaderChange(); }, &flow_state_, leadership_.get(),
       std::move(auth), limits);
   const std::vector<std::string> services = {
-      "greptime.v1.meta.Heartbeat", "greptime.v1.meta.Cluster",
-      "metasrv.v1.FlowState",       "metasrv.v1.Admin",
-      "grpc.health.v1.Health",      "grpc.reflection.v1.ServerReflection",
+      "greptime.v1.meta.Heartbeat",
+      "greptime.v1.meta.Cluster",
+      "metasrv.v1.FlowState",
+      "metasrv.v1.Admin",
+      "grpc.health.v1.Health",
+      "grpc.reflection.v1.ServerReflection",
       "grpc.reflection.v1alpha.ServerReflection"};
   reflection_v1_ = std::make_unique<ReflectionV1Service>(services, &replies_);
   reflection_v1alpha_ =
@@ -306,7 +313,12 @@ absl::Status MetasrvServer::Serve() {
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::ServerBuilder builder;
   SetLimits(&builder);
-  builder.AddListeningPort(options_.bind_addr, *credentials, &port_);
+  // Connections come from our listener (GrpcAcceptor), not gRPC's own.
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> into =
+      builder.experimental().AddExternalConnectionAcceptor(
+          grpc::ServerBuilder::experimental_type::ExternalConnectionType::
+              FROM_FD,
+          *credentials);
   builder.RegisterService(heartbeat_service_.get());
   builder.RegisterService(cluster_service_.get());
   builder.RegisterService(flow_state_service_.get());
@@ -314,11 +326,26 @@ absl::Status MetasrvServer::Serve() {
   builder.RegisterService(reflection_v1_.get());
   builder.RegisterService(reflection_v1alpha_.get());
   server_ = builder.BuildAndStart();
-  if (server_ == nullptr || port_ == 0) {
+  if (server_ == nullptr) {
     return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options_.bind_addr));
+        absl::StrCat("cannot serve gRPC on ", options_.bind_addr));
   }
   server_->GetHealthCheckService()->SetServingStatus(true);
+  port_ = acceptor_->port();
+  GrpcAcceptor::Listeners listeners;
+  listeners.on_refused = [metrics = metrics_.get()] {
+    metrics->ConnectionDropped(ConnectionDrop::kGrpcRefused);
+  };
+  listeners.on_accepting = [server = server_.get()](bool accepting) {
+    LogLimited(accepting ? spdlog::level::info : spdlog::level::err,
+               "accepting",
+               accepting ? "accepting gRPC connections again"
+                         : "refusing gRPC connections: out of file "
+                           "descriptors (see metasrv_connections_refused_"
+                           "total, process_open_fds, process_max_fds)");
+    server->GetHealthCheckService()->SetServingStatus(accepting);
+  };
+  acceptor_->Start(std::move(into), std::move(listeners));
   LogServing();
   return absl::OkStatus();
 }
@@ -351,6 +378,11 @@ HttpServer::Routes MetasrvServer::HttpRoutes() {
     absl::MutexLock lock(&shutdown_mu_);
     if (shut_down_)
       return HttpAnswer{503, "text/plain; charset=utf-8", "shutting down\n"};
+    if (!acceptor_->Accepting()) {
+      return HttpAnswer{503, "text/plain; charset=utf-8",
+                        "not accepting gRPC connections: out of file "
+                        "descriptors\n"};
+    }
     return HttpAnswer{200, "text/plain; charset=utf-8", "serving\n"};
   };
   // Useful to clients: the leader, or a follower that can name it.
@@ -440,6 +472,7 @@ void MetasrvServer::Shutdown() {
   // Hand leadership over first, so another replica takes the streams.
   if (election_ != nullptr) election_->Stop();
   spdlog::info("shutting down: ending {} heartbeat streams", streams_.size());
+  acceptor_->Stop();  // First: it sets the health status too.
   server_->GetHealthCheckService()->SetServingStatus(false);
   if (expirer_ != nullptr) expirer_->Stop();
   const grpc::Status shutting_down(grpc::StatusCode::UNAVAILABLE,

@@ -21,9 +21,11 @@
 #include "server/election/election.h"
 #include "server/election/etcd_election.h"
 #include "server/ops/http_server.h"
-#include "server/ops/self_description.h"
 #include "server/ops/metrics.h"
 #include "server/ops/node_expirer.h"
+#include "server/ops/self_description.h"
+#include "server/ops/tcp_listener.h"
+#include "server/rpc/grpc_acceptor.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/reflection.h"
 #include "server/rpc/stream_registry.h"
@@ -165,6 +167,11 @@ class MetasrvServer final : public core::LeadershipListener {
   absl::StatusOr<uint64_t> LeaderChange();
 
   const ServerOptions options_;  // As started.
+  // Descriptors each port's connections may take (soft limit raised first).
+  const DescriptorCeilings descriptor_ceilings_ =
+      DescriptorCeilings::For(RaiseDescriptorLimit());
+  // The gRPC port's connections: bound by Start(), serving from Serve().
+  std::unique_ptr<GrpcAcceptor> acceptor_;
   int port_ = 0;                 // The port bound.
   std::string advertised_addr_;  // What AskLeader answers.
   // What this replica says about itself (MetasrvPeers, candidate info).

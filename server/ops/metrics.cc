@@ -244,6 +244,23 @@ Metrics::Metrics(Sources sources)
       "Flow states a slow watcher skipped: a newer one replaced them unsent.");
   nodes_expired_ = counter("metasrv_nodes_expired_total",
                            "Silent flownodes removed by --node_report_ttl.");
+  auto& refused =
+      prometheus::BuildCounter()
+          .Name("metasrv_connections_refused_total")
+          .Help(
+              "Connections closed as soon as accepted: no file descriptor "
+              "free below the port's ceiling (docs/RELIABILITY.md).")
+          .Register(*registry_);
+  auto& closed = prometheus::BuildCounter()
+                     .Name("metasrv_http_connections_closed_total")
+                     .Help(
+                         "HTTP connections closed by the server: a request "
+                         "not answered in time (late), or the oldest one at "
+                         "the connection limit (evicted).")
+                     .Register(*registry_);
+  dropped_ = {
+      &refused.Add({{"port", "grpc"}}), &refused.Add({{"port", "http"}}),
+      &closed.Add({{"reason", "late"}}), &closed.Add({{"reason", "evicted"}})};
 }
 
 Metrics::~Metrics() = default;
@@ -281,6 +298,10 @@ void Metrics::WatchSkipped() { watch_skipped_->Increment(); }
 
 void Metrics::NodesExpired(uint64_t n) {
   nodes_expired_->Increment(static_cast<double>(n));
+}
+
+void Metrics::ConnectionDropped(ConnectionDrop why) {
+  dropped_[static_cast<size_t>(why)]->Increment();
 }
 
 Metrics* Metrics::OrDiscard(Metrics* metrics) {

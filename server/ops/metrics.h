@@ -33,6 +33,14 @@ enum class LeaderChangeCause {
   kAdmin,        // The LeaderChange admin RPC, standalone.
 };
 
+// A connection we closed rather than its peer.
+enum class ConnectionDrop {
+  kGrpcRefused,  // gRPC port: no descriptor free below its ceiling.
+  kHttpRefused,  // HTTP port: likewise.
+  kHttpLate,     // HTTP: its request was not answered within the deadline.
+  kHttpEvicted,  // HTTP: at the connection limit, a newer one took its place.
+};
+
 // Counters and a histogram updated on the hot path, plus gauges read from
 // `Sources` when scraped. Thread safety: all methods are safe from any thread;
 // the hot-path ones take no lock.
@@ -73,6 +81,8 @@ class Metrics {
   void WatchSkipped();
   // Silent nodes removed by --node_report_ttl.
   void NodesExpired(uint64_t n);
+  // A connection closed by us, and why.
+  void ConnectionDropped(ConnectionDrop why);
 
  private:
   class Gauges;
@@ -86,6 +96,7 @@ class Metrics {
   prometheus::Counter* watch_published_;                // In registry_.
   prometheus::Counter* watch_skipped_;                  // In registry_.
   prometheus::Counter* nodes_expired_;                  // In registry_.
+  std::array<prometheus::Counter*, 4> dropped_;         // By ConnectionDrop.
   std::shared_ptr<Gauges> gauges_;                      // Scrape-time gauges.
 };
 

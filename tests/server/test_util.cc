@@ -128,6 +128,9 @@ HttpResult HttpGet(int port, const std::string& path) {
   HttpResult out;
   const int fd = ConnectTcp(absl::StrCat("127.0.0.1:", port));
   if (fd < 0) return out;
+  // A server that never answers fails the call (status 0), not the run.
+  const timeval ten_seconds{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &ten_seconds, sizeof(ten_seconds));
   const std::string req =
       absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
   if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {

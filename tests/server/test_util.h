@@ -103,7 +103,8 @@ bool AcceptsTcp(const std::string& addr);
 // A connected TCP socket to the IPv4 "host:port" `addr`, or -1.
 int ConnectTcp(const std::string& addr);
 
-// GET `path` from 127.0.0.1:`port` over HTTP/1.0; status 0 if it failed.
+// GET `path` from 127.0.0.1:`port` over HTTP/1.0; status 0 if it failed
+// (or no answer came within 10 s).
 struct HttpResult {
   int status = 0;    // The HTTP status code.
   std::string body;  // The body.

@@ -1,0 +1,69 @@
+// Accepts gRPC's connections on our own TcpListener and hands them to the
+// gRPC server, so that running out of descriptors pauses accepting instead
+// of ending it (gRPC 1.51's listener stops at its first EMFILE), and gRPC
+// connections always leave descriptors to the rest of the process.
+#ifndef METASRV_SERVER_RPC_GRPC_ACCEPTOR_H_
+#define METASRV_SERVER_RPC_GRPC_ACCEPTOR_H_
+
+#include <grpcpp/server_builder.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "server/ops/tcp_listener.h"
+
+namespace metasrv::server {
+
+// Thread safety: port() and Accepting() may be called from any thread;
+// Start() and Stop() from one at a time.
+class GrpcAcceptor {
+ public:
+  // What it tells of, on its thread; either may be empty.
+  struct Listeners {
+    // Each connection closed at accept.
+    std::function<void()> on_refused;
+    // Whether connections can be taken (Accepting()), each time that
+    // changes.
+    std::function<void(bool)> on_accepting;
+  };
+
+  // Keeps connections whose descriptor is below `descriptor_ceiling`.
+  GrpcAcceptor(std::unique_ptr<TcpListener> listener, int descriptor_ceiling);
+  ~GrpcAcceptor();  // Stops.
+  GrpcAcceptor(const GrpcAcceptor&) = delete;
+  GrpcAcceptor& operator=(const GrpcAcceptor&) = delete;
+
+  // Starts accepting into `into`, the gRPC server's side (ServerBuilder's
+  // AddExternalConnectionAcceptor), once that server has started. Once.
+  void Start(
+      std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> into,
+      Listeners listeners);
+  // Stops accepting and closes the listening socket (connecting peers are
+  // refused). Idempotent.
+  void Stop();
+
+  int port() const { return port_; }
+  // Whether a connection arriving now would be kept: a descriptor below the
+  // ceiling is free.
+  bool Accepting() const;
+
+ private:
+  // The thread: accepts as connections come, and while it cannot (out of
+  // descriptors, or at the ceiling) looks again every so often.
+  void Run();
+
+  std::unique_ptr<TcpListener> listener_;  // Connections; null once stopped.
+  const int port_;                         // listener_'s port.
+  const int descriptor_ceiling_;           // As given.
+  // The gRPC server's side; set by Start().
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> into_;
+  Listeners listeners_;  // Set by Start().
+  int stop_fd_ = -1;     // eventfd: written to stop Run().
+  std::thread thread_;   // Runs Run() once started.
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_RPC_GRPC_ACCEPTOR_H_
