@@ -202,7 +202,7 @@ absl::Status MetasrvServer::StartSupport() {
   watch_ = std::make_unique<WatchHub>(
       &flow_state_,
       WatchHub::Options{options_.watch_min_interval, options_.max_streams},
-      metrics_.get());
+      metrics_.get(), &replies_);
   flow_state_.SetListener(watch_.get());
   watch_->Start();
   if (options_.node_report_ttl > absl::ZeroDuration() ||

@@ -242,6 +242,10 @@ Metrics::Metrics(Sources sources)
   watch_skipped_ = counter(
       "metasrv_watch_skipped_total",
       "Flow states a slow watcher skipped: a newer one replaced them unsent.");
+  watch_stalled_ = counter(
+      "metasrv_watch_stalled_total",
+      "Watchers ended with RESOURCE_EXHAUSTED: a write in flight past the "
+      "stall limit while watchers held more than --max_reply_bytes_in_flight.");
   nodes_expired_ = counter("metasrv_nodes_expired_total",
                            "Silent flownodes removed by --node_report_ttl.");
   auto& refused =
@@ -295,6 +299,8 @@ void Metrics::LeaderChanged(LeaderChangeCause cause) {
 void Metrics::WatchPublished() { watch_published_->Increment(); }
 
 void Metrics::WatchSkipped() { watch_skipped_->Increment(); }
+
+void Metrics::WatchStalled() { watch_stalled_->Increment(); }
 
 void Metrics::NodesExpired(uint64_t n) {
   nodes_expired_->Increment(static_cast<double>(n));

@@ -79,6 +79,8 @@ class Metrics {
   void WatchPublished();
   // A watcher skipped a state: a newer one replaced it before it was sent.
   void WatchSkipped();
+  // A watcher that did not read was ended (over the reply budget).
+  void WatchStalled();
   // Silent nodes removed by --node_report_ttl.
   void NodesExpired(uint64_t n);
   // A connection closed by us, and why.
@@ -95,6 +97,7 @@ class Metrics {
   std::array<prometheus::Counter*, 3> leader_changes_;  // By cause.
   prometheus::Counter* watch_published_;                // In registry_.
   prometheus::Counter* watch_skipped_;                  // In registry_.
+  prometheus::Counter* watch_stalled_;                  // In registry_.
   prometheus::Counter* nodes_expired_;                  // In registry_.
   std::array<prometheus::Counter*, 4> dropped_;         // By ConnectionDrop.
   std::shared_ptr<Gauges> gauges_;                      // Scrape-time gauges.

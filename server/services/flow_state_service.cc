@@ -136,7 +136,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* FlowStateService::WatchFlowState(
     };
     return new Refusal(ToGrpcStatus(refused, context));
   }
-  return new WatchStream(watch_, parsed.deltas(), metrics_);
+  return new WatchStream(watch_, context, parsed.deltas(), metrics_);
 }
 
 }  // namespace metasrv::server

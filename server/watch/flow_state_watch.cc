@@ -1,5 +1,6 @@
 #include "server/watch/flow_state_watch.h"
 
+#include <grpc/grpc.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/log_limit.h"
 #include "server/services/flow_state_columns.h"
 #include "server/services/flow_state_response.h"
 #include "spdlog/spdlog.h"
@@ -15,10 +17,12 @@
 namespace metasrv::server {
 
 WatchHub::WatchHub(const core::FlowStateManager* flow_state, Options options,
-                   Metrics* metrics)
+                   Metrics* metrics, ReplyBudget* replies)
     : flow_state_(flow_state),
       options_(options),
+      stall_limit_(std::max(options.stall_limit, 2 * options.min_interval)),
       metrics_(Metrics::OrDiscard(metrics)),
+      replies_(replies),
       streams_(options.max_watchers, "watch") {}
 
 WatchHub::~WatchHub() {
@@ -171,11 +175,22 @@ void WatchHub::Run() {
     std::shared_ptr<const WatchSnapshot> snapshot = Publish(sequence, force);
     if (snapshot == nullptr) continue;  // Nothing to tell.
     last_push = absl::Now();
+    std::shared_ptr<const WatchSnapshot> superseded;
     {
       absl::MutexLock lock(&mu_);
       if (current_ == nullptr || current_->sequence <= sequence) {
-        current_ = snapshot;
+        superseded = std::exchange(current_, snapshot);
       }
+    }
+    // Held from now on only by watchers still writing it: charged until the
+    // last lets go (at once, if none holds it).
+    if (superseded != nullptr) {
+      superseded->charge =
+          ReplyCharge(replies_, superseded->message.Length() +
+                                    (superseded->delta.has_value()
+                                         ? superseded->delta->Length()
+                                         : 0));
+      superseded.reset();
     }
     if (!OfferInWaves(snapshot)) return;
     metrics_->WatchPublished();
@@ -205,12 +220,18 @@ bool WatchHub::OfferInWaves(
   return true;
 }
 
-WatchStream::WatchStream(WatchHub* hub, bool deltas, Metrics* metrics)
+WatchStream::WatchStream(WatchHub* hub, grpc::CallbackServerContext* context,
+                         bool deltas, Metrics* metrics)
     : hub_(hub),
+      context_(context),
       deltas_(deltas),
       ordinal_(hub->NextOrdinal()),
       metrics_(Metrics::OrDiscard(metrics)) {
-  absl::Status added = hub_->Add(this);
+  absl::Status added = hub_->OverBudget()
+                           ? absl::ResourceExhaustedError(
+                                 "watchers that do not read hold more than "
+                                 "--max_reply_bytes_in_flight; retry later")
+                           : hub_->Add(this);
   if (!added.ok()) {
     FinishOnce(ToGrpcStatus(added));
     return;
@@ -223,29 +244,59 @@ WatchStream::WatchStream(WatchHub* hub, bool deltas, Metrics* metrics)
 }
 
 void WatchStream::Offer(std::shared_ptr<const WatchSnapshot> snapshot) {
+  bool stalled = false;  // End it rather than send.
   {
     absl::MutexLock lock(&mu_);
     if (end_.finished || end_.finish_after_write.has_value()) return;
     if (offered_.has_value() && snapshot->sequence <= *offered_) return;
     offered_ = snapshot->sequence;
     if (end_.write_in_flight) {
-      if (next_ != nullptr) metrics_->WatchSkipped();
-      next_ = std::move(snapshot);
-      return;
+      if (hub_->OverBudget() &&
+          absl::Now() - write_started_ > hub_->stall_limit()) {
+        next_.reset();
+        end_.finish_after_write = grpc::Status(
+            grpc::StatusCode::RESOURCE_EXHAUSTED, "watcher does not read");
+        stalled = true;
+      } else {
+        if (next_ != nullptr) metrics_->WatchSkipped();
+        next_ = std::move(snapshot);
+        return;
+      }
+    } else {
+      StartWriteOf(std::move(snapshot));
     }
-    StartWriteOf(*snapshot);
+  }
+  if (stalled) {
+    EndStalled();
+    return;
   }
   StartWrite(&write_buffer_);
 }
 
-void WatchStream::StartWriteOf(const WatchSnapshot& snapshot) {
+void WatchStream::EndStalled() {
+  metrics_->WatchStalled();
+  LogLimited(spdlog::level::warn, "watch-stalled",
+             "ended a WatchFlowState stream from {}: its write was in flight "
+             "for over {} while watchers held more than "
+             "--max_reply_bytes_in_flight",
+             context_->peer(), absl::FormatDuration(hub_->stall_limit()));
+  grpc_call_cancel_with_status(
+      context_->c_call(), GRPC_STATUS_RESOURCE_EXHAUSTED,
+      "this watcher did not read its stream while answers in flight exceeded "
+      "--max_reply_bytes_in_flight; reconnect, and read what is sent",
+      nullptr);
+}
+
+void WatchStream::StartWriteOf(std::shared_ptr<const WatchSnapshot> snapshot) {
   end_.write_in_flight = true;
+  write_started_ = absl::Now();
   const bool follows =
-      sent_publish_ != 0 && snapshot.publish == sent_publish_ + 1;
-  write_buffer_ = deltas_ && follows && snapshot.delta.has_value()
-                      ? *snapshot.delta
-                      : snapshot.message;
-  sent_publish_ = snapshot.publish;
+      sent_publish_ != 0 && snapshot->publish == sent_publish_ + 1;
+  write_buffer_ = deltas_ && follows && snapshot->delta.has_value()
+                      ? *snapshot->delta
+                      : snapshot->message;
+  sent_publish_ = snapshot->publish;
+  in_flight_ = std::move(snapshot);
 }
 
 void WatchStream::OnWriteDone(bool ok) {
@@ -253,10 +304,13 @@ void WatchStream::OnWriteDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     after = end_.WriteDone(ok);
+    // gRPC is done with the bytes: the state they are of may go.
+    write_buffer_.Clear();
+    in_flight_.reset();
     if (!after.go_on) {
       next_.reset();
     } else if (next_ != nullptr) {
-      StartWriteOf(*next_);
+      StartWriteOf(std::move(next_));
       next_.reset();
     } else {
       return;  // Idle until the next Offer().

@@ -5,8 +5,14 @@
 // dirty (heartbeats never wait for watchers); the publisher builds at most
 // one state per min_interval, and none while nobody watches. Each watcher has
 // at most one write in flight and one state waiting: a newer state replaces the
-// waiting one, so a slow reader skips to the latest and memory stays bounded
-// whatever it does.
+// waiting one, so a slow reader skips to the latest.
+//
+// A watcher that does not read at all (a zero HTTP/2 window) still holds the
+// state of its write in flight. Each state but the newest is charged once to
+// --max_reply_bytes_in_flight for as long as a watcher holds it; while more is
+// held than that, new watchers are refused and a watcher whose write has
+// been in flight for over the stall limit is ended with RESOURCE_EXHAUSTED,
+// which frees its state.
 //
 // Deltas: the publisher keeps its own copy of the aggregate
 // (core::FlowChangeTracker) and makes each state from it twice, whole and as
@@ -33,6 +39,7 @@
 #include "core/flow_change_tracker.h"
 #include "core/flow_state_manager.h"
 #include "server/ops/metrics.h"
+#include "server/rpc/reply_budget.h"
 #include "server/rpc/stream_end.h"
 #include "server/rpc/stream_registry.h"
 
@@ -49,6 +56,10 @@ struct WatchSnapshot {
   // The change since publish `publish - 1`, for delta watchers that were
   // sent that one; none after a reset or when there is no such publish.
   std::optional<grpc::ByteBuffer> delta;
+  // Both messages' bytes, held against the reply budget from when a newer
+  // state replaces this one (as the hub's current) for as long as a watcher
+  // still holds it. Set by the publisher only, while it holds this state.
+  mutable ReplyCharge charge;
 };
 
 class WatchStream;
@@ -59,12 +70,16 @@ class WatchHub final : public core::FlowStateListener {
   struct Options {
     absl::Duration min_interval = absl::Milliseconds(500);  // Between pushes.
     uint64_t max_watchers = 50000;  // Open watch streams; 0: no limit.
+    // A write in flight for longer than this, while the budget is exceeded,
+    // ends its watcher; at least twice min_interval.
+    absl::Duration stall_limit = absl::Seconds(5);
   };
 
-  // Borrows both (null `metrics`: none kept); they must outlive the hub.
-  // Call Start() to begin publishing.
+  // Borrows all three (null `metrics`: none kept; null `replies`: states
+  // are not charged); they must outlive the hub. Call Start() to begin
+  // publishing.
   WatchHub(const core::FlowStateManager* flow_state, Options options,
-           Metrics* metrics);
+           Metrics* metrics, ReplyBudget* replies = nullptr);
   ~WatchHub() override;
   WatchHub(const WatchHub&) = delete;
   WatchHub& operator=(const WatchHub&) = delete;
@@ -91,6 +106,12 @@ class WatchHub final : public core::FlowStateListener {
   std::shared_ptr<const WatchSnapshot> Current();
 
   uint64_t watchers() const { return streams_.size(); }
+  // Whether watchers hold more than the reply budget allows, and how long a
+  // write may be in flight then.
+  bool OverBudget() const {
+    return replies_ != nullptr && replies_->Exceeded();
+  }
+  absl::Duration stall_limit() const { return stall_limit_; }
   // A number for each new watcher (0, 1, ...), to split them in waves.
   uint64_t NextOrdinal() { return ordinals_.fetch_add(1); }
 
@@ -111,8 +132,11 @@ class WatchHub final : public core::FlowStateListener {
 
   const core::FlowStateManager* const flow_state_;  // The state; borrowed.
   const Options options_;                           // Interval and limit.
-  Metrics* const metrics_;  // Borrowed; never null (Metrics::OrDiscard).
-  StreamRegistry streams_;  // The open watchers (all WatchStreams).
+  // options_.stall_limit, at least twice the interval.
+  const absl::Duration stall_limit_;
+  Metrics* const metrics_;      // Borrowed; never null (Metrics::OrDiscard).
+  ReplyBudget* const replies_;  // What states are charged to; may be null.
+  StreamRegistry streams_;      // The open watchers (all WatchStreams).
   std::atomic<uint64_t> ordinals_{0};           // Next NextOrdinal().
   absl::Mutex mu_;                              // Guards the fields below.
   uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;   // Changes seen so far.
@@ -137,13 +161,17 @@ class WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                           public AbortableStream {
  public:
   // Registers with `hub` and sends the current state; with `deltas`, later
-  // messages are changes where they can be. Deletes itself when gRPC is done
-  // with it.
-  WatchStream(WatchHub* hub, bool deltas, Metrics* metrics);
+  // messages are changes where they can be. Ends at once with
+  // RESOURCE_EXHAUSTED while the hub is over its budget. Deletes itself when
+  // gRPC is done with it.
+  WatchStream(WatchHub* hub, grpc::CallbackServerContext* context, bool deltas,
+              Metrics* metrics);
 
   // Sends `snapshot` if no write is in flight, else keeps it as the next to
   // send (replacing, and so skipping, any older one waiting). States not
-  // newer than one already offered are dropped. Never blocks.
+  // newer than one already offered are dropped. A write in flight past the
+  // hub's stall limit while it is over budget ends the stream instead.
+  // Never blocks.
   void Offer(std::shared_ptr<const WatchSnapshot> snapshot);
 
   uint64_t ordinal() const { return ordinal_; }
@@ -156,20 +184,30 @@ class WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
  private:
   // Finishes with `status` unless already finishing. Call without mu_ held.
   void FinishOnce(const grpc::Status& status);
+  // Ends a watcher that does not read: cancels the call with
+  // RESOURCE_EXHAUSTED (sent even to a zero window, ahead of the data), so
+  // that its write in flight completes and its state is freed.
+  void EndStalled();
   // Makes `snapshot` the write in flight: its delta if it follows the last
   // state sent and this watcher takes deltas, else the whole state.
-  void StartWriteOf(const WatchSnapshot& snapshot)
+  void StartWriteOf(std::shared_ptr<const WatchSnapshot> snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  WatchHub* const hub_;      // Publishes to this stream; borrowed.
+  WatchHub* const hub_;  // Publishes to this stream; borrowed.
+  grpc::CallbackServerContext* const context_;  // The call's; gRPC's.
   const bool deltas_;        // The watcher asked for changes only.
   const uint64_t ordinal_;   // Its number; picks its wave.
   Metrics* const metrics_;   // Borrowed; never null (Metrics::OrDiscard).
   bool registered_ = false;  // Whether Add() succeeded.
 
   absl::Mutex mu_;  // Guards the fields below; never held into gRPC calls.
-  // The state being written; assigned only while no write is in flight.
+  // The state being written; assigned only while no write is in flight,
+  // and cleared when it completes.
   grpc::ByteBuffer write_buffer_;
+  // The state write_buffer_ is of, held (and so charged) until the write
+  // completes; null when none is in flight.
+  std::shared_ptr<const WatchSnapshot> in_flight_ ABSL_GUARDED_BY(mu_);
+  absl::Time write_started_ ABSL_GUARDED_BY(mu_);  // Of the write in flight.
   StreamEnd end_ ABSL_GUARDED_BY(mu_);  // Write in flight, finishing.
   // The newest sequence accepted; nullopt before the first.
   std::optional<uint64_t> offered_ ABSL_GUARDED_BY(mu_);

@@ -17,10 +17,10 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "server/metasrv_server.h"
 #include "server/ops/admin_auth.h"
 #include "server/rpc/grpc_log.h"
 #include "server/rpc/log_limit.h"
-#include "server/metasrv_server.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/reply_budget.h"
 #include "spdlog/sinks/ostream_sink.h"
@@ -115,10 +115,18 @@ TEST(HardeningLimitsTest, NodeStringsAreBoundedAndOthersStayIntact) {
     meta::HeartbeatRequest big = FlowReport(2, {{2, 20, 2}});
     const std::string huge(1 << 20, '\x01');
     switch (field) {
-      case 0: big.mutable_peer()->set_addr(huge); break;
-      case 1: big.mutable_info()->set_version(huge); break;
-      case 2: big.mutable_info()->set_git_commit(huge); break;
-      case 3: big.mutable_info()->set_hostname(huge); break;
+      case 0:
+        big.mutable_peer()->set_addr(huge);
+        break;
+      case 1:
+        big.mutable_info()->set_version(huge);
+        break;
+      case 2:
+        big.mutable_info()->set_git_commit(huge);
+        break;
+      case 3:
+        big.mutable_info()->set_hostname(huge);
+        break;
     }
     grpc::ChannelArguments args;
     args.SetMaxSendMessageSize(-1);
@@ -279,7 +287,7 @@ class CapturedLog {
   }
 
  private:
-  std::ostringstream out_;                   // What was logged.
+  std::ostringstream out_;                    // What was logged.
   std::shared_ptr<spdlog::logger> previous_;  // To restore; null once done.
 };
 
@@ -331,8 +339,7 @@ TEST(HardeningLogTest, PerRequestLinesAreRateLimited) {
                   .error_code(),
               grpc::StatusCode::RESOURCE_EXHAUSTED);
   }
-  const std::string metrics =
-      HttpGet(server->metrics_port(), "/metrics").body;
+  const std::string metrics = HttpGet(server->metrics_port(), "/metrics").body;
   holder.Close().IgnoreError();
   server.reset();
   SetLogLineInterval(absl::Seconds(10));
@@ -384,6 +391,24 @@ TEST(HardeningBudgetTest, RepliesFitTheBudgetOrAreRefused) {
   EXPECT_EQ(budget.used(), 100u);
   budget.Give(60);
   EXPECT_TRUE(budget.TryTake(41));
+}
+
+TEST(HardeningBudgetTest, ChargesPassTheLimitAndAreGivenBackWhenDropped) {
+  ReplyBudget budget(100);
+  {
+    ReplyCharge held(&budget, 150);  // Held anyway: taken past the limit.
+    EXPECT_EQ(budget.used(), 150u);
+    EXPECT_TRUE(budget.Exceeded());
+    EXPECT_FALSE(budget.TryTake(1));  // Other answers wait meanwhile.
+    ReplyCharge moved = std::move(held);
+    EXPECT_EQ(budget.used(), 150u);  // Moving keeps one charge.
+    moved = ReplyCharge(&budget, 30);
+    EXPECT_EQ(budget.used(), 30u);  // The old one was given back.
+    EXPECT_FALSE(budget.Exceeded());
+  }
+  EXPECT_EQ(budget.used(), 0u);
+  ReplyCharge unbounded(nullptr, 1000);  // No budget: nothing kept.
+  EXPECT_EQ(unbounded.bytes(), 0u);
 }
 
 TEST(HardeningReadExecutorTest, QueuesAreBoundedAndSmallReadsGoFirst) {

@@ -10,6 +10,7 @@ import json
 import socket
 import struct
 import sys
+import threading
 import time
 import unittest
 
@@ -21,6 +22,7 @@ import tonic_client
 GET_FLOW_STATE = "/metasrv.v1.FlowState/GetFlowState"
 HEARTBEAT = "/greptime.v1.meta.Heartbeat/Heartbeat"
 RANGE = "/greptime.v1.meta.Cluster/Range"
+WATCH = "/metasrv.v1.FlowState/WatchFlowState"
 MIB = 1024
 
 
@@ -116,6 +118,105 @@ class UnreadAnswersTest(unittest.TestCase):
         self.assertTrue(heartbeat_answered(server.addr, 77))
         took, answer = one_flow_read(server.addr, 5)
         self.assertEqual(list(answer.state_sizes), [1005])
+
+
+class StalledWatchersTest(unittest.TestCase):
+    """Watchers with a zero window while 100,000 flows change every 250 ms."""
+
+    def test_watchers_that_never_read_are_ended_and_memory_stays_bounded(self):
+        budget_mib = 16
+        server = Server(f"--max_reply_bytes_in_flight={budget_mib << 20}",
+                        "--watch_min_interval=250ms")
+        self.addCleanup(server.stop)
+        # Two reports of the same 100,000 flows with different values,
+        # sent in turn: every flow changes on every report.
+        reports = []
+        for turn in range(2):
+            req = report(1, [])
+            for f in range(100_000):
+                req.flow_stat.flow_stat_size[f] = 1000 + f + turn
+                req.flow_stat.flow_last_exec_time_map[f] = 1733000000000 + turn
+            reports.append(req.SerializeToString())
+        writer = tonic_client.Connection(server.addr)
+        self.addCleanup(writer.close)
+        stream = writer.open(HEARTBEAT)
+        stream.send(report(1, []).SerializeToString())
+        stream.recv()
+        stream.send(reports[0])
+        stream.recv()
+        idle = rss_kib(server.proc.pid)
+        stop = threading.Event()
+
+        def change():
+            turn = 0
+            while not stop.wait(0.25):
+                turn ^= 1
+                stream.send(reports[turn])
+                stream.recv(timeout=10)
+        changer = threading.Thread(target=change)
+        changer.start()
+        self.addCleanup(changer.join)
+        self.addCleanup(stop.set)
+
+        # One honest watcher that reads everything.
+        honest = tonic_client.Connection(server.addr)
+        self.addCleanup(honest.close)
+        reading = honest.open(WATCH)
+        reading.send(meta.metasrv_pb2.WatchFlowStateRequest().SerializeToString(),
+                     end=True)
+        def pump_for(seconds, conns):
+            until = time.monotonic() + seconds
+            while time.monotonic() < until:
+                for c in conns:
+                    try:
+                        c.pump(0.001)
+                    except (socket.timeout, BlockingIOError, ConnectionError):
+                        pass
+                try:
+                    honest.pump(0.01)
+                except socket.timeout:
+                    pass
+
+        # The churn alone first: what memory it takes with nobody stalled.
+        churn_peak = idle
+        for _ in range(32):
+            pump_for(0.25, [])
+            churn_peak = max(churn_peak, rss_kib(server.proc.pid))
+        # Then a new watcher that never reads every 250 ms, for 20 s.
+        stalled = []
+        peak = idle
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            conn = tonic_client.Connection(server.addr, window=0)
+            self.addCleanup(conn.close)
+            call = conn.open(WATCH)
+            call.send(meta.metasrv_pb2.WatchFlowStateRequest().SerializeToString(),
+                      end=True)
+            stalled.append((conn, call))
+            pump_for(0.25, [c for c, _ in stalled])
+            peak = max(peak, rss_kib(server.proc.pid))
+        stop.set()
+        ended = [call for _, call in stalled if call.ended]
+        codes = set()
+        for call in ended:
+            try:
+                call.check_status()
+                codes.add(0)
+            except tonic_client.CallError as e:
+                codes.add(e.code)
+        print(f"\nstalled watchers: idle RSS {idle // MIB} MiB, churn alone "
+              f"{churn_peak // MIB} MiB, with stalled watchers {peak // MIB} MiB; "
+              f"{len(stalled)} opened, {len(ended)} ended ({sorted(codes)})",
+              file=sys.stderr)
+        # Each was refused or ended with RESOURCE_EXHAUSTED, its state freed.
+        self.assertGreater(len(ended), len(stalled) // 2)
+        self.assertEqual(codes, {8})
+        if not harness.SANITIZED:
+            self.assertLess(peak, churn_peak + 4 * budget_mib * MIB)
+        # The honest watcher kept getting states; heartbeats are answered.
+        self.assertFalse(reading.ended)
+        self.assertGreater(len(reading.buffer), 1_000_000)
+        self.assertTrue(heartbeat_answered(server.addr, 77))
 
 
 class CancelledReadsTest(unittest.TestCase):
