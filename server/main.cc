@@ -8,8 +8,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "server/metasrv_server.h"
-#include "server/ops/command_line.h"
-#include "server/ops/flags.h"
+#include "server/config/command_line.h"
+#include "server/config/flags.h"
 #include "server/rpc/grpc_log.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"

@@ -19,7 +19,7 @@
 #include "server/election/mysql_lease_store.h"
 #include "server/election/postgres_lease_store.h"
 #include "server/ops/net_util.h"
-#include "server/rpc/log_limit.h"
+#include "server/ops/log_limit.h"
 #include "spdlog/spdlog.h"
 
 #ifndef METASRV_VERSION

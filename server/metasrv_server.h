@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
+#include "server/config/server_options.h"
 #include "server/election/election.h"
 #include "server/election/etcd_election.h"
 #include "server/ops/http_server.h"
@@ -37,73 +38,6 @@
 #include "server/watch/flow_state_watch.h"
 
 namespace metasrv::server {
-
-struct ServerOptions {
-  // host:port to listen on; port 0 picks a free one.
-  std::string bind_addr = "127.0.0.1:3002";
-  // Address clients are told to use; empty means the bound address.
-  std::string server_addr;
-  // Where the election runs. Empty: standalone, always the leader.
-  // etcd_store: etcd endpoints (host:port); postgres_store: one libpq
-  // connection string or URI; mysql_store: one mysql:// URL.
-  std::vector<std::string> store_addrs;
-  std::string backend = "etcd_store";                // With store_addrs.
-  std::string election_name = "__metasrv_election";  // With store_addrs.
-  absl::Duration lease_ttl = absl::Seconds(5);       // With store_addrs.
-  // etcd over TLS (GreptimeDB's [backend_tls]): mode disable or prefer
-  // (plaintext), require, verify_ca or verify_full (TLS; the server's
-  // certificate and name are always verified), and PEM files.
-  std::string store_tls_mode = "disable";
-  std::string store_tls_ca, store_tls_cert, store_tls_key;
-  // etcd user and a file holding its password; empty user: no auth.
-  std::string store_username, store_password_file;
-  uint64_t heartbeat_interval_ms = 3000;  // Told to clients at handshake.
-  uint64_t retry_interval_ms = 3000;      // Told to clients at handshake.
-  absl::Duration shutdown_grace = absl::Seconds(1);  // For in-flight calls.
-  // Threads for large reads (GetFlowState, Cluster reads); 0 runs them on
-  // gRPC's threads.
-  int read_threads = 2;
-  // host:port of the Prometheus /metrics endpoint; empty: none.
-  std::string metrics_addr;
-  // PEM files. With cert and key, gRPC is served over TLS only; with a
-  // client CA too, clients must present a certificate it signed (mTLS).
-  std::string tls_cert, tls_key, tls_client_ca;
-  // File holding the admin bearer token; empty: admin calls from loopback only.
-  std::string admin_token_file;
-  uint64_t max_streams = 50000;     // Open heartbeat streams; 0: no limit.
-  int max_message_bytes = 4 << 20;  // Largest request accepted.
-  uint64_t max_flows_per_report = 100000;  // Larger reports are refused.
-  // Flownodes known at once, and (node, flow) entries over all reports: a
-  // new node or a report that would pass them is refused. 0: no limit.
-  uint64_t max_nodes = 10000;
-  uint64_t max_total_flows = 1000000;
-  // HTTP/2 streams (calls of any kind) one connection may have open.
-  int max_streams_per_connection = 1000;
-  // Bytes of answers sent but not yet read by their clients; past it, new
-  // answers get RESOURCE_EXHAUSTED. 0: no limit.
-  uint64_t max_reply_bytes_in_flight = 128 << 20;
-  // Bytes gRPC itself may use (its ResourceQuota); 0: no limit.
-  size_t grpc_memory_limit = 512 << 20;
-  // Large reads (all flows, KV ranges) waiting for a read thread; more get
-  // RESOURCE_EXHAUSTED.
-  size_t max_queued_reads = 64;
-  // HTTP/2 keepalive pings: sent after this idle time; a peer that does not
-  // answer within the timeout is dropped and its streams released.
-  absl::Duration keepalive_time = absl::Seconds(30);
-  absl::Duration keepalive_timeout = absl::Seconds(10);
-  // A flownode silent for longer loses its report and record; zero: never.
-  absl::Duration node_report_ttl = absl::ZeroDuration();
-  // A node silent for longer loses its cluster info, a flownode its record
-  // (its flow state stays); zero: never. GreptimeDB's node_max_idle_time.
-  absl::Duration node_max_idle_time = absl::Hours(24);
-  // Alerting metrics: per-flow series for this many flows (0: none), and
-  // the thresholds of a stalled flow and a silent flownode.
-  FlowAlertOptions flow_alerts;
-  // WatchFlowState pushes at most once per this.
-  absl::Duration watch_min_interval = absl::Milliseconds(500);
-  // Time of heartbeats and node expiry; borrowed. Tests pass a ManualClock.
-  const core::Clock* clock = core::SystemClock();
-};
 
 // Thread safety: Shutdown() and Wait() may be called from any thread.
 class MetasrvServer final : public core::LeadershipListener {

@@ -10,7 +10,7 @@
 #include "prometheus/text_serializer.h"
 #include "server/ops/build_info.h"
 #include "server/ops/process_stats.h"
-#include "server/rpc/log_limit.h"
+#include "server/ops/log_limit.h"
 
 namespace metasrv::server {
 

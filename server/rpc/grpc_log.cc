@@ -4,7 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "server/rpc/log_limit.h"
+#include "server/ops/log_limit.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {

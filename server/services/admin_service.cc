@@ -1,7 +1,7 @@
 #include "server/services/admin_service.h"
 
 #include "server/rpc/grpc_status.h"
-#include "server/rpc/log_limit.h"
+#include "server/ops/log_limit.h"
 #include "server/rpc/unary_call.h"
 #include "spdlog/spdlog.h"
 

@@ -3,8 +3,8 @@
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/request_decoder.h"
 #include "server/rpc/unary_call.h"
-#include "server/services/flow_state_columns.h"
-#include "server/services/flow_state_response.h"
+#include "server/codec/flow_state_columns.h"
+#include "server/codec/flow_state_response.h"
 #include "server/services/node_info_proto.h"
 
 namespace metasrv::server {

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "server/rpc/grpc_status.h"
-#include "server/rpc/log_limit.h"
+#include "server/ops/log_limit.h"
 #include "server/rpc/request_decoder.h"
 #include "spdlog/spdlog.h"
 

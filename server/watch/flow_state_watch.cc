@@ -9,9 +9,9 @@
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "server/rpc/grpc_status.h"
-#include "server/rpc/log_limit.h"
-#include "server/services/flow_state_columns.h"
-#include "server/services/flow_state_response.h"
+#include "server/ops/log_limit.h"
+#include "server/codec/flow_state_columns.h"
+#include "server/codec/flow_state_response.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {

@@ -20,7 +20,7 @@
 #include "server/metasrv_server.h"
 #include "server/ops/admin_auth.h"
 #include "server/rpc/grpc_log.h"
-#include "server/rpc/log_limit.h"
+#include "server/ops/log_limit.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/reply_budget.h"
 #include "spdlog/sinks/ostream_sink.h"

@@ -21,8 +21,8 @@
 // Precedence (this service's, as its operators asked; GreptimeDB's own is
 // file over environment): command-line flags (and --flagfile) > environment
 // > file > defaults.
-#ifndef METASRV_SERVER_OPS_CONFIG_FILE_H_
-#define METASRV_SERVER_OPS_CONFIG_FILE_H_
+#ifndef METASRV_SERVER_CONFIG_CONFIG_FILE_H_
+#define METASRV_SERVER_CONFIG_CONFIG_FILE_H_
 
 #include <cstdint>
 #include <string>
@@ -85,4 +85,4 @@ absl::StatusOr<uint64_t> ParseReadableSize(const std::string& text);
 
 }  // namespace metasrv::server
 
-#endif  // METASRV_SERVER_OPS_CONFIG_FILE_H_
+#endif  // METASRV_SERVER_CONFIG_CONFIG_FILE_H_

@@ -1,7 +1,7 @@
 // Builds GetFlowState's columnar answer from the flow-state core. Shared by
 // GetFlowState and WatchFlowState.
-#ifndef METASRV_SERVER_SERVICES_FLOW_STATE_RESPONSE_H_
-#define METASRV_SERVER_SERVICES_FLOW_STATE_RESPONSE_H_
+#ifndef METASRV_SERVER_CODEC_FLOW_STATE_RESPONSE_H_
+#define METASRV_SERVER_CODEC_FLOW_STATE_RESPONSE_H_
 
 #include <cstdint>
 
@@ -21,4 +21,4 @@ absl::Status FillFlowState(const core::FlowStateManager& flow_state,
 
 }  // namespace metasrv::server
 
-#endif  // METASRV_SERVER_SERVICES_FLOW_STATE_RESPONSE_H_
+#endif  // METASRV_SERVER_CODEC_FLOW_STATE_RESPONSE_H_

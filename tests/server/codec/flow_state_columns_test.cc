@@ -1,13 +1,13 @@
 // GetFlowState's cached columns: the chunks, sent as they are, parse to the
 // same message the field-by-field build gives, for every kind of value.
-#include "server/services/flow_state_columns.h"
+#include "server/codec/flow_state_columns.h"
 
 #include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <random>
 
 #include "gtest/gtest.h"
-#include "server/services/flow_state_response.h"
+#include "server/codec/flow_state_response.h"
 
 namespace metasrv::server {
 namespace {

@@ -1,12 +1,12 @@
 // Command-line flags of the metasrv binary. Their values can also come from
 // a TOML config file and the environment (config_file.h); `--flagfile=FILE`
 // reads flags from a file, one `--name=value` per line.
-#ifndef METASRV_SERVER_OPS_FLAGS_H_
-#define METASRV_SERVER_OPS_FLAGS_H_
+#ifndef METASRV_SERVER_CONFIG_FLAGS_H_
+#define METASRV_SERVER_CONFIG_FLAGS_H_
 
 #include "absl/flags/commandlineflag.h"
 #include "absl/status/statusor.h"
-#include "server/metasrv_server.h"
+#include "server/config/server_options.h"
 
 namespace metasrv::server {
 
@@ -26,4 +26,4 @@ bool PrintConfigFlag();
 
 }  // namespace metasrv::server
 
-#endif  // METASRV_SERVER_OPS_FLAGS_H_
+#endif  // METASRV_SERVER_CONFIG_FLAGS_H_

@@ -1,4 +1,4 @@
-#include "server/rpc/log_limit.h"
+#include "server/ops/log_limit.h"
 
 #include <atomic>
 

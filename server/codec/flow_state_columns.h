@@ -6,8 +6,8 @@
 // which parsers concatenate: each chunk's bytes are a run of every column, so
 // the chunks in order, after the `found` field, are a valid
 // metasrv.v1.GetFlowStateResponse with every flow in ascending order.
-#ifndef METASRV_SERVER_SERVICES_FLOW_STATE_COLUMNS_H_
-#define METASRV_SERVER_SERVICES_FLOW_STATE_COLUMNS_H_
+#ifndef METASRV_SERVER_CODEC_FLOW_STATE_COLUMNS_H_
+#define METASRV_SERVER_CODEC_FLOW_STATE_COLUMNS_H_
 
 #include <grpcpp/support/byte_buffer.h>
 
@@ -50,4 +50,4 @@ void AppendVarint(uint64_t value, std::string* out);
 
 }  // namespace metasrv::server
 
-#endif  // METASRV_SERVER_SERVICES_FLOW_STATE_COLUMNS_H_
+#endif  // METASRV_SERVER_CODEC_FLOW_STATE_COLUMNS_H_

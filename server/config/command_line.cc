@@ -1,4 +1,4 @@
-#include "server/ops/command_line.h"
+#include "server/config/command_line.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "server/ops/build_info.h"
-#include "server/ops/config_file.h"
-#include "server/ops/flags.h"
+#include "server/config/config_file.h"
+#include "server/config/flags.h"
 
 namespace metasrv::server {
 namespace {

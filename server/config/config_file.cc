@@ -1,4 +1,4 @@
-#include "server/ops/config_file.h"
+#include "server/config/config_file.h"
 
 #include <sys/stat.h>
 
@@ -22,7 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "server/ops/flags.h"
+#include "server/config/flags.h"
 
 namespace metasrv::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/services/flow_state_response.h"
+#include "server/codec/flow_state_response.h"
 
 namespace metasrv::server {
 

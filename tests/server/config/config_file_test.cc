@@ -1,5 +1,5 @@
 // The TOML config file and GREPTIMEDB_METASRV__* environment (config_file.h).
-#include "server/ops/config_file.h"
+#include "server/config/config_file.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "server/services/flow_state_columns.h"
+#include "server/codec/flow_state_columns.h"
 
 #include <grpcpp/support/slice.h>
 

@@ -1,7 +1,7 @@
 // Log lines that a client can cause, bounded in rate: one line per place per
 // interval, the next one saying how many were left out, the rest counted.
-#ifndef METASRV_SERVER_RPC_LOG_LIMIT_H_
-#define METASRV_SERVER_RPC_LOG_LIMIT_H_
+#ifndef METASRV_SERVER_OPS_LOG_LIMIT_H_
+#define METASRV_SERVER_OPS_LOG_LIMIT_H_
 
 #include <cstdint>
 #include <string>
@@ -42,4 +42,4 @@ void LogLimited(spdlog::level::level_enum level, absl::string_view place,
 
 }  // namespace metasrv::server
 
-#endif  // METASRV_SERVER_RPC_LOG_LIMIT_H_
+#endif  // METASRV_SERVER_OPS_LOG_LIMIT_H_

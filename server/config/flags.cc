@@ -1,4 +1,4 @@
-#include "server/ops/flags.h"
+#include "server/config/flags.h"
 
 #include <algorithm>
 #include <string>

@@ -1,7 +1,7 @@
 // The metasrv binary's command line: --help, --version, `-c FILE`, the
 // config file and environment (config_file.h), then the flags themselves.
-#ifndef METASRV_SERVER_OPS_COMMAND_LINE_H_
-#define METASRV_SERVER_OPS_COMMAND_LINE_H_
+#ifndef METASRV_SERVER_CONFIG_COMMAND_LINE_H_
+#define METASRV_SERVER_CONFIG_COMMAND_LINE_H_
 
 #include <string>
 #include <vector>
@@ -32,4 +32,4 @@ std::string VersionLine();
 
 }  // namespace metasrv::server
 
-#endif  // METASRV_SERVER_OPS_COMMAND_LINE_H_
+#endif  // METASRV_SERVER_CONFIG_COMMAND_LINE_H_
