@@ -18,9 +18,4 @@ std::string NotLeaderMessage(const Leadership& leadership) {
                         : absl::StrCat("not leader; the leader is ", leader);
 }
 
-absl::Status CheckLeader(const Leadership& leadership) {
-  if (leadership.IsLeader()) return absl::OkStatus();
-  return absl::FailedPreconditionError(NotLeaderMessage(leadership));
-}
-
 }  // namespace metasrv::core

@@ -74,13 +74,14 @@ class StandaloneLeadership final : public Leadership {
   const std::string self_addr_;  // This replica's advertised address.
 };
 
-// Why a follower cannot serve a leader's call: names the leader, or says
-// that none is elected. Every not-leader answer carries it.
-std::string NotLeaderMessage(const Leadership& leadership);
+// The error code in a greptime.v1.meta response header that tells a client
+// this replica does not lead (GreptimeDB's "not leader").
+inline constexpr int32_t kNotLeaderErrorCode = 2;
 
-// OK when `leadership` leads; otherwise kFailedPrecondition naming the leader,
-// for the project's own RPCs, which a client must send to the leader instead.
-absl::Status CheckLeader(const Leadership& leadership);
+// Why a follower cannot serve a leader's call: names the leader, or says
+// that none is elected. Every not-leader answer carries it (the header's
+// message, or our own API's FAILED_PRECONDITION).
+std::string NotLeaderMessage(const Leadership& leadership);
 
 }  // namespace metasrv::core
 

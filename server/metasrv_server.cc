@@ -18,8 +18,8 @@
 #include "server/election/lease_election.h"
 #include "server/election/mysql_lease_store.h"
 #include "server/election/postgres_lease_store.h"
-#include "server/ops/net_util.h"
 #include "server/ops/log_limit.h"
+#include "server/ops/net_util.h"
 #include "spdlog/spdlog.h"
 
 #ifndef METASRV_VERSION
@@ -246,17 +246,15 @@ absl::Status MetasrvServer::MakeServices() {
       metrics_.get());
   const CallLimits limits{static_cast<size_t>(options_.max_message_bytes),
                           &replies_};
+  gate_ = std::make_unique<CallGate>(leadership_.get(), std::move(auth));
   heartbeat_service_ = std::make_unique<HeartbeatService>(
-      handler_.get(), &streams_, leadership_.get(), limits);
-  cluster_service_ =
-      std::make_unique<ClusterService>(&flow_state_, leadership_.get(), &reads_,
-                                       self_description_.get(), limits);
+      handler_.get(), &streams_, gate_.get(), limits);
+  cluster_service_ = std::make_unique<ClusterService>(
+      &flow_state_, gate_.get(), &reads_, self_description_.get(), limits);
   flow_state_service_ = std::make_unique<FlowStateService>(
-      &flow_state_, leadership_.get(), &reads_, watch_.get(), metrics_.get(),
-      limits);
+      &flow_state_, gate_.get(), &reads_, watch_.get(), metrics_.get(), limits);
   admin_service_ = std::make_unique<AdminService>(
-      [this] { return LeaderChange(); }, &flow_state_, leadership_.get(),
-      std::move(auth), limits);
+      [this] { return LeaderChange(); }, &flow_state_, gate_.get(), limits);
   const std::vector<std::string> services = {
       "greptime.v1.meta.Heartbeat",
       "greptime.v1.meta.Cluster",

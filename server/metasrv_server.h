@@ -26,6 +26,7 @@
 #include "server/ops/node_expirer.h"
 #include "server/ops/self_description.h"
 #include "server/ops/tcp_listener.h"
+#include "server/rpc/call_gate.h"
 #include "server/rpc/grpc_acceptor.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/reflection.h"
@@ -126,6 +127,7 @@ class MetasrvServer final : public core::LeadershipListener {
   std::unique_ptr<WatchHub> watch_;            // WatchFlowState pushes.
   std::unique_ptr<NodeExpirer> expirer_;       // With a node TTL, else null.
   std::unique_ptr<HeartbeatHandler> handler_;  // Per-request logic.
+  std::unique_ptr<CallGate> gate_;  // Who may call what; used by services.
   std::unique_ptr<HeartbeatService> heartbeat_service_;   // Heartbeat.
   std::unique_ptr<ClusterService> cluster_service_;       // Cluster.
   std::unique_ptr<FlowStateService> flow_state_service_;  // FlowState.

@@ -1,7 +1,5 @@
 #include "server/services/admin_service.h"
 
-#include "server/rpc/grpc_status.h"
-#include "server/ops/log_limit.h"
 #include "server/rpc/unary_call.h"
 #include "spdlog/spdlog.h"
 
@@ -9,43 +7,23 @@ namespace metasrv::server {
 
 AdminService::AdminService(LeaderChangeFn leader_change,
                            core::FlowStateManager* flow_state,
-                           const core::Leadership* leadership, AdminAuth auth,
-                           CallLimits limits)
-    : auth_(std::move(auth)),
-      leader_change_(std::move(leader_change)),
+                           const CallGate* gate, CallLimits limits)
+    : leader_change_(std::move(leader_change)),
       flow_state_(flow_state),
-      leadership_(leadership),
+      gate_(gate),
       limits_(limits) {}
-
-absl::Status AdminService::Admit(grpc::CallbackServerContext* context,
-                                 const char* method) const {
-  const auto& metadata = context->client_metadata();
-  auto it = metadata.find("authorization");
-  absl::string_view authorization;
-  if (it != metadata.end()) {
-    authorization = absl::string_view(it->second.data(), it->second.size());
-  }
-  absl::Status allowed = auth_.Check(authorization, context->peer());
-  if (!allowed.ok()) {
-    LogLimited(spdlog::level::warn, "admin_call_refused",
-               "admin call {} from {} refused: {}", method, context->peer(),
-               std::string(allowed.message()));
-    return allowed;
-  }
-  return core::CheckLeader(*leadership_);
-}
 
 template <typename Request, typename Response, typename Handle>
 grpc::ServerUnaryReactor* AdminService::Serve(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response, const char* method, Handle handle) const {
+    Method method, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
+    Handle handle) const {
   grpc::ServerUnaryReactor* reactor = nullptr;
-  auto* call = UnaryCall<Request, Response>::Start(context, request, response,
-                                                   limits_, &reactor);
-  if (call == nullptr) return reactor;
-  absl::Status done = Admit(context, method);
-  if (done.ok()) done = handle(call->request(), call->response());
-  call->Finish(done);
+  Admission admission = Admission::kServe;  // The only one, for our API.
+  auto* call =
+      StartAdmitted<Request, Response>(*gate_, method, context, request,
+                                       response, limits_, &reactor, &admission);
+  if (call != nullptr) call->Finish(handle(call->request(), call->response()));
   return reactor;
 }
 
@@ -54,7 +32,7 @@ grpc::ServerUnaryReactor* AdminService::LeaderChange(
     grpc::ByteBuffer* response) {
   return Serve<metasrv::v1::LeaderChangeRequest,
                metasrv::v1::LeaderChangeResponse>(
-      context, request, response, "LeaderChange",
+      Method::kLeaderChange, context, request, response,
       [this, context](const metasrv::v1::LeaderChangeRequest&,
                       metasrv::v1::LeaderChangeResponse* resp) {
         absl::StatusOr<uint64_t> dropped = leader_change_();
@@ -71,7 +49,7 @@ grpc::ServerUnaryReactor* AdminService::ForgetFlows(
     grpc::ByteBuffer* response) {
   return Serve<metasrv::v1::ForgetFlowsRequest,
                metasrv::v1::ForgetFlowsResponse>(
-      context, request, response, "ForgetFlows",
+      Method::kForgetFlows, context, request, response,
       [this, context](const metasrv::v1::ForgetFlowsRequest& req,
                       metasrv::v1::ForgetFlowsResponse* resp) {
         const auto& ids = req.flow_ids();

@@ -10,7 +10,7 @@
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
-#include "server/ops/admin_auth.h"
+#include "server/rpc/call_gate.h"
 #include "server/rpc/unary_call.h"
 
 namespace metasrv::server {
@@ -26,12 +26,11 @@ class AdminService final
   // standalone, a reset; with etcd, a resignation.
   using LeaderChangeFn = std::function<absl::StatusOr<uint64_t>()>;
 
-  // Borrows `flow_state` and `leadership`; they must outlive the service.
-  // Every call must pass `auth` first. Requests inflate to at most
-  // `limits`.
+  // Borrows `flow_state` and `gate`; they must outlive the service. Every
+  // call must pass the gate first (admin rights, then leadership). Requests
+  // inflate to at most `limits`.
   AdminService(LeaderChangeFn leader_change, core::FlowStateManager* flow_state,
-               const core::Leadership* leadership, AdminAuth auth,
-               CallLimits limits);
+               const CallGate* gate, CallLimits limits);
 
   grpc::ServerUnaryReactor* LeaderChange(grpc::CallbackServerContext* context,
                                          const grpc::ByteBuffer* request,
@@ -42,22 +41,18 @@ class AdminService final
                                         grpc::ByteBuffer* response) override;
 
  private:
-  // OK if the caller may use admin RPCs (logs refusals, never the token) and
-  // this replica leads.
-  absl::Status Admit(grpc::CallbackServerContext* context,
-                     const char* method) const;
-  // One admin call: decodes the request, admits it (see Admit), runs
+  // One admin call: decodes the request, admits it through the gate, runs
   // `handle(request, response*)` (returning an absl::Status) and finishes.
   template <typename Request, typename Response, typename Handle>
-  grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
+  grpc::ServerUnaryReactor* Serve(Method method,
+                                  grpc::CallbackServerContext* context,
                                   const grpc::ByteBuffer* request,
                                   grpc::ByteBuffer* response,
-                                  const char* method, Handle handle) const;
+                                  Handle handle) const;
 
-  const AdminAuth auth_;                      // Who may call.
   const LeaderChangeFn leader_change_;        // Does LeaderChange.
   core::FlowStateManager* const flow_state_;  // The state; borrowed.
-  const core::Leadership* const leadership_;  // Who leads; borrowed.
+  const CallGate* const gate_;                // Who may call; borrowed.
   const CallLimits limits_;                   // Request size, reply budget.
 };
 

@@ -3,8 +3,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/rpc/not_leader.h"
 #include "server/rpc/unary_call.h"
-#include "server/services/heartbeat_handler.h"
 #include "server/services/node_info_proto.h"
 
 namespace metasrv::server {
@@ -32,27 +32,25 @@ void FillNodeInfo(const core::MetasrvNodeInfo& node,
 
 }  // namespace
 
-ClusterService::ClusterService(const kv::KvBackend* kv,
-                               const core::Leadership* leadership,
+ClusterService::ClusterService(const kv::KvBackend* kv, const CallGate* gate,
                                ReadExecutor* reads, SelfDescription* self,
                                CallLimits limits)
-    : kv_(kv),
-      leadership_(leadership),
-      reads_(reads),
-      self_(self),
-      limits_(limits) {}
+    : kv_(kv), gate_(gate), reads_(reads), self_(self), limits_(limits) {}
 
 template <typename Request, typename Response, typename Fill>
 grpc::ServerUnaryReactor* ClusterService::Serve(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response, ReadCost cost, Fill fill) {
+    Method method, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer* request, grpc::ByteBuffer* response, ReadCost cost,
+    Fill fill) {
   grpc::ServerUnaryReactor* reactor = nullptr;
-  auto* call = UnaryCall<Request, Response>::Start(context, request, response,
-                                                   limits_, &reactor);
+  Admission admission = Admission::kServe;
+  auto* call =
+      StartAdmitted<Request, Response>(*gate_, method, context, request,
+                                       response, limits_, &reactor, &admission);
   if (call == nullptr) return reactor;
   meta::ResponseHeader* header = call->response()->mutable_header();
-  if (!leadership_->IsLeader()) {
-    SetNotLeader(*leadership_, header);
+  if (admission == Admission::kAnswerNotLeader) {
+    SetNotLeader(gate_->leadership(), header);
     call->Finish(absl::OkStatus());
     return reactor;
   }
@@ -65,7 +63,7 @@ grpc::ServerUnaryReactor* ClusterService::BatchGet(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return Serve<meta::BatchGetRequest, meta::BatchGetResponse>(
-      context, request, response, ReadCost::kLarge,
+      Method::kBatchGet, context, request, response, ReadCost::kLarge,
       [this](const meta::BatchGetRequest& req,
              meta::BatchGetResponse* resp) -> absl::Status {
         std::vector<std::string> keys(req.keys().begin(), req.keys().end());
@@ -80,7 +78,7 @@ grpc::ServerUnaryReactor* ClusterService::Range(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return Serve<meta::RangeRequest, meta::RangeResponse>(
-      context, request, response, ReadCost::kLarge,
+      Method::kRange, context, request, response, ReadCost::kLarge,
       [this](const meta::RangeRequest& req,
              meta::RangeResponse* resp) -> absl::Status {
         absl::StatusOr<kv::RangeResponse> found = kv_->Range(
@@ -96,14 +94,14 @@ grpc::ServerUnaryReactor* ClusterService::MetasrvPeers(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return Serve<meta::MetasrvPeersRequest, meta::MetasrvPeersResponse>(
-      context, request, response, ReadCost::kSmall,
+      Method::kMetasrvPeers, context, request, response, ReadCost::kSmall,
       [this](const meta::MetasrvPeersRequest&,
              meta::MetasrvPeersResponse* resp) -> absl::Status {
         // As upstream: the leader (this replica) describes itself now; the
         // followers are what they registered in the election's store.
         const core::MetasrvNodeInfo me = self_->Now();
         FillNodeInfo(me, resp->mutable_leader());
-        for (const core::MetasrvNodeInfo& peer : leadership_->Peers()) {
+        for (const core::MetasrvNodeInfo& peer : gate_->leadership().Peers()) {
           if (peer.addr != me.addr) FillNodeInfo(peer, resp->add_followers());
         }
         return absl::OkStatus();

@@ -8,8 +8,9 @@
 #include "core/leadership.h"
 #include "greptime/v1/meta/cluster.grpc.pb.h"
 #include "kv/kv_backend.h"
-#include "server/rpc/read_executor.h"
 #include "server/ops/self_description.h"
+#include "server/rpc/call_gate.h"
+#include "server/rpc/read_executor.h"
 #include "server/rpc/unary_call.h"
 
 namespace metasrv::server {
@@ -24,11 +25,10 @@ class ClusterService final
               greptime::v1::meta::Cluster::WithRawCallbackMethod_MetasrvPeers<
                   greptime::v1::meta::Cluster::Service>>> {
  public:
-  // Borrows `kv`, `leadership` and `reads`; they must outlive the service.
-  // KV reads run on `reads`. Calls are held to `limits`.
-  ClusterService(const kv::KvBackend* kv, const core::Leadership* leadership,
-                 ReadExecutor* reads, SelfDescription* self,
-                 CallLimits limits);
+  // Borrows `kv`, `gate`, `reads` and `self`; they must outlive the
+  // service. KV reads run on `reads`. Calls are held to `limits`.
+  ClusterService(const kv::KvBackend* kv, const CallGate* gate,
+                 ReadExecutor* reads, SelfDescription* self, CallLimits limits);
 
   grpc::ServerUnaryReactor* BatchGet(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* request,
@@ -47,16 +47,17 @@ class ClusterService final
   // the peers may wait)
   // and finishes the call with it.
   template <typename Request, typename Response, typename Fill>
-  grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
+  grpc::ServerUnaryReactor* Serve(Method method,
+                                  grpc::CallbackServerContext* context,
                                   const grpc::ByteBuffer* request,
                                   grpc::ByteBuffer* response, ReadCost cost,
                                   Fill fill);
 
-  const kv::KvBackend* const kv_;             // The in-memory KV; borrowed.
-  const core::Leadership* const leadership_;  // Who leads; borrowed.
-  ReadExecutor* const reads_;                 // Runs KV reads; borrowed.
-  SelfDescription* const self_;  // This replica, for peers; borrowed.
-  const CallLimits limits_;                   // Request size, reply budget.
+  const kv::KvBackend* const kv_;  // The in-memory KV; borrowed.
+  const CallGate* const gate_;     // Who may call; borrowed.
+  ReadExecutor* const reads_;      // Runs KV reads; borrowed.
+  SelfDescription* const self_;    // This replica, for peers; borrowed.
+  const CallLimits limits_;        // Request size, reply budget.
 };
 
 }  // namespace metasrv::server

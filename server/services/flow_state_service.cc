@@ -1,20 +1,20 @@
 #include "server/services/flow_state_service.h"
 
+#include "server/codec/flow_state_columns.h"
+#include "server/codec/flow_state_response.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/request_decoder.h"
 #include "server/rpc/unary_call.h"
-#include "server/codec/flow_state_columns.h"
-#include "server/codec/flow_state_response.h"
 #include "server/services/node_info_proto.h"
 
 namespace metasrv::server {
 
 FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
-                                   const core::Leadership* leadership,
-                                   ReadExecutor* reads, WatchHub* watch,
-                                   Metrics* metrics, CallLimits limits)
+                                   const CallGate* gate, ReadExecutor* reads,
+                                   WatchHub* watch, Metrics* metrics,
+                                   CallLimits limits)
     : flow_state_(flow_state),
-      leadership_(leadership),
+      gate_(gate),
       reads_(reads),
       watch_(watch),
       metrics_(Metrics::OrDiscard(metrics)),
@@ -37,48 +37,40 @@ ReadCost Cost(const metasrv::v1::ListFlownodesRequest& request) {
 
 template <typename Request, typename Response, typename Read>
 grpc::ServerUnaryReactor* FlowStateService::LeaderRead(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response, Read read) {
+    Method method, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer* request, grpc::ByteBuffer* response, Read read) {
   grpc::ServerUnaryReactor* reactor = nullptr;
-  auto* call = UnaryCall<Request, Response>::Start(context, request, response,
-                                                   limits_, &reactor);
-  if (call == nullptr) return reactor;
-  absl::Status leader = core::CheckLeader(*leadership_);
-  if (!leader.ok()) {
-    call->Finish(leader);
-    return reactor;
-  }
-  ScheduleRead(reads_, Cost(call->request()), call, read);
+  Admission admission = Admission::kServe;  // The only one, for our API.
+  auto* call =
+      StartAdmitted<Request, Response>(*gate_, method, context, request,
+                                       response, limits_, &reactor, &admission);
+  if (call != nullptr) ScheduleRead(reads_, Cost(call->request()), call, read);
   return reactor;
 }
 
 grpc::ServerUnaryReactor* FlowStateService::GetFlowState(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  using Call = UnaryCall<metasrv::v1::GetFlowStateRequest,
-                         metasrv::v1::GetFlowStateResponse>;
+  using Request = metasrv::v1::GetFlowStateRequest;
+  using Response = metasrv::v1::GetFlowStateResponse;
   grpc::ServerUnaryReactor* reactor = nullptr;
-  Call* call = Call::Start(context, request, response, limits_, &reactor);
+  Admission admission = Admission::kServe;
+  auto* call = StartAdmitted<Request, Response>(*gate_, Method::kGetFlowState,
+                                                context, request, response,
+                                                limits_, &reactor, &admission);
   if (call == nullptr) return reactor;
-  if (absl::Status leader = core::CheckLeader(*leadership_); !leader.ok()) {
-    call->Finish(leader);
-    return reactor;
-  }
-  const metasrv::v1::GetFlowStateRequest& req = call->request();
-  if (req.flow_ids_size() == 0) {
+  if (call->request().flow_ids_size() == 0) {
     // All flows: the cached chunk encodings, sent without a copy.
     ScheduleRead(reads_, ReadCost::kLarge, call,
-                 [this, call](const metasrv::v1::GetFlowStateRequest& req,
-                              metasrv::v1::GetFlowStateResponse*) {
+                 [this, call](const Request& req, Response*) {
                    call->SetResponseBytes(ToByteBuffer(
                        EncodeFlowState(*flow_state_, req.with_nodes())));
                    return absl::OkStatus();
                  });
     return reactor;
   }
-  ScheduleRead(reads_, Cost(req), call,
-               [this](const metasrv::v1::GetFlowStateRequest& req,
-                      metasrv::v1::GetFlowStateResponse* resp) {
+  ScheduleRead(reads_, Cost(call->request()), call,
+               [this](const Request& req, Response* resp) {
                  return FillFlowState(*flow_state_,
                                       absl::MakeConstSpan(req.flow_ids().data(),
                                                           req.flow_ids_size()),
@@ -92,7 +84,7 @@ grpc::ServerUnaryReactor* FlowStateService::ListFlownodes(
     grpc::ByteBuffer* response) {
   return LeaderRead<metasrv::v1::ListFlownodesRequest,
                     metasrv::v1::ListFlownodesResponse>(
-      context, request, response,
+      Method::kListFlownodes, context, request, response,
       [this](const metasrv::v1::ListFlownodesRequest& req,
              metasrv::v1::ListFlownodesResponse* resp) {
         return ListNodes(req, resp);
@@ -121,7 +113,8 @@ absl::Status FlowStateService::ListNodes(
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* FlowStateService::WatchFlowState(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
-  absl::Status refused = core::CheckLeader(*leadership_);
+  absl::Status refused =
+      gate_->Admit(Method::kWatchFlowState, context).status();
   metasrv::v1::WatchFlowStateRequest parsed;
   if (refused.ok()) {
     grpc::ByteBuffer copy(*request);

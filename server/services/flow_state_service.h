@@ -8,6 +8,7 @@
 #include "core/leadership.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
 #include "server/ops/metrics.h"
+#include "server/rpc/call_gate.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/unary_call.h"
 #include "server/watch/flow_state_watch.h"
@@ -26,8 +27,8 @@ class FlowStateService final
   // Borrows all; they must outlive the service. Reads run on `reads`.
   // Null `metrics`: none kept. Calls are held to `limits`.
   FlowStateService(const core::FlowStateManager* flow_state,
-                   const core::Leadership* leadership, ReadExecutor* reads,
-                   WatchHub* watch, Metrics* metrics, CallLimits limits);
+                   const CallGate* gate, ReadExecutor* reads, WatchHub* watch,
+                   Metrics* metrics, CallLimits limits);
 
   grpc::ServerUnaryReactor* GetFlowState(grpc::CallbackServerContext* context,
                                          const grpc::ByteBuffer* request,
@@ -42,11 +43,12 @@ class FlowStateService final
       const grpc::ByteBuffer* request) override;
 
  private:
-  // Decodes the request. If this replica leads, runs `read(request,
-  // response)` on the read executor and finishes with its status; else
-  // finishes with FAILED_PRECONDITION naming the leader.
+  // Decodes the request and admits it (the gate refuses followers). Then
+  // runs `read(request, response)` on the read executor and finishes with
+  // its status.
   template <typename Request, typename Response, typename Read>
-  grpc::ServerUnaryReactor* LeaderRead(grpc::CallbackServerContext* context,
+  grpc::ServerUnaryReactor* LeaderRead(Method method,
+                                       grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response, Read read);
   // Fills a ListFlownodes answer.
@@ -54,7 +56,7 @@ class FlowStateService final
                          metasrv::v1::ListFlownodesResponse* response) const;
 
   const core::FlowStateManager* const flow_state_;  // The state; borrowed.
-  const core::Leadership* const leadership_;        // Who leads; borrowed.
+  const CallGate* const gate_;                      // Who may call; borrowed.
   ReadExecutor* const reads_;                       // Runs reads; borrowed.
   WatchHub* const watch_;                           // Watchers; borrowed.
   Metrics* const metrics_;   // Borrowed; never null (Metrics::OrDiscard).

@@ -134,14 +134,6 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
   return MergeResult::kMerged;
 }
 
-void SetNotLeader(const core::Leadership& leadership,
-                  greptime::v1::meta::ResponseHeader* header) {
-  header->set_protocol_version(1);
-  auto* error = header->mutable_error();
-  error->set_code(kNotLeaderErrorCode);
-  error->set_err_msg(core::NotLeaderMessage(leadership));
-}
-
 uint64_t HeartbeatHandler::IntervalFor(int role) const {
   return role == greptime::v1::meta::FRONTEND
              ? options_.heartbeat_interval_ms * kFrontendIntervalFactor
@@ -161,12 +153,11 @@ absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
   }
   // What a node says about itself is bounded before anything is kept.
   const auto& info = request.info();
-  for (const auto& [name, value] :
-       {std::pair<const char*, const std::string*>{"peer.addr",
-                                                   &request.peer().addr()},
-        {"info.version", &info.version()},
-        {"info.git_commit", &info.git_commit()},
-        {"info.hostname", &info.hostname()}}) {
+  for (const auto& [name, value] : {std::pair<const char*, const std::string*>{
+                                        "peer.addr", &request.peer().addr()},
+                                    {"info.version", &info.version()},
+                                    {"info.git_commit", &info.git_commit()},
+                                    {"info.hostname", &info.hostname()}}) {
     if (value->size() > kMaxNodeStringBytes) {
       return absl::InvalidArgumentError(
           absl::StrCat("heartbeat request's ", name, " has ", value->size(),

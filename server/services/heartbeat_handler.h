@@ -11,22 +11,14 @@
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
 #include "server/ops/metrics.h"
+#include "server/rpc/not_leader.h"
 
 namespace metasrv::server {
-
-// Error code in a response header that tells a client this replica does not
-// lead (GreptimeDB's "not leader").
-inline constexpr int32_t kNotLeaderErrorCode = 2;
 
 // GreptimeDB tells frontends to heartbeat this many times less often than
 // other nodes (`frontend_heartbeat_interval` in
 // src/common/meta/src/distributed_time_constants.rs).
 inline constexpr uint64_t kFrontendIntervalFactor = 6;
-
-// Fills `header` with the "not leader" error (code 2) naming the leader, as
-// every greptime.v1.meta answer of a follower carries it.
-void SetNotLeader(const core::Leadership& leadership,
-                  greptime::v1::meta::ResponseHeader* header);
 
 // Why a request's flow state was or was not merged.
 enum class MergeResult {

@@ -1,6 +1,6 @@
 #include "server/services/heartbeat_service.h"
 
-#include "server/rpc/unary_call.h"
+#include "server/rpc/call_gate.h"
 #include "server/services/heartbeat_stream.h"
 
 namespace metasrv::server {
@@ -10,12 +10,8 @@ using greptime::v1::meta::AskLeaderResponse;
 
 HeartbeatService::HeartbeatService(HeartbeatHandler* handler,
                                    StreamRegistry* registry,
-                                   const core::Leadership* leadership,
-                                   CallLimits limits)
-    : handler_(handler),
-      registry_(registry),
-      leadership_(leadership),
-      limits_(limits) {}
+                                   const CallGate* gate, CallLimits limits)
+    : handler_(handler), registry_(registry), gate_(gate), limits_(limits) {}
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 HeartbeatService::Heartbeat(grpc::CallbackServerContext* context) {
@@ -27,8 +23,10 @@ grpc::ServerUnaryReactor* HeartbeatService::AskLeader(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = nullptr;
-  auto* call = UnaryCall<AskLeaderRequest, AskLeaderResponse>::Start(
-      context, request, response, limits_, &reactor);
+  Admission admission = Admission::kServe;  // kAnywhere: the only one.
+  auto* call = StartAdmitted<AskLeaderRequest, AskLeaderResponse>(
+      *gate_, Method::kAskLeader, context, request, response, limits_, &reactor,
+      &admission);
   if (call == nullptr) return reactor;
   // Any replica answers, leader or not: that is how clients find the leader.
   // With none known, an error, as upstream's handle_ask_leader answers when
@@ -36,7 +34,7 @@ grpc::ServerUnaryReactor* HeartbeatService::AskLeader(
   // empty address would be taken for the leader's. Upstream's is its
   // election's NoLeader error, of status code Internal (retryable; gRPC
   // INTERNAL): the same here, code for code.
-  std::string leader = leadership_->LeaderAddr();
+  std::string leader = gate_->leadership().LeaderAddr();
   if (leader.empty()) {
     call->Finish(absl::InternalError(
         "no metasrv leader is known yet (an election is in progress); ask "

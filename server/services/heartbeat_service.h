@@ -6,6 +6,7 @@
 
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.grpc.pb.h"
+#include "server/rpc/call_gate.h"
 #include "server/rpc/stream_registry.h"
 #include "server/rpc/unary_call.h"
 #include "server/services/heartbeat_handler.h"
@@ -23,7 +24,7 @@ class HeartbeatService final
   // Borrows all three; they must outlive the service. Requests inflate to at
   // most `limits.max_request_bytes`.
   HeartbeatService(HeartbeatHandler* handler, StreamRegistry* registry,
-                   const core::Leadership* leadership, CallLimits limits);
+                   const CallGate* gate, CallLimits limits);
 
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Heartbeat(
       grpc::CallbackServerContext* context) override;
@@ -33,10 +34,10 @@ class HeartbeatService final
                                       grpc::ByteBuffer* response) override;
 
  private:
-  HeartbeatHandler* const handler_;           // Per-request logic.
-  StreamRegistry* const registry_;            // Open streams.
-  const core::Leadership* const leadership_;  // Who leads.
-  const CallLimits limits_;                   // Request size, reply budget.
+  HeartbeatHandler* const handler_;  // Per-request logic.
+  StreamRegistry* const registry_;   // Open streams.
+  const CallGate* const gate_;       // Who may call; who leads.
+  const CallLimits limits_;          // Request size, reply budget.
 };
 
 }  // namespace metasrv::server

@@ -4,8 +4,8 @@
 
 #include <utility>
 
-#include "server/rpc/grpc_status.h"
 #include "server/ops/log_limit.h"
+#include "server/rpc/grpc_status.h"
 #include "server/rpc/request_decoder.h"
 #include "spdlog/spdlog.h"
 
@@ -35,8 +35,7 @@ HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
   absl::Status added = registry_->Add(this);
   if (!added.ok()) {
     LogLimited(spdlog::level::warn, "heartbeat_stream_refused",
-               "heartbeat stream from {} refused: {}", peer_,
-               added.ToString());
+               "heartbeat stream from {} refused: {}", peer_, added.ToString());
     FinishOnce(added);
     return;
   }

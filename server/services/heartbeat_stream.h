@@ -55,12 +55,12 @@ class HeartbeatStream final
   StreamRegistry* const registry_;   // Where this stream is listed; borrowed.
   // The call's; its trailers carry an error's metadata. Borrowed.
   grpc::CallbackServerContext* const context_;
-  const size_t max_request_bytes_;   // Limit of an inflated request.
-  const std::string peer_;           // The client's address, for logs.
-  bool registered_ = false;          // Whether Add() succeeded.
-  bool handshake_ = true;            // The next request is the first.
-  grpc::ByteBuffer read_buffer_;     // The request, as read.
-  grpc::ByteBuffer write_buffer_;    // The response, as written.
+  const size_t max_request_bytes_;  // Limit of an inflated request.
+  const std::string peer_;          // The client's address, for logs.
+  bool registered_ = false;         // Whether Add() succeeded.
+  bool handshake_ = true;           // The next request is the first.
+  grpc::ByteBuffer read_buffer_;    // The request, as read.
+  grpc::ByteBuffer write_buffer_;   // The response, as written.
   // Requests are parsed into `arena_`, reset before each parse: its first
   // block is `arena_block_`, so a typical report's map entries cost no malloc.
   alignas(8) char arena_block_[2048];

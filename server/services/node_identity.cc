@@ -44,7 +44,7 @@ uint64_t FrontendNodeId(absl::string_view addr) {
       EVP_MAC_final(ctx, out, &written, sizeof(out)) == 1 && written == 8;
   EVP_MAC_CTX_free(ctx);
   if (!ok) std::abort();  // Only out of memory.
-  uint64_t id = 0;  // Little-endian, as Rust's SipHasher finishes.
+  uint64_t id = 0;        // Little-endian, as Rust's SipHasher finishes.
   for (int i = 7; i >= 0; --i) id = id << 8 | out[i];
   return id;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "core/flow_state_codec.h"
 #include "core/flow_state_keys.h"
 #include "gmock/gmock.h"
@@ -28,7 +29,8 @@ class FlowStateManagerTest : public ::testing::Test {
     EXPECT_TRUE(typed.has_value());
     absl::StatusOr<FlowStateValue> decoded = DecodeFlowState(RawGlobal());
     EXPECT_TRUE(decoded.ok()) << decoded.status();
-    EXPECT_EQ(typed.value_or(FlowStateValue()), decoded.value_or(FlowStateValue()));
+    EXPECT_EQ(typed.value_or(FlowStateValue()),
+              decoded.value_or(FlowStateValue()));
     return decoded.value_or(FlowStateValue());
   }
   std::string RawGlobal() {
@@ -62,8 +64,9 @@ TEST_F(FlowStateManagerTest, TwoNodesReportingDifferentFlowsBothAppear) {
   EXPECT_EQ(RawGlobal(),
             R"({"state_size":{"10":100,"20":200},"last_exec_time_map":)"
             R"({"10":1000,"20":2000},"start_time_map":{}})");
-  EXPECT_EQ(*kv_.Get(FlowStateNodeKey(1)),
-            R"({"state_size":{"10":100},"last_exec_time_map":{"10":1000},"start_time_map":{}})");
+  EXPECT_EQ(
+      *kv_.Get(FlowStateNodeKey(1)),
+      R"({"state_size":{"10":100},"last_exec_time_map":{"10":1000},"start_time_map":{}})");
   EXPECT_EQ(manager_.node_count(), 2u);
   EXPECT_EQ(manager_.flow_count(), 2u);
 }
@@ -110,8 +113,9 @@ TEST_F(FlowStateManagerTest, FlowsPresentInOnlySomeMapsStaySo) {
       Builder().SetStateSize(3, 1).SetStartTime(3, 55).Build();
   ASSERT_TRUE(manager_.Merge(1, only_time).ok());
   ASSERT_TRUE(manager_.Merge(2, with_start).ok());
-  EXPECT_EQ(RawGlobal(),
-            R"({"state_size":{"3":1},"last_exec_time_map":{"3":77},"start_time_map":{"3":55}})");
+  EXPECT_EQ(
+      RawGlobal(),
+      R"({"state_size":{"3":1},"last_exec_time_map":{"3":77},"start_time_map":{"3":55}})");
 }
 
 TEST_F(FlowStateManagerTest, ResetClearsEverythingAndMergeWorksAfter) {
@@ -159,7 +163,8 @@ TEST_F(FlowStateManagerTest, AggregateAfterResetIsTheNewTermsOnly) {
 }
 
 TEST_F(FlowStateManagerTest, ReadFiltersByFlowIds) {
-  ASSERT_TRUE(manager_.Merge(1, Report({{1, 1, 1}, {2, 2, 2}, {3000, 3, 3}})).ok());
+  ASSERT_TRUE(
+      manager_.Merge(1, Report({{1, 1, 1}, {2, 2, 2}, {3000, 3, 3}})).ok());
   std::optional<std::vector<AggregateFlow>> read =
       manager_.Read({3000, 7, 1, 3000});
   ASSERT_TRUE(read.has_value());
@@ -241,7 +246,8 @@ TEST_F(FlowStateManagerTest, ConcurrentMergesLoseNothing) {
           // Each node first reports a throwaway flow, then its real one.
           EXPECT_TRUE(manager.Merge(node, Report({{100000, 1, 1}})).ok());
           const uint32_t flow = static_cast<uint32_t>(node);
-          EXPECT_TRUE(manager.Merge(node, Report({{flow, node + 1, round}})).ok());
+          EXPECT_TRUE(
+              manager.Merge(node, Report({{flow, node + 1, round}})).ok());
         }
       });
     }
@@ -260,7 +266,8 @@ TEST_F(FlowStateManagerTest, ConcurrentMergesLoseNothing) {
     std::optional<FlowStateValue> v = manager.Get();
     ASSERT_TRUE(v.has_value());
     const FlowStateValue& value = *v;
-    ASSERT_EQ(value.flows().size(), static_cast<size_t>(kThreads * kNodesPerThread));
+    ASSERT_EQ(value.flows().size(),
+              static_cast<size_t>(kThreads * kNodesPerThread));
     for (const FlowStat& s : value.flows()) {
       EXPECT_EQ(s.state_size, s.flow_id + 1u);
       EXPECT_EQ(s.last_exec_time, round);
@@ -274,19 +281,25 @@ TEST_F(FlowStateManagerTest, ConcurrentMergesLoseNothing) {
 // equals the brute force over the reports.
 TEST_F(FlowStateManagerTest, ConcurrentRangeReadsDecodeAndSettleExact) {
   std::atomic<bool> done{false};
+  // The writers start once the reader runs: they race it, rather than
+  // finishing before it was scheduled.
+  absl::Notification reading;
   std::vector<std::thread> writers;
   for (int t = 0; t < 3; ++t) {
     writers.emplace_back([&, t] {
+      reading.WaitForNotification();
       for (int i = 0; i < 2000; ++i) {
         const uint32_t flow = static_cast<uint32_t>((t * 7 + i) % 3000);
-        EXPECT_TRUE(manager_.Merge(i % 13, Report({{flow, uint64_t(i), i}})).ok());
+        EXPECT_TRUE(
+            manager_.Merge(i % 13, Report({{flow, uint64_t(i), i}})).ok());
         if (t == 0 && i % 500 == 499) manager_.Reset();
       }
     });
   }
   int checked = 0;
   std::thread reader([&] {
-    while (!done.load()) {
+    reading.Notify();
+    do {
       absl::StatusOr<kv::RangeResponse> r =
           manager_.Range({"__flow/", kv::PrefixEnd("__flow/")});
       ASSERT_TRUE(r.ok());
@@ -302,7 +315,7 @@ TEST_F(FlowStateManagerTest, ConcurrentRangeReadsDecodeAndSettleExact) {
         }
       }
       ++checked;
-    }
+    } while (!done.load());
   });
   for (auto& th : writers) th.join();
   done = true;
@@ -318,9 +331,11 @@ TEST_F(FlowStateManagerTest, MergesRacingResetsLeaveConsistentState) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 300; ++i) {
-        EXPECT_TRUE(manager_.Merge(t, Report({{static_cast<uint32_t>(t * 1000 + i % 7),
-                                                static_cast<uint64_t>(i), i}}))
-                        .ok());
+        EXPECT_TRUE(
+            manager_
+                .Merge(t, Report({{static_cast<uint32_t>(t * 1000 + i % 7),
+                                   static_cast<uint64_t>(i), i}}))
+                .ok());
       }
     });
   }
@@ -340,7 +355,8 @@ TEST_F(FlowStateManagerTest, MergesRacingResetsLeaveConsistentState) {
     absl::StatusOr<FlowStateValue> report = DecodeFlowState(e.value);
     ASSERT_TRUE(report.ok()) << report.status();
     for (const FlowStat& s : report->flows()) {
-      all.SetStateSize(s.flow_id, s.state_size).SetLastExecTime(s.flow_id, s.last_exec_time);
+      all.SetStateSize(s.flow_id, s.state_size)
+          .SetLastExecTime(s.flow_id, s.last_exec_time);
     }
   }
   EXPECT_EQ(GetValue(), std::move(all).Build());

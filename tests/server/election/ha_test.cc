@@ -132,7 +132,7 @@ TEST_P(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
     HeartbeatClient client(channels_[f]);
     auto resp = client.Call(FlowReport(7, {{1, 1, 1}}));
     ASSERT_TRUE(resp.has_value());
-    EXPECT_EQ(resp->header().error().code(), kNotLeaderErrorCode);
+    EXPECT_EQ(resp->header().error().code(), core::kNotLeaderErrorCode);
     EXPECT_EQ(resp->heartbeat_config().heartbeat_interval_ms(), 3000u);
     EXPECT_EQ(resp->heartbeat_config().retry_interval_ms(), 3000u);
     EXPECT_EQ(client.Close().error_code(), grpc::StatusCode::ABORTED);
@@ -145,7 +145,7 @@ TEST_P(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
     range.set_key("__flow/state");
     meta::RangeResponse range_resp;
     ASSERT_TRUE(cluster->Range(&ctx, range, &range_resp).ok());
-    EXPECT_EQ(range_resp.header().error().code(), kNotLeaderErrorCode);
+    EXPECT_EQ(range_resp.header().error().code(), core::kNotLeaderErrorCode);
     EXPECT_EQ(range_resp.kvs_size(), 0);
     grpc::ClientContext peers_ctx;
     meta::MetasrvPeersResponse peers_resp;
@@ -153,7 +153,7 @@ TEST_P(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
         cluster
             ->MetasrvPeers(&peers_ctx, meta::MetasrvPeersRequest(), &peers_resp)
             .ok());
-    EXPECT_EQ(peers_resp.header().error().code(), kNotLeaderErrorCode);
+    EXPECT_EQ(peers_resp.header().error().code(), core::kNotLeaderErrorCode);
     EXPECT_FALSE(peers_resp.has_leader());
     EXPECT_EQ(peers_resp.followers_size(), 0);
     // Our own RPCs: FAILED_PRECONDITION naming the leader.
@@ -415,7 +415,7 @@ TEST_P(HaTest, StepDownUnderLoadNeverCrashes) {
           auto resp = client.Call(FlowReport(100 + t, {{1, ++round, 1}}));
           if (!resp.has_value()) break;
           if (resp->header().has_error()) {
-            EXPECT_EQ(resp->header().error().code(), kNotLeaderErrorCode);
+            EXPECT_EQ(resp->header().error().code(), core::kNotLeaderErrorCode);
             EXPECT_FALSE(resp->header().error().err_msg().empty());
             not_leader.fetch_add(1);
           } else {

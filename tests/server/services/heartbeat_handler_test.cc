@@ -169,7 +169,7 @@ TEST_F(HeartbeatHandlerTest, FollowerAnswersNotLeaderAndMergesNothing) {
   meta::HeartbeatResponse resp;
   absl::Status s = handler_.Handle(FlowReport(1, {{1, 1, 1}}), true, &resp);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
-  EXPECT_EQ(resp.header().error().code(), kNotLeaderErrorCode);
+  EXPECT_EQ(resp.header().error().code(), core::kNotLeaderErrorCode);
   EXPECT_NE(resp.header().error().err_msg().find("10.0.0.9:3002"), std::string::npos);
   EXPECT_EQ(kv_.size(), 0u);
 }
@@ -181,7 +181,7 @@ TEST_F(HeartbeatHandlerTest, ReportDecidedUnderAnEndedTermIsNotMerged) {
   meta::HeartbeatResponse resp;
   absl::Status s = handler_.Handle(FlowReport(1, {{1, 1, 1}}), false, &resp);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
-  EXPECT_EQ(resp.header().error().code(), kNotLeaderErrorCode);
+  EXPECT_EQ(resp.header().error().code(), core::kNotLeaderErrorCode);
   EXPECT_EQ(kv_.size(), 0u);
   // A leadership in the current term merges.
   leadership_.state_term = manager_.term();

@@ -1,0 +1,100 @@
+// Who may call what, declared once: every method's leader policy and
+// whether it needs admin rights (the table in call_gate.cc), and the one
+// check each service makes before it serves a call.
+#ifndef METASRV_SERVER_RPC_CALL_GATE_H_
+#define METASRV_SERVER_RPC_CALL_GATE_H_
+
+#include <grpcpp/support/server_callback.h>
+
+#include "absl/status/statusor.h"
+#include "core/leadership.h"
+#include "server/ops/admin_auth.h"
+#include "server/rpc/unary_call.h"
+
+namespace metasrv::server {
+
+// Every method the server serves, but reflection's and health's (served by
+// any replica, to anyone).
+enum class Method {
+  kHeartbeat,  // greptime.v1.meta.Heartbeat
+  kAskLeader,
+  kBatchGet,  // greptime.v1.meta.Cluster
+  kRange,
+  kMetasrvPeers,
+  kGetFlowState,  // metasrv.v1.FlowState
+  kListFlownodes,
+  kWatchFlowState,
+  kLeaderChange,  // metasrv.v1.Admin
+  kForgetFlows,
+};
+
+// What a replica that does not lead does with a call.
+enum class LeaderPolicy {
+  kAnywhere,  // Serves it: it is how clients find the leader.
+  // Answers with GreptimeDB's not-leader header (not_leader.h) and no data,
+  // as upstream's followers do; the client asks again elsewhere.
+  kLeaderOrAnswer,
+  // Refuses it: FAILED_PRECONDITION naming the leader (our own API).
+  kLeaderOrRefuse,
+};
+
+struct MethodPolicy {
+  const char* name;     // The method's name, for logs.
+  LeaderPolicy leader;  // Followers' answer.
+  bool admin;           // Needs the admin token (or loopback, without one).
+};
+
+// `method`'s row of the table.
+const MethodPolicy& PolicyOf(Method method);
+
+// What the service does with an admitted call.
+enum class Admission {
+  kServe,            // Serve it.
+  kAnswerNotLeader,  // Answer with SetNotLeader's header and nothing else.
+};
+
+// Thread-safe (immutable after construction).
+class CallGate {
+ public:
+  // Borrows `leadership`, which must outlive the gate.
+  CallGate(const core::Leadership* leadership, AdminAuth auth);
+
+  // Admits a call of `method`: its admin rights first (a refusal is
+  // logged, rate-limited, never with the token: kUnauthenticated or
+  // kPermissionDenied), then the leader policy (kFailedPrecondition for
+  // kLeaderOrRefuse on a follower). The status is what to finish with.
+  absl::StatusOr<Admission> Admit(Method method,
+                                  grpc::CallbackServerContext* context) const;
+
+  const core::Leadership& leadership() const { return *leadership_; }
+
+ private:
+  const core::Leadership* const leadership_;  // Who leads; borrowed.
+  const AdminAuth auth_;                      // Who may call admin methods.
+};
+
+// Starts a unary call of `method` (UnaryCall::Start) and admits it through
+// `gate`. Returns the call to serve, with `*admission` saying how; null
+// when it has already finished (a malformed request or a refusal). Either
+// way `*reactor` is what the method returns.
+template <typename Request, typename Response>
+UnaryCall<Request, Response>* StartAdmitted(
+    const CallGate& gate, Method method, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
+    CallLimits limits, grpc::ServerUnaryReactor** reactor,
+    Admission* admission) {
+  auto* call = UnaryCall<Request, Response>::Start(context, request, response,
+                                                   limits, reactor);
+  if (call == nullptr) return nullptr;
+  absl::StatusOr<Admission> admitted = gate.Admit(method, context);
+  if (!admitted.ok()) {
+    call->Finish(admitted.status());
+    return nullptr;
+  }
+  *admission = *admitted;
+  return call;
+}
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_RPC_CALL_GATE_H_
