@@ -112,7 +112,7 @@ absl::StatusOr<std::unique_ptr<Election>> MetasrvServer::MakeElection() {
         EtcdElectionOptions{options_.store_addrs, options_.election_name,
                             advertised_addr_, options_.lease_ttl,
                             *std::move(security), Describe()},
-        core::SystemClock(), this);
+        options_.clock, this);
   }
   const bool postgres = options_.backend == "postgres_store";
   if (!postgres && options_.backend != "mysql_store") {
@@ -144,7 +144,7 @@ absl::StatusOr<std::unique_ptr<Election>> MetasrvServer::MakeElection() {
       LeaseElectionOptions{postgres ? "PostgreSQL" : "MySQL",
                            options_.election_name, advertised_addr_,
                            options_.lease_ttl, Describe()},
-      std::move(lease_store), core::SystemClock(), this);
+      std::move(lease_store), options_.clock, this);
 }
 
 absl::StatusOr<EtcdSecurity> MetasrvServer::StoreSecurity(
@@ -202,7 +202,7 @@ absl::Status MetasrvServer::StartSupport() {
   watch_ = std::make_unique<WatchHub>(
       &flow_state_,
       WatchHub::Options{options_.watch_min_interval, options_.max_streams},
-      metrics_.get(), &replies_);
+      metrics_.get(), &replies_, options_.clock);
   flow_state_.SetListener(watch_.get());
   watch_->Start();
   if (options_.node_report_ttl > absl::ZeroDuration() ||

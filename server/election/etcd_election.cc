@@ -16,9 +16,8 @@ EtcdElection::EtcdElection(EtcdElectionOptions options,
     : options_(std::move(options)),
       peers_prefix_(options_.name + std::string("\0peers/", 7)),
       clock_(clock),
-      listener_(listener),
       client_(options_.endpoints, options_.security),
-      lease_(clock, options_.lease_ttl) {}
+      state_(options_.self_addr, "etcd", clock, options_.lease_ttl, listener) {}
 
 EtcdElection::~EtcdElection() { Stop(); }
 
@@ -44,7 +43,8 @@ absl::Status EtcdElection::CheckAccess(absl::Duration timeout) {
   if (!below.ok()) return below.status();
   for (const auto& [key, value] : *below) {
     const size_t last = key.rfind('/');
-    if (last > name.size() && IsLeaseId(absl::string_view(key).substr(last + 1))) {
+    if (last > name.size() &&
+        IsLeaseId(absl::string_view(key).substr(last + 1))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "election '", name, "' covers another election's key '", key,
           "' on this etcd: choose names where neither, with '/', is a "
@@ -100,30 +100,23 @@ void EtcdElection::Stop() {
 }
 
 core::Leadership::Term EtcdElection::CurrentTerm() const {
-  absl::MutexLock lock(&mu_);
-  if (!leading_ || !lease_.Valid()) return {};
-  return {true, state_term_};
+  return state_.CurrentTerm();
 }
 
-std::string EtcdElection::LeaderAddr() const {
-  absl::MutexLock lock(&mu_);
-  return leading_ ? options_.self_addr : observed_leader_;
-}
+std::string EtcdElection::LeaderAddr() const { return state_.Leader().addr; }
 
 std::vector<std::string> EtcdElection::FollowerAddrs() const {
-  absl::MutexLock lock(&mu_);
-  return FollowersOf(peers_, leading_ ? options_.self_addr : observed_leader_);
+  return state_.FollowerAddrs();
 }
 
 std::vector<core::MetasrvNodeInfo> EtcdElection::Peers() const {
-  absl::MutexLock lock(&mu_);
-  return peers_;
+  return state_.Peers();
 }
 
 void EtcdElection::PeersLoop() {
   // Apart from the keep-alives, so a slow etcd delays the list, never a
   // keep-alive.
-  const absl::Duration interval = lease_.keepalive_interval();
+  const absl::Duration interval = state_.lease().keepalive_interval();
   int64_t registered = 0;
   absl::Time next = clock_->Monotonic();
   while (Wait(next, false)) {
@@ -133,16 +126,16 @@ void EtcdElection::PeersLoop() {
       lease = session_lease_;
     }
     // A new session registers at once; then every keep-alive interval.
-    next = clock_->Monotonic() + (lease != 0 && lease == registered
-                                      ? interval
-                                      : absl::Milliseconds(50));
+    next =
+        clock_->Monotonic() +
+        (lease != 0 && lease == registered ? interval : absl::Milliseconds(50));
     if (lease == 0) continue;
     if (RegisterAndListPeers(lease)) registered = lease;
   }
 }
 
 bool EtcdElection::RegisterAndListPeers(int64_t lease) {
-  const absl::Duration timeout = lease_.keepalive_interval();
+  const absl::Duration timeout = state_.lease().keepalive_interval();
   absl::Status put = client_.Put(
       peers_prefix_ + options_.self_addr,
       CandidateValue(options_.describe, options_.self_addr), lease, timeout);
@@ -156,9 +149,7 @@ bool EtcdElection::RegisterAndListPeers(int64_t lease) {
         core::DecodeMetasrvNodeInfo(value);
     if (peer.ok()) peers.push_back(*std::move(peer));
   }
-  SortByAddress(&peers);
-  absl::MutexLock lock(&mu_);
-  peers_ = std::move(peers);
+  state_.SetPeers(std::move(peers));
   return true;
 }
 
@@ -174,23 +165,9 @@ bool EtcdElection::Wait(absl::Time deadline, bool session) {
   return !interrupted();
 }
 
-void EtcdElection::ReportEtcd(const absl::Status& status) {
-  if (absl::IsCancelled(status)) return;  // Our own doing.
-  {
-    absl::MutexLock lock(&mu_);
-    if (status.ok() == etcd_healthy_) return;
-    etcd_healthy_ = status.ok();
-  }
-  if (status.ok()) {
-    spdlog::info("etcd is reachable again");
-  } else {
-    spdlog::warn("etcd failed: {}; retrying with backoff", status.ToString());
-  }
-}
-
 void EtcdElection::SessionLoop() {
   Backoff backoff;
-  const absl::Duration interval = lease_.keepalive_interval();
+  const absl::Duration interval = state_.lease().keepalive_interval();
   while (true) {
     {
       absl::MutexLock lock(&mu_);
@@ -199,13 +176,13 @@ void EtcdElection::SessionLoop() {
     const absl::Time sent = clock_->Monotonic();
     absl::StatusOr<int64_t> lease =
         client_.LeaseGrant(options_.lease_ttl, interval);
-    ReportEtcd(lease.status());
+    state_.ReportHealth(lease.status());
     if (!lease.ok()) {
       Wait(clock_->Monotonic() + backoff.Next(), false);
       continue;
     }
     backoff.Reset();
-    lease_.Confirmed(sent);
+    state_.lease().Confirmed(sent);
     {
       absl::MutexLock lock(&mu_);
       session_lease_ = *lease;
@@ -220,7 +197,7 @@ void EtcdElection::SessionLoop() {
       if (campaign_ctx_ != nullptr) campaign_ctx_->TryCancel();
     }
     StepDown(ended.ok() ? "session ended" : "lease keep-alive failed");
-    lease_.Lost();
+    state_.lease().Lost();
     campaign.join();
     // Revoking deletes our election key, so the next candidate leads now
     // rather than when the lease expires. Best effort: etcd may be down.
@@ -230,22 +207,22 @@ void EtcdElection::SessionLoop() {
       session_lease_ = 0;
     }
     if (!ended.ok()) {
-      ReportEtcd(ended);
+      state_.ReportHealth(ended);
       Wait(clock_->Monotonic() + backoff.Next(), false);
     }
   }
 }
 
 absl::Status EtcdElection::KeepAliveLoop(int64_t lease) {
-  const absl::Duration interval = lease_.keepalive_interval();
+  const absl::Duration interval = state_.lease().keepalive_interval();
   absl::Time next = clock_->Monotonic() + interval;
   while (Wait(next, true)) {
     const absl::Time sent = clock_->Monotonic();
     absl::StatusOr<absl::Duration> left =
         client_.LeaseKeepAlive(lease, interval);
     if (!left.ok()) return left.status();
-    lease_.Confirmed(sent);
-    ReportEtcd(absl::OkStatus());
+    state_.lease().Confirmed(sent);
+    state_.ReportHealth(absl::OkStatus());
     next = sent + interval;
   }
   return absl::OkStatus();
@@ -270,58 +247,44 @@ void EtcdElection::CampaignLoop(int64_t lease) {
       BecomeLeader(lease, *key);
       return;
     }
-    ReportEtcd(key.status());
+    state_.ReportHealth(key.status());
     if (!Wait(clock_->Monotonic() + backoff.Next(), true)) return;
   }
 }
 
 void EtcdElection::BecomeLeader(int64_t lease,
                                 const v3electionpb::LeaderKey& key) {
-  absl::MutexLock transition(&transition_mu_);
-  {
+  const bool led = state_.BecomeLeader([&] {
     absl::MutexLock lock(&mu_);
-    if (stopping_ || session_over_ || session_lease_ != lease) return;
+    if (stopping_ || session_over_ || session_lease_ != lease) return false;
+    leader_key_ = key;  // Before leading: Resign() finds it.
+    return true;
+  });
+  if (led) {
+    spdlog::info("became leader of '{}' (lease {:x})", options_.name, lease);
   }
-  if (!lease_.Valid()) return;  // Too late: the session is about to end.
-  // Start from an empty state before accepting anything.
-  const uint64_t term = listener_->OnBecomeLeader();
-  {
-    absl::MutexLock lock(&mu_);
-    leading_ = true;
-    state_term_ = term;
-    leader_key_ = key;
-    observed_leader_ = options_.self_addr;
-  }
-  spdlog::info("became leader of '{}' (lease {:x})", options_.name, lease);
 }
 
 uint64_t EtcdElection::StepDown(const char* why) {
-  absl::MutexLock transition(&transition_mu_);
-  {
-    absl::MutexLock lock(&mu_);
-    if (!leading_) return 0;
-    leading_ = false;
-    leader_key_.reset();
-    observed_leader_.clear();
-  }
-  // Not leading from here on; now end the streams and drop the state.
-  const uint64_t dropped = listener_->OnStepDown();
-  spdlog::warn("stepped down as leader: {}; {} keys dropped", why, dropped);
+  const uint64_t dropped = state_.StepDown(why);
+  absl::MutexLock lock(&mu_);
+  leader_key_.reset();
   return dropped;
 }
 
 absl::StatusOr<uint64_t> EtcdElection::Resign() {
   std::optional<v3electionpb::LeaderKey> key;
-  {
+  if (state_.leading()) {
     absl::MutexLock lock(&mu_);
-    if (!leading_) {
-      return absl::FailedPreconditionError("not leader; nothing to resign");
-    }
     key = leader_key_;
+  }
+  if (!key.has_value()) {
+    return absl::FailedPreconditionError("not leader; nothing to resign");
   }
   const uint64_t dropped = StepDown("leader change requested");
   // Deleting our key lets the next candidate lead at once.
-  absl::Status resigned = client_.Resign(*key, lease_.keepalive_interval());
+  absl::Status resigned =
+      client_.Resign(*key, state_.lease().keepalive_interval());
   if (!resigned.ok()) {
     spdlog::warn("etcd resign failed ({}); the lease will be revoked instead",
                  resigned.ToString());
@@ -346,8 +309,7 @@ void EtcdElection::ObserveLoop() {
     v3electionpb::LeaderResponse resp;
     while (reader->Read(&resp)) {
       backoff.Reset();
-      absl::MutexLock lock(&mu_);
-      if (!leading_) observed_leader_ = resp.kv().value();
+      if (!state_.leading()) state_.SetObserved(resp.kv().value());
     }
     // Through Check(): an expired token is dropped, so the next stream logs
     // in again.
@@ -355,9 +317,9 @@ void EtcdElection::ObserveLoop() {
     {
       absl::MutexLock lock(&mu_);
       observe_ctx_ = nullptr;
-      // Not observed any more: not named, until the next stream says.
-      if (!leading_) observed_leader_.clear();
     }
+    // Not observed any more: not named, until the next stream says.
+    if (!state_.leading()) state_.SetObserved("");
     Wait(clock_->Monotonic() + backoff.Next(), false);
   }
 }

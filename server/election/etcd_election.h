@@ -14,10 +14,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
-#include "core/leader_lease.h"
 #include "core/leadership.h"
 #include "server/election/election.h"
 #include "server/election/etcd_client.h"
+#include "server/election/leader_state.h"
 
 namespace metasrv::server {
 
@@ -83,27 +83,21 @@ class EtcdElection final : public Election {
   bool RegisterAndListPeers(int64_t lease);
   void BecomeLeader(int64_t lease, const v3electionpb::LeaderKey& key);
   uint64_t StepDown(const char* why);
-  // Logs `status` if etcd's health changed since the last report.
-  void ReportEtcd(const absl::Status& status);
   // Waits until `deadline` (monotonic), or until stopping (and, with `session`,
   // until the session ends). Returns false if interrupted.
   bool Wait(absl::Time deadline, bool session);
 
-  const EtcdElectionOptions options_;         // As given.
+  const EtcdElectionOptions options_;  // As given.
   // The prefix of the peer keys: the name, a NUL (no flag can hold one, so
   // no election's "<name>/" prefix covers them) and "peers/".
   const std::string peers_prefix_;
-  const core::Clock* const clock_;            // Time; borrowed.
-  core::LeadershipListener* const listener_;  // Transition hooks; borrowed.
-  mutable EtcdClient client_;                 // etcd connections.
-  core::LeaderLease lease_;                   // How long we may act as leader.
+  const core::Clock* const clock_;  // Time; borrowed.
+  mutable EtcdClient client_;       // etcd connections.
+  LeaderState state_;  // Leading, the leader, peers, lease, transitions.
 
-  absl::Mutex transition_mu_;  // Serializes BecomeLeader/StepDown/Resign.
-  // Guards the fields below; taken alone or inside transition_mu_.
-  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(transition_mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;    // Stop() was called.
-  bool leading_ ABSL_GUARDED_BY(mu_) = false;     // We lead.
-  uint64_t state_term_ ABSL_GUARDED_BY(mu_) = 0;  // Flow-state term we lead in.
+  // Guards the fields below; taken inside LeaderState's transitions.
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // Stop() was called.
   // Our key in the election while we lead.
   std::optional<v3electionpb::LeaderKey> leader_key_ ABSL_GUARDED_BY(mu_);
   int64_t session_lease_ ABSL_GUARDED_BY(mu_) = 0;  // The lease in use; 0 none.
@@ -113,15 +107,10 @@ class EtcdElection final : public Election {
   grpc::ClientContext* campaign_ctx_ ABSL_GUARDED_BY(mu_) =
       nullptr;  // To cancel.
   grpc::ClientContext* observe_ctx_ ABSL_GUARDED_BY(mu_) =
-      nullptr;  // To cancel.
-  std::string observed_leader_
-      ABSL_GUARDED_BY(mu_);                        // Leader's value per etcd.
-  bool etcd_healthy_ ABSL_GUARDED_BY(mu_) = true;  // For ReportEtcd().
-  // Every live replica's peer key, as last read, by address.
-  std::vector<core::MetasrvNodeInfo> peers_ ABSL_GUARDED_BY(mu_);
-  std::thread session_thread_;                     // Runs SessionLoop().
-  std::thread observe_thread_;                     // Runs ObserveLoop().
-  std::thread peers_thread_;                       // Runs PeersLoop().
+      nullptr;                  // To cancel.
+  std::thread session_thread_;  // Runs SessionLoop().
+  std::thread observe_thread_;  // Runs ObserveLoop().
+  std::thread peers_thread_;    // Runs PeersLoop().
 };
 
 }  // namespace metasrv::server

@@ -29,9 +29,9 @@ LeaseElection::LeaseElection(LeaseElectionOptions options,
       leader_key_(options_.name + "/leader"),
       holder_(NewHolder(options_.self_addr)),
       clock_(clock),
-      listener_(listener),
       store_(std::move(store)),
-      lease_(clock, options_.lease_ttl) {}
+      state_(options_.self_addr, options_.store_name, clock, options_.lease_ttl,
+             listener) {}
 
 LeaseElection::~LeaseElection() { Stop(); }
 
@@ -55,35 +55,30 @@ void LeaseElection::Stop() {
 }
 
 core::Leadership::Term LeaseElection::CurrentTerm() const {
-  absl::MutexLock lock(&mu_);
-  if (!leading_ || !lease_.Valid()) return {};
-  return {true, state_term_};
+  return state_.CurrentTerm();
 }
 
 std::string LeaseElection::LeaderAddr() const {
-  absl::MutexLock lock(&mu_);
-  if (leading_) return options_.self_addr;
-  const absl::Time now = clock_->Monotonic();
-  if (observed_leader_.empty() || now < observed_leader_until_) {
-    return observed_leader_;
+  const LeaderState::Named leader = state_.Leader();
+  if (leader.stale) {
+    // The row we read has expired: its leader may be dead and another may
+    // lead already. Not named; the session asks the store now (at most
+    // every eighth of a round, however many readers ask).
+    absl::MutexLock lock(&mu_);
+    if (clock_->Monotonic() - last_round_ >=
+        state_.lease().keepalive_interval() / 8) {
+      refresh_requested_ = true;
+    }
   }
-  // The row we read has expired: its leader may be dead and another may
-  // lead already. Not named; the session asks the store now (at most every
-  // eighth of a round, however many readers ask).
-  if (now - last_round_ >= lease_.keepalive_interval() / 8) {
-    refresh_requested_ = true;
-  }
-  return "";
+  return leader.addr;
 }
 
 std::vector<std::string> LeaseElection::FollowerAddrs() const {
-  absl::MutexLock lock(&mu_);
-  return FollowersOf(candidates_, leading_ ? options_.self_addr : observed_leader_);
+  return state_.FollowerAddrs();
 }
 
 std::vector<core::MetasrvNodeInfo> LeaseElection::Peers() const {
-  absl::MutexLock lock(&mu_);
-  return candidates_;
+  return state_.Peers();
 }
 
 bool LeaseElection::Wait(absl::Time deadline) {
@@ -96,43 +91,27 @@ bool LeaseElection::Wait(absl::Time deadline) {
   return !stopping_;
 }
 
-void LeaseElection::Report(const absl::Status& status) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (status.ok() == store_healthy_) return;
-    store_healthy_ = status.ok();
-  }
-  if (status.ok()) {
-    spdlog::info("{} is reachable again", options_.store_name);
-  } else {
-    spdlog::warn("{} failed: {}; retrying with backoff", options_.store_name,
-                 status.ToString());
-  }
-}
-
 void LeaseElection::SessionLoop() {
   Backoff backoff;
-  const absl::Duration interval = lease_.keepalive_interval();
+  const absl::Duration interval = state_.lease().keepalive_interval();
   absl::Time next = clock_->Monotonic();
   while (Wait(next)) {
     bool release = false;
-    bool leading = false;
     {
       absl::MutexLock lock(&mu_);
       std::swap(release, resign_requested_);
-      leading = leading_;
     }
-    if (leading && !lease_.Valid()) {
-      StepDown("the lease could not be renewed in time");
-      lease_.Lost();
+    if (state_.leading() && !state_.lease().Valid()) {
+      state_.StepDown("the lease could not be renewed in time");
+      state_.lease().Lost();
     }
     if (release) {
       store_->Release(leader_key_, holder_, interval).IgnoreError();
-      lease_.Lost();
+      state_.lease().Lost();
     }
     const absl::Time sent = clock_->Monotonic();
     const absl::Status round = Round(sent);
-    Report(round);
+    state_.ReportHealth(round);
     if (round.ok()) {
       backoff.Reset();
       next = sent + interval;
@@ -140,18 +119,18 @@ void LeaseElection::SessionLoop() {
       next = clock_->Monotonic() + backoff.Next();
     }
     // A leader wakes at its deadline at the latest, to step down on time.
-    if (CurrentTerm().leading) next = std::min(next, lease_.valid_until());
+    if (CurrentTerm().leading)
+      next = std::min(next, state_.lease().valid_until());
   }
   Leave();
 }
 
 absl::Status LeaseElection::Round(absl::Time sent) {
-  const absl::Duration interval = lease_.keepalive_interval();
-  bool leading = false;
+  const absl::Duration interval = state_.lease().keepalive_interval();
+  const bool leading = state_.leading();
   bool yielding = false;
   {
     absl::MutexLock lock(&mu_);
-    leading = leading_;
     yielding = sent < yield_until_;
     last_round_ = sent;
     refresh_requested_ = false;
@@ -163,17 +142,17 @@ absl::Status LeaseElection::Round(absl::Time sent) {
         leader_key_, holder_, options_.self_addr, options_.lease_ttl, interval);
     if (!held.ok()) return held.status();
     if (*held) {
-      lease_.Confirmed(sent);
+      state_.lease().Confirmed(sent);
       if (!leading) BecomeLeader();
     } else {
-      if (leading) StepDown("another replica holds the lease");
-      lease_.Lost();
+      if (leading) state_.StepDown("another replica holds the lease");
+      state_.lease().Lost();
     }
   }
-  absl::Status put = store_->Put(
-      absl::StrCat(options_.name, "/candidate/", holder_), holder_,
-      CandidateValue(options_.describe, options_.self_addr),
-      options_.lease_ttl, interval);
+  absl::Status put =
+      store_->Put(absl::StrCat(options_.name, "/candidate/", holder_), holder_,
+                  CandidateValue(options_.describe, options_.self_addr),
+                  options_.lease_ttl, interval);
   if (!put.ok()) return put;
   absl::StatusOr<std::vector<LeaseStore::Entry>> rows =
       store_->Scan(options_.name + "/", interval);
@@ -194,79 +173,51 @@ absl::Status LeaseElection::Round(absl::Time sent) {
       if (info.ok()) candidates.push_back(*std::move(info));
     }
   }
-  SortByAddress(&candidates);
-  absl::MutexLock lock(&mu_);
-  observed_leader_ = leader;
-  observed_leader_until_ = leader_until;
-  candidates_ = std::move(candidates);
+  state_.SetObserved(leader, leader_until);
+  state_.SetPeers(std::move(candidates));
   return absl::OkStatus();
 }
 
 void LeaseElection::Leave() {
-  StepDown("stopping");
-  bool healthy = false;
-  {
-    absl::MutexLock lock(&mu_);
-    healthy = store_healthy_;
-  }
+  state_.StepDown("stopping");
   // Hand over now rather than at expiry; skipped when the store is down
   // (each try would wait out its timeout).
-  if (healthy) {
-    const absl::Duration interval = lease_.keepalive_interval();
+  if (state_.healthy()) {
+    const absl::Duration interval = state_.lease().keepalive_interval();
     store_->Release(leader_key_, holder_, interval).IgnoreError();
     store_
         ->Release(absl::StrCat(options_.name, "/candidate/", holder_), holder_,
                   interval)
         .IgnoreError();
   }
-  lease_.Lost();
+  state_.lease().Lost();
   store_->Close();
 }
 
 void LeaseElection::BecomeLeader() {
-  absl::MutexLock transition(&transition_mu_);
-  {
+  const bool led = state_.BecomeLeader([this] {
     absl::MutexLock lock(&mu_);
-    if (stopping_ || resign_requested_ || clock_->Monotonic() < yield_until_) {
-      return;
-    }
+    return !stopping_ && !resign_requested_ &&
+           clock_->Monotonic() >= yield_until_;
+  });
+  if (led) {
+    spdlog::info("became leader of '{}' on {}", options_.name,
+                 options_.store_name);
   }
-  if (!lease_.Valid()) return;  // The renewal came back too late.
-  const uint64_t term = listener_->OnBecomeLeader();
-  {
-    absl::MutexLock lock(&mu_);
-    leading_ = true;
-    state_term_ = term;
-    observed_leader_ = options_.self_addr;
-  }
-  spdlog::info("became leader of '{}' on {}", options_.name,
-               options_.store_name);
-}
-
-uint64_t LeaseElection::StepDown(const char* why) {
-  absl::MutexLock transition(&transition_mu_);
-  {
-    absl::MutexLock lock(&mu_);
-    if (!leading_) return 0;
-    leading_ = false;
-    observed_leader_.clear();
-  }
-  const uint64_t dropped = listener_->OnStepDown();
-  spdlog::warn("stepped down as leader: {}; {} keys dropped", why, dropped);
-  return dropped;
 }
 
 absl::StatusOr<uint64_t> LeaseElection::Resign() {
+  if (!state_.leading()) {
+    return absl::FailedPreconditionError("not leader; nothing to resign");
+  }
   {
     absl::MutexLock lock(&mu_);
-    if (!leading_) {
-      return absl::FailedPreconditionError("not leader; nothing to resign");
-    }
     // Two rounds out of the running: the others poll every TTL/3.
-    yield_until_ = clock_->Monotonic() + 2 * lease_.keepalive_interval();
+    yield_until_ =
+        clock_->Monotonic() + 2 * state_.lease().keepalive_interval();
   }
   // Step down first: the row is released only once nothing here acts.
-  const uint64_t dropped = StepDown("leader change requested");
+  const uint64_t dropped = state_.StepDown("leader change requested");
   absl::MutexLock lock(&mu_);
   resign_requested_ = true;
   return dropped;

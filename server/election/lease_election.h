@@ -12,8 +12,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "core/clock.h"
-#include "core/leader_lease.h"
 #include "server/election/election.h"
+#include "server/election/leader_state.h"
 #include "server/election/lease_store.h"
 
 namespace metasrv::server {
@@ -71,42 +71,28 @@ class LeaseElection final : public Election {
   // On the way out: steps down and deletes this replica's rows.
   void Leave();
   void BecomeLeader();
-  uint64_t StepDown(const char* why);
-  // Logs `status` if the store's health changed since the last report.
-  void Report(const absl::Status& status);
   // Waits until `deadline` (monotonic), a resignation or Stop(). Returns
   // false when stopping.
   bool Wait(absl::Time deadline);
 
-  const LeaseElectionOptions options_;        // As given.
-  const std::string leader_key_;              // "<name>/leader".
-  const std::string holder_;                  // This process's lease holder id.
-  const core::Clock* const clock_;            // Time; borrowed.
-  core::LeadershipListener* const listener_;  // Transition hooks; borrowed.
-  const std::unique_ptr<LeaseStore> store_;   // The session thread's.
-  core::LeaderLease lease_;                   // How long we may act as leader.
+  const LeaseElectionOptions options_;       // As given.
+  const std::string leader_key_;             // "<name>/leader".
+  const std::string holder_;                 // This process's lease holder id.
+  const core::Clock* const clock_;           // Time; borrowed.
+  const std::unique_ptr<LeaseStore> store_;  // The session thread's.
+  LeaderState state_;  // Leading, the leader, candidates, lease, transitions.
 
-  absl::Mutex transition_mu_;  // Serializes BecomeLeader/StepDown.
-  // Guards the fields below; taken alone or inside transition_mu_.
-  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(transition_mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;    // Stop() was called.
-  bool leading_ ABSL_GUARDED_BY(mu_) = false;     // We lead.
-  uint64_t state_term_ ABSL_GUARDED_BY(mu_) = 0;  // Flow-state term we lead in.
+  // Guards the fields below; taken inside LeaderState's transitions.
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;          // Stop() was called.
   bool resign_requested_ ABSL_GUARDED_BY(mu_) = false;  // Release the row.
   // Until when (monotonic) not to take the leader row, after a resignation.
   absl::Time yield_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  std::string observed_leader_ ABSL_GUARDED_BY(mu_);  // Leader row's value.
-  // Until when (monotonic) that row lives, as of its last read: past it, the
-  // leader it names may be gone (upstream's leader() refuses an expired row).
-  absl::Time observed_leader_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // When the last round began (monotonic).
   absl::Time last_round_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // A reader met an expired leader row: read the store now.
   mutable bool refresh_requested_ ABSL_GUARDED_BY(mu_) = false;
-  // The live candidate rows, ours included, by address.
-  std::vector<core::MetasrvNodeInfo> candidates_ ABSL_GUARDED_BY(mu_);
-  bool store_healthy_ ABSL_GUARDED_BY(mu_) = true;  // For Report().
-  std::thread session_thread_;                      // Runs SessionLoop().
+  std::thread session_thread_;  // Runs SessionLoop().
 };
 
 }  // namespace metasrv::server

@@ -17,12 +17,14 @@
 namespace metasrv::server {
 
 WatchHub::WatchHub(const core::FlowStateManager* flow_state, Options options,
-                   Metrics* metrics, ReplyBudget* replies)
+                   Metrics* metrics, ReplyBudget* replies,
+                   const core::Clock* clock)
     : flow_state_(flow_state),
       options_(options),
       stall_limit_(std::max(options.stall_limit, 2 * options.min_interval)),
       metrics_(Metrics::OrDiscard(metrics)),
       replies_(replies),
+      clock_(clock),
       streams_(options.max_watchers, "watch") {}
 
 WatchHub::~WatchHub() {
@@ -78,7 +80,7 @@ struct MessageFields {
 // A serialized WatchFlowStateResponse: `fields`, then `state` (field 4) as
 // its chunks, referenced and not copied.
 grpc::ByteBuffer Message(const MessageFields& fields,
-                         const EncodedFlowState& state) {
+                         const EncodedFlowState& state, absl::Time now) {
   std::string prefix;
   auto varint_field = [&prefix](uint32_t field, uint64_t value) {
     AppendVarint(field << 3 | 0, &prefix);
@@ -86,7 +88,7 @@ grpc::ByteBuffer Message(const MessageFields& fields,
   };
   if (fields.sequence != 0) varint_field(1, fields.sequence);
   if (fields.reset) varint_field(2, 1);
-  varint_field(3, static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())));
+  varint_field(3, static_cast<uint64_t>(absl::ToUnixMillis(now)));
   if (fields.delta) varint_field(5, 1);
   if (fields.base != 0) varint_field(6, fields.base);
   if (fields.removed != nullptr && !fields.removed->empty()) {
@@ -121,7 +123,7 @@ std::shared_ptr<const WatchSnapshot> WatchHub::Publish(uint64_t sequence,
   MessageFields fields;
   fields.sequence = sequence;
   fields.reset = update.reset;
-  snapshot->message = Message(fields, whole);
+  snapshot->message = Message(fields, whole, clock_->Now());
   const std::optional<uint64_t> base = std::exchange(last_sequence_, sequence);
   if (!update.reset && base.has_value()) {
     EncodedFlowState changed;
@@ -133,7 +135,7 @@ std::shared_ptr<const WatchSnapshot> WatchHub::Publish(uint64_t sequence,
     fields.delta = true;
     fields.base = *base;
     fields.removed = &update.removed;
-    snapshot->delta = Message(fields, changed);
+    snapshot->delta = Message(fields, changed, clock_->Now());
   }
   return snapshot;
 }
@@ -164,9 +166,15 @@ void WatchHub::Run() {
                (watchers_ > 0 && (changes_ != published_ || refresh_));
       };
       mu_.Await(absl::Condition(&changed_or_stopping));
-      // Coalesce: no push sooner than min_interval after the previous one.
-      mu_.AwaitWithDeadline(absl::Condition(&stopping_),
-                            last_push + options_.min_interval);
+      // Coalesce: no push sooner than min_interval after the previous one,
+      // as the clock tells (a test's manual clock too: hence the slices).
+      for (absl::Duration left = last_push + options_.min_interval -
+                                 clock_->Monotonic();
+           !stopping_ && left > absl::ZeroDuration();
+           left = last_push + options_.min_interval - clock_->Monotonic()) {
+        mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                             std::min(left, absl::Milliseconds(50)));
+      }
       if (stopping_) return;
       sequence = changes_;
       published_ = sequence;
@@ -174,7 +182,7 @@ void WatchHub::Run() {
     }
     std::shared_ptr<const WatchSnapshot> snapshot = Publish(sequence, force);
     if (snapshot == nullptr) continue;  // Nothing to tell.
-    last_push = absl::Now();
+    last_push = clock_->Monotonic();
     std::shared_ptr<const WatchSnapshot> superseded;
     {
       absl::MutexLock lock(&mu_);
@@ -252,7 +260,7 @@ void WatchStream::Offer(std::shared_ptr<const WatchSnapshot> snapshot) {
     offered_ = snapshot->sequence;
     if (end_.write_in_flight) {
       if (hub_->OverBudget() &&
-          absl::Now() - write_started_ > hub_->stall_limit()) {
+          hub_->clock()->Monotonic() - write_started_ > hub_->stall_limit()) {
         next_.reset();
         end_.finish_after_write = grpc::Status(
             grpc::StatusCode::RESOURCE_EXHAUSTED, "watcher does not read");
@@ -289,7 +297,7 @@ void WatchStream::EndStalled() {
 
 void WatchStream::StartWriteOf(std::shared_ptr<const WatchSnapshot> snapshot) {
   end_.write_in_flight = true;
-  write_started_ = absl::Now();
+  write_started_ = hub_->clock()->Monotonic();
   const bool follows =
       sent_publish_ != 0 && snapshot->publish == sent_publish_ + 1;
   write_buffer_ = deltas_ && follows && snapshot->delta.has_value()

@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/clock.h"
 #include "core/flow_change_tracker.h"
 #include "core/flow_state_manager.h"
 #include "server/ops/metrics.h"
@@ -75,11 +76,13 @@ class WatchHub final : public core::FlowStateListener {
     absl::Duration stall_limit = absl::Seconds(5);
   };
 
-  // Borrows all three (null `metrics`: none kept; null `replies`: states
-  // are not charged); they must outlive the hub. Call Start() to begin
+  // Borrows all four (null `metrics`: none kept; null `replies`: states
+  // are not charged); they must outlive the hub. The interval and the stall
+  // limit are timed on `clock`'s monotonic time. Call Start() to begin
   // publishing.
   WatchHub(const core::FlowStateManager* flow_state, Options options,
-           Metrics* metrics, ReplyBudget* replies = nullptr);
+           Metrics* metrics, ReplyBudget* replies = nullptr,
+           const core::Clock* clock = core::SystemClock());
   ~WatchHub() override;
   WatchHub(const WatchHub&) = delete;
   WatchHub& operator=(const WatchHub&) = delete;
@@ -112,6 +115,7 @@ class WatchHub final : public core::FlowStateListener {
     return replies_ != nullptr && replies_->Exceeded();
   }
   absl::Duration stall_limit() const { return stall_limit_; }
+  const core::Clock* clock() const { return clock_; }
   // A number for each new watcher (0, 1, ...), to split them in waves.
   uint64_t NextOrdinal() { return ordinals_.fetch_add(1); }
 
@@ -136,6 +140,7 @@ class WatchHub final : public core::FlowStateListener {
   const absl::Duration stall_limit_;
   Metrics* const metrics_;      // Borrowed; never null (Metrics::OrDiscard).
   ReplyBudget* const replies_;  // What states are charged to; may be null.
+  const core::Clock* const clock_;  // Times pushes and stalls; borrowed.
   StreamRegistry streams_;      // The open watchers (all WatchStreams).
   std::atomic<uint64_t> ordinals_{0};           // Next NextOrdinal().
   absl::Mutex mu_;                              // Guards the fields below.

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/clock.h"
 #include "gtest/gtest.h"
 #include "server/metasrv_server.h"
 #include "server/services/heartbeat_handler.h"
@@ -213,6 +214,31 @@ TEST_P(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
 // per request (a paused etcd stalled every read for its whole deadline).
 // With the store paused for half a TTL, the leader's peers and small reads
 // answer at once.
+// The lease is timed on the server's clock: a manual one moved past the
+// lease makes the leader stop acting at once, until a renewal sent at the
+// new time is confirmed.
+TEST_P(HaTest, TheLeaseIsTimedOnTheServersClock) {
+  replicas_.clear();
+  core::ManualClock clock;
+  ServerOptions options;
+  options.backend = store_->backend();
+  options.store_addrs = {store_->address()};
+  options.election_name = "manual-clock/__metasrv_election";
+  options.lease_ttl = kTtl;
+  options.clock = &clock;
+  std::unique_ptr<MetasrvServer> replica =
+      ::metasrv::testing::StartInProcess(options);
+  ASSERT_NE(replica, nullptr);
+  const core::Leadership& leadership = replica->leadership_for_test();
+  ASSERT_TRUE(WaitFor([&] { return leadership.CurrentTerm().leading; },
+                      absl::Seconds(20)));
+  clock.Advance(kTtl);
+  EXPECT_TRUE(WaitFor([&] { return !leadership.CurrentTerm().leading; },
+                      absl::Seconds(5)));
+  EXPECT_TRUE(WaitFor([&] { return leadership.CurrentTerm().leading; },
+                      absl::Seconds(20)));
+}
+
 TEST_P(HaTest, ReadsNeverWaitForTheStore) {
   const int leader = WaitForOneLeader();
   ASSERT_GE(leader, 0);

@@ -6,6 +6,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "core/clock.h"
 #include "gtest/gtest.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
 #include "tests/server/in_process_server.h"
@@ -100,6 +101,35 @@ TEST_F(WatchTest, ChangesAreCoalescedToOnePushPerInterval) {
   EXPECT_LE(static_cast<int64_t>(all.size()) - 1,
             absl::ToInt64Milliseconds(took) / interval_ms + 2);
   EXPECT_GE(all.size(), 2u);
+}
+
+// The interval is timed on the server's clock: a manual one that stands
+// still holds every push back, however long in real time; moved on, the
+// push goes out stamped with it.
+class ManualClockWatchTest : public WatchTest {
+ protected:
+  server::ServerOptions Options() override {
+    interval_ = absl::Hours(1);
+    server::ServerOptions options = WatchTest::Options();
+    options.clock = &clock_;
+    return options;
+  }
+  core::ManualClock clock_;  // The server's time.
+};
+
+TEST_F(ManualClockWatchTest, PushesWaitForTheServersClock) {
+  HeartbeatClient node(channel_);
+  ASSERT_TRUE(node.Call(FlowReport(1, {{1, 100, 10}})));
+  Watcher watcher(stub_.get());
+  ASSERT_TRUE(watcher.WaitFor(LastHas(1, 100)));  // The first: at once.
+  ASSERT_TRUE(node.Call(FlowReport(1, {{1, 101, 11}})));
+  clock_.Advance(absl::Minutes(59));
+  EXPECT_FALSE(watcher.WaitFor(LastHas(1, 101), absl::Milliseconds(300)));
+  clock_.Advance(absl::Minutes(1));
+  ASSERT_TRUE(watcher.WaitFor(LastHas(1, 101)));
+  const std::vector<WatchFlowStateResponse> all = watcher.messages();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].sent_at_ms() - all[0].sent_at_ms(), 3600 * 1000);
 }
 
 TEST_F(WatchTest, ResetPushesAnEmptyStateMarkedAsReset) {

@@ -1,0 +1,107 @@
+#include "server/election/leader_state.h"
+
+#include <utility>
+
+#include "server/election/candidate_info.h"
+#include "spdlog/spdlog.h"
+
+namespace metasrv::server {
+
+LeaderState::LeaderState(std::string self_addr, std::string store_name,
+                         const core::Clock* clock, absl::Duration lease_ttl,
+                         core::LeadershipListener* listener)
+    : self_addr_(std::move(self_addr)),
+      store_name_(std::move(store_name)),
+      clock_(clock),
+      listener_(listener),
+      lease_(clock, lease_ttl) {}
+
+core::Leadership::Term LeaderState::CurrentTerm() const {
+  absl::MutexLock lock(&mu_);
+  if (!leading_ || !lease_.Valid()) return {};
+  return {true, state_term_};
+}
+
+bool LeaderState::leading() const {
+  absl::MutexLock lock(&mu_);
+  return leading_;
+}
+
+void LeaderState::SetObserved(std::string addr, absl::Time until) {
+  absl::MutexLock lock(&mu_);
+  observed_ = std::move(addr);
+  observed_until_ = until;
+}
+
+LeaderState::Named LeaderState::Leader() const {
+  absl::MutexLock lock(&mu_);
+  if (leading_) return {self_addr_, false};
+  if (observed_.empty()) return {};
+  if (clock_->Monotonic() < observed_until_) return {observed_, false};
+  return {"", true};
+}
+
+void LeaderState::SetPeers(std::vector<core::MetasrvNodeInfo> peers) {
+  SortByAddress(&peers);
+  absl::MutexLock lock(&mu_);
+  peers_ = std::move(peers);
+}
+
+std::vector<core::MetasrvNodeInfo> LeaderState::Peers() const {
+  absl::MutexLock lock(&mu_);
+  return peers_;
+}
+
+std::vector<std::string> LeaderState::FollowerAddrs() const {
+  const std::string leader = Leader().addr;
+  absl::MutexLock lock(&mu_);
+  return FollowersOf(peers_, leader);
+}
+
+bool LeaderState::BecomeLeader(const std::function<bool()>& may_lead) {
+  absl::MutexLock transition(&transition_mu_);
+  if (!may_lead()) return false;
+  if (!lease_.Valid()) return false;  // Too late: about to step down.
+  // Start from an empty state before accepting anything.
+  const uint64_t term = listener_->OnBecomeLeader();
+  absl::MutexLock lock(&mu_);
+  leading_ = true;
+  state_term_ = term;
+  return true;
+}
+
+uint64_t LeaderState::StepDown(const char* why) {
+  absl::MutexLock transition(&transition_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!leading_) return 0;
+    leading_ = false;
+    observed_.clear();
+  }
+  // Not leading from here on; now end the streams and drop the state.
+  const uint64_t dropped = listener_->OnStepDown();
+  spdlog::warn("stepped down as leader: {}; {} keys dropped", why, dropped);
+  return dropped;
+}
+
+void LeaderState::ReportHealth(const absl::Status& status) {
+  if (absl::IsCancelled(status)) return;  // Our own doing.
+  {
+    absl::MutexLock lock(&mu_);
+    if (status.ok() == healthy_) return;
+    healthy_ = status.ok();
+  }
+  if (status.ok()) {
+    spdlog::info("{} is reachable again", store_name_);
+  } else {
+    spdlog::warn("{} failed: {}; retrying with backoff", store_name_,
+                 status.ToString());
+  }
+}
+
+bool LeaderState::healthy() const {
+  absl::MutexLock lock(&mu_);
+  return healthy_;
+}
+
+}  // namespace metasrv::server
