@@ -158,7 +158,7 @@ void BM_GetCold(benchmark::State& state) {
   int64_t round = 1;
   for (auto _ : state) {
     TouchEveryChunk(*c, flows, round++);
-    auto v = c->manager.Get();
+    auto v = c->manager.Aggregate();
     benchmark::DoNotOptimize(v);
   }
 }

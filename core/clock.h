@@ -25,7 +25,10 @@ class Clock {
 // The real clock. Process-wide; never deleted.
 const Clock* SystemClock();
 
-// A clock that moves only when told to, for tests.
+// Test clocks: only tests construct them (the server runs on
+// SystemClock()).
+
+// A clock that moves only when told to.
 class ManualClock final : public Clock {
  public:
   explicit ManualClock(absl::Time start = absl::UnixEpoch() + absl::Hours(24))

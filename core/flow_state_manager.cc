@@ -147,7 +147,7 @@ FlowStateManager::AggregateSnapshot FlowStateManager::Snapshot() const {
   return out;
 }
 
-std::optional<FlowStateValue> FlowStateManager::Get() const {
+std::optional<FlowStateValue> FlowStateManager::Aggregate() const {
   std::optional<std::vector<AggregateFlow>> flows = Read({});
   if (!flows.has_value()) return std::nullopt;
   FlowStateValue::Builder builder;

@@ -94,7 +94,8 @@ class FlowStateManager final : public kv::KvBackend {
   absl::Status Heartbeat(uint64_t node_id, NodeHeartbeat heartbeat,
                          std::optional<uint64_t> term = std::nullopt);
 
-  // Heartbeat() with only a report.
+  // Heartbeat() with only a report. For tests and benchmarks: the server
+  // records every report through Heartbeat().
   absl::Status Merge(uint64_t node_id, FlowStateValue report,
                      std::optional<uint64_t> term = std::nullopt);
 
@@ -129,7 +130,7 @@ class FlowStateManager final : public kv::KvBackend {
   // since; readers use it and let it go.
   struct AggregateSnapshot {
     uint64_t term = 0;   // The term it is of.
-    bool found = false;  // Whether there is an aggregate (see Get()).
+    bool found = false;  // Whether there is an aggregate (see Aggregate()).
     std::vector<PinnedChunk> chunks;  // Non-empty chunks, ascending by id.
   };
   // Takes the shared lock for O(chunks), whatever the number of flows.
@@ -137,16 +138,16 @@ class FlowStateManager final : public kv::KvBackend {
 
   // The aggregate as a value, or nullopt when there is none (before the
   // first report of the term).
-  std::optional<FlowStateValue> Get() const;
+  std::optional<FlowStateValue> Aggregate() const;
 
   // The aggregate's flows (all, or those of `flow_ids` that exist), with the
-  // node holding each max, at one instant; nullopt like Get().
+  // node holding each max, at one instant; nullopt like Aggregate().
   std::optional<std::vector<AggregateFlow>> Read(
       absl::Span<const uint32_t> flow_ids) const;
 
   // Read() in batches: calls `visit` with runs of flows, ascending by id,
   // without the lock held, and returns whether there is flow state (false
-  // like Get()'s nullopt). Every batch is of the same instant.
+  // like Aggregate()'s nullopt). Every batch is of the same instant.
   using Visitor = std::function<void(absl::Span<const AggregateFlow>)>;
   bool Visit(absl::Span<const uint32_t> flow_ids, const Visitor& visit) const;
 

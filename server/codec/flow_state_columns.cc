@@ -120,7 +120,7 @@ size_t EncodedFlowState::size() const {
   return bytes;
 }
 
-EncodedFlowState EncodeFlowState(const core::FlowStateManager& flow_state,
+EncodedFlowState EncodeFlowStateColumns(const core::FlowStateManager& flow_state,
                                  bool with_nodes) {
   EncodedFlowState out;
   auto chunks =

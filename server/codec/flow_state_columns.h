@@ -31,7 +31,7 @@ struct EncodedFlowState {
 
 // The aggregate's columns (with `with_nodes`, the node columns too). Encodes
 // only chunks that changed since the last call; thread-safe.
-EncodedFlowState EncodeFlowState(const core::FlowStateManager& flow_state,
+EncodedFlowState EncodeFlowStateColumns(const core::FlowStateManager& flow_state,
                                  bool with_nodes);
 
 // `state` as a serialized GetFlowStateResponse, after `prefix` (the bytes of

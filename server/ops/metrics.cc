@@ -9,8 +9,8 @@
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
 #include "server/ops/build_info.h"
-#include "server/ops/process_stats.h"
 #include "server/ops/log_limit.h"
+#include "server/ops/process_stats.h"
 
 namespace metasrv::server {
 
@@ -177,94 +177,92 @@ class Metrics::Gauges final : public prometheus::Collectable {
   const Sources sources_;  // Where the values come from.
 };
 
+namespace {
+
+// One counter family with one series per value of `label`.
+template <size_t N>
+std::array<prometheus::Counter*, N> Labelled(
+    prometheus::Registry* registry, const char* name, const char* help,
+    const char* label, const std::array<const char*, N>& values) {
+  auto& family =
+      prometheus::BuildCounter().Name(name).Help(help).Register(*registry);
+  std::array<prometheus::Counter*, N> out{};
+  for (size_t i = 0; i < N; ++i) out[i] = &family.Add({{label, values[i]}});
+  return out;
+}
+
+// A counter without labels.
+prometheus::Counter* Single(prometheus::Registry* registry, const char* name,
+                            const char* help) {
+  return &prometheus::BuildCounter()
+              .Name(name)
+              .Help(help)
+              .Register(*registry)
+              .Add({});
+}
+
+}  // namespace
+
 Metrics::Metrics(Sources sources)
     : registry_(std::make_shared<prometheus::Registry>()),
       gauges_(std::make_shared<Gauges>(std::move(sources))) {
-  auto& heartbeats =
-      prometheus::BuildCounter()
-          .Name("metasrv_heartbeats_received_total")
-          .Help("Heartbeat requests received, by the sender's role.")
-          .Register(*registry_);
-  heartbeats_ = {&heartbeats.Add({{"role", "datanode"}}),
-                 &heartbeats.Add({{"role", "frontend"}}),
-                 &heartbeats.Add({{"role", "flownode"}})};
-  merged_ = &prometheus::BuildCounter()
-                 .Name("metasrv_reports_merged_total")
-                 .Help("Flow-state reports merged.")
-                 .Register(*registry_)
-                 .Add({});
-  auto& ignored = prometheus::BuildCounter()
-                      .Name("metasrv_reports_ignored_total")
-                      .Help("Flow-state reports not merged, by reason.")
-                      .Register(*registry_);
-  ignored_ = {&ignored.Add({{"reason", "not_flownode"}}),
-              &ignored.Add({{"reason", "no_node_id"}}),
-              &ignored.Add({{"reason", "too_many_flows"}}),
-              &ignored.Add({{"reason", "not_leader"}}),
-              &ignored.Add({{"reason", "malformed_extension"}}),
-              &ignored.Add({{"reason", "over_capacity"}})};
+  prometheus::Registry* r = registry_.get();
+  heartbeats_ =
+      Labelled<3>(r, "metasrv_heartbeats_received_total",
+                  "Heartbeat requests received, by the sender's role.", "role",
+                  {"datanode", "frontend", "flownode"});
+  merged_ =
+      Single(r, "metasrv_reports_merged_total", "Flow-state reports merged.");
+  // In IgnoredReason's order.
+  ignored_ =
+      Labelled<6>(r, "metasrv_reports_ignored_total",
+                  "Flow-state reports not merged, by reason.", "reason",
+                  {"not_flownode", "no_node_id", "too_many_flows", "not_leader",
+                   "malformed_extension", "over_capacity"});
   // 1 µs to ~16 ms, doubling.
   prometheus::Histogram::BucketBoundaries bounds;
   for (double b = 1e-6; b < 0.02; b *= 2) bounds.push_back(b);
   merge_seconds_ = &prometheus::BuildHistogram()
                         .Name("metasrv_merge_duration_seconds")
                         .Help("Time to merge one report.")
-                        .Register(*registry_)
+                        .Register(*r)
                         .Add({}, bounds);
-  auto counter = [this](const char* name, const char* help) {
-    return &prometheus::BuildCounter()
-                .Name(name)
-                .Help(help)
-                .Register(*registry_)
-                .Add({});
-  };
-  auto& leader_changes =
-      prometheus::BuildCounter()
-          .Name("metasrv_leader_changes_total")
-          .Help(
-              "Leadership changes, each of which reset the flow state, by "
-              "cause.")
-          .Register(*registry_);
-  leader_changes_ = {&leader_changes.Add({{"cause", "elected"}}),
-                     &leader_changes.Add({{"cause", "stepped_down"}}),
-                     &leader_changes.Add({{"cause", "admin"}})};
+  leader_changes_ = Labelled<3>(
+      r, "metasrv_leader_changes_total",
+      "Leadership changes, each of which reset the flow state, by cause.",
+      "cause", {"elected", "stepped_down", "admin"});
   const BuildInfo build = GetBuildInfo();
   prometheus::BuildGauge()
       .Name("metasrv_build_info")
       .Help("Always 1; the labels say which build this is.")
-      .Register(*registry_)
+      .Register(*r)
       .Add({{"version", build.version},
             {"commit", build.commit},
             {"build_type", build.build_type}})
       .Set(1);
-  watch_published_ = counter("metasrv_watch_published_total",
-                             "Flow states built and offered to watchers.");
-  watch_skipped_ = counter(
-      "metasrv_watch_skipped_total",
+  watch_published_ = Single(r, "metasrv_watch_published_total",
+                            "Flow states built and offered to watchers.");
+  watch_skipped_ = Single(
+      r, "metasrv_watch_skipped_total",
       "Flow states a slow watcher skipped: a newer one replaced them unsent.");
-  watch_stalled_ = counter(
-      "metasrv_watch_stalled_total",
+  watch_stalled_ = Single(
+      r, "metasrv_watch_stalled_total",
       "Watchers ended with RESOURCE_EXHAUSTED: a write in flight past the "
       "stall limit while watchers held more than --max_reply_bytes_in_flight.");
-  nodes_expired_ = counter("metasrv_nodes_expired_total",
-                           "Silent flownodes removed by --node_report_ttl.");
-  auto& refused =
-      prometheus::BuildCounter()
-          .Name("metasrv_connections_refused_total")
-          .Help(
-              "Connections closed as soon as accepted: no file descriptor "
-              "free below the port's ceiling (docs/RELIABILITY.md).")
-          .Register(*registry_);
-  auto& closed = prometheus::BuildCounter()
-                     .Name("metasrv_http_connections_closed_total")
-                     .Help(
-                         "HTTP connections closed by the server: a request "
-                         "not answered in time (late), or the oldest one at "
-                         "the connection limit (evicted).")
-                     .Register(*registry_);
-  dropped_ = {
-      &refused.Add({{"port", "grpc"}}), &refused.Add({{"port", "http"}}),
-      &closed.Add({{"reason", "late"}}), &closed.Add({{"reason", "evicted"}})};
+  nodes_expired_ = Single(r, "metasrv_nodes_expired_total",
+                          "Silent flownodes removed by --node_report_ttl.");
+  // In ConnectionDrop's order: two of each family.
+  const auto refused = Labelled<2>(
+      r, "metasrv_connections_refused_total",
+      "Connections closed as soon as accepted: no file descriptor free "
+      "below the port's ceiling (docs/RELIABILITY.md).",
+      "port", {"grpc", "http"});
+  const auto closed = Labelled<2>(
+      r, "metasrv_http_connections_closed_total",
+      "HTTP connections closed by the server: a request not answered in "
+      "time (late), or the oldest one at the connection limit (evicted).",
+      "reason", {"late", "evicted"});
+  dropped_ = {refused[0], refused[1], closed[0], closed[1]};
 }
 
 Metrics::~Metrics() = default;

@@ -1,4 +1,5 @@
-// The open heartbeat streams, so they can be counted, limited and ended.
+// Open server streams (heartbeat streams, watchers, each registry its own
+// kind), so they can be counted, limited and ended.
 #ifndef METASRV_SERVER_RPC_STREAM_REGISTRY_H_
 #define METASRV_SERVER_RPC_STREAM_REGISTRY_H_
 

@@ -64,7 +64,7 @@ grpc::ServerUnaryReactor* FlowStateService::GetFlowState(
     ScheduleRead(reads_, ReadCost::kLarge, call,
                  [this, call](const Request& req, Response*) {
                    call->SetResponseBytes(ToByteBuffer(
-                       EncodeFlowState(*flow_state_, req.with_nodes())));
+                       EncodeFlowStateColumns(*flow_state_, req.with_nodes())));
                    return absl::OkStatus();
                  });
     return reactor;

@@ -50,7 +50,7 @@ absl::StatusOr<core::FlowStateValue> BruteForceAggregate(const kv::KvBackend& kv
 }
 
 std::string CheckAggregate(const core::FlowStateManager& manager) {
-  std::optional<core::FlowStateValue> got = manager.Get();
+  std::optional<core::FlowStateValue> got = manager.Aggregate();
   absl::StatusOr<std::string> json =
       manager.Get(std::string(core::kFlowStateKey));
   if (got.has_value() != json.ok()) {

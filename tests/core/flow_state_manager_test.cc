@@ -25,7 +25,7 @@ class FlowStateManagerTest : public ::testing::Test {
  protected:
   // The aggregate as the KV's JSON says it; the typed Get() must agree.
   FlowStateValue GetValue() {
-    std::optional<FlowStateValue> typed = manager_.Get();
+    std::optional<FlowStateValue> typed = manager_.Aggregate();
     EXPECT_TRUE(typed.has_value());
     absl::StatusOr<FlowStateValue> decoded = DecodeFlowState(RawGlobal());
     EXPECT_TRUE(decoded.ok()) << decoded.status();
@@ -52,7 +52,7 @@ class FlowStateManagerTest : public ::testing::Test {
 };
 
 TEST_F(FlowStateManagerTest, NothingBeforeFirstMerge) {
-  EXPECT_FALSE(manager_.Get().has_value());
+  EXPECT_FALSE(manager_.Aggregate().has_value());
   EXPECT_FALSE(manager_.Read({}).has_value());
   EXPECT_EQ(manager_.size(), 0u);
 }
@@ -127,7 +127,7 @@ TEST_F(FlowStateManagerTest, ResetClearsEverythingAndMergeWorksAfter) {
   EXPECT_EQ(reset.dropped_keys, 3u);
   EXPECT_EQ(reset.term, term + 1);
   EXPECT_EQ(manager_.term(), term + 1);
-  EXPECT_FALSE(manager_.Get().has_value());
+  EXPECT_FALSE(manager_.Aggregate().has_value());
   EXPECT_FALSE(manager_.Read({}).has_value());
   EXPECT_EQ(kv_.Get(std::string(kFlowStateKey)).status().code(),
             absl::StatusCode::kNotFound);
@@ -263,7 +263,7 @@ TEST_F(FlowStateManagerTest, ConcurrentMergesLoseNothing) {
     });
     for (auto& th : threads) th.join();
     reader.join();
-    std::optional<FlowStateValue> v = manager.Get();
+    std::optional<FlowStateValue> v = manager.Aggregate();
     ASSERT_TRUE(v.has_value());
     const FlowStateValue& value = *v;
     ASSERT_EQ(value.flows().size(),

@@ -30,7 +30,7 @@ metasrv::v1::GetFlowStateResponse Built(const core::FlowStateManager& m,
 TEST(FlowStateColumnsTest, CachedChunksParseToTheBuiltMessage) {
   core::FlowStateManager manager;
   for (bool with_nodes : {false, true}) {
-    EXPECT_EQ(Parse(ToByteBuffer(EncodeFlowState(manager, with_nodes)))
+    EXPECT_EQ(Parse(ToByteBuffer(EncodeFlowStateColumns(manager, with_nodes)))
                   .SerializeAsString(),
               Built(manager, with_nodes).SerializeAsString());
   }
@@ -47,7 +47,7 @@ TEST(FlowStateColumnsTest, CachedChunksParseToTheBuiltMessage) {
   }
   for (int round = 0; round < 2; ++round) {  // Cold, then cached.
     for (bool with_nodes : {false, true}) {
-      EncodedFlowState state = EncodeFlowState(manager, with_nodes);
+      EncodedFlowState state = EncodeFlowStateColumns(manager, with_nodes);
       metasrv::v1::GetFlowStateResponse parsed = Parse(ToByteBuffer(state));
       metasrv::v1::GetFlowStateResponse built = Built(manager, with_nodes);
       EXPECT_TRUE(parsed.found());
@@ -65,13 +65,13 @@ TEST(FlowStateColumnsTest, UnchangedChunksAreTheSameBytesNotACopy) {
   core::FlowStateValue::Builder b;
   for (uint32_t id = 0; id < 3000; ++id) b.SetStateSize(id, id);
   ASSERT_TRUE(manager.Merge(1, b.Build()).ok());
-  EncodedFlowState first = EncodeFlowState(manager, false);
+  EncodedFlowState first = EncodeFlowStateColumns(manager, false);
   ASSERT_EQ(first.chunks.size(), 3u);
   ASSERT_TRUE(manager.Merge(2, core::FlowStateValue::Builder()
                                    .SetStateSize(1500, 1)
                                    .Build())
                   .ok());
-  EncodedFlowState second = EncodeFlowState(manager, false);
+  EncodedFlowState second = EncodeFlowStateColumns(manager, false);
   ASSERT_EQ(second.chunks.size(), 3u);
   EXPECT_EQ(second.chunks[0].get(), first.chunks[0].get());
   EXPECT_NE(second.chunks[1].get(), first.chunks[1].get());
