@@ -1,6 +1,10 @@
 #include "server/config/flags.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -8,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "server/config/config_file.h"
 #include "server/ops/logging.h"
 #include "server/ops/net_util.h"
 
@@ -201,6 +206,33 @@ absl::Status Validate(const ServerOptions& o) {
   if (!o.store_username.empty() && o.store_password_file.empty()) {
     return invalid("--store_username needs --store_password_file");
   }
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    return invalid("--tls_cert and --tls_key go together");
+  }
+  if (!o.tls_client_ca.empty() && o.tls_cert.empty()) {
+    return invalid("--tls_client_ca needs --tls_cert and --tls_key");
+  }
+  // Every file a setting names is there and readable now, before anything
+  // listens or connects.
+  for (const auto& [flag, path] :
+       {std::pair<const char*, const std::string*>{"--tls_cert", &o.tls_cert},
+        {"--tls_key", &o.tls_key},
+        {"--tls_client_ca", &o.tls_client_ca},
+        {"--admin_token_file", &o.admin_token_file},
+        {"--store_password_file", &o.store_password_file},
+        {"--backend_tls_ca_cert_path", &o.store_tls_ca},
+        {"--backend_tls_cert_path", &o.store_tls_cert},
+        {"--backend_tls_key_path", &o.store_tls_key}}) {
+    if (path->empty()) continue;
+    absl::Status readable = CheckReadableConfig(*path, flag);
+    if (readable.ok() && access(path->c_str(), R_OK) != 0) {
+      readable = absl::InvalidArgumentError(
+          absl::StrCat(flag, " ", *path, ": ", std::strerror(errno)));
+    }
+    if (!readable.ok()) {
+      return absl::InvalidArgumentError(readable.message());
+    }
+  }
   // The election's keys and rows are named by the prefix and the name: a
   // NUL cuts them in libpq (every row one key), invalid UTF-8 is refused by
   // the databases' text columns, and a long one overflows MySQL's key column
@@ -232,9 +264,9 @@ absl::Status Validate(const ServerOptions& o) {
 // of range is an error naming the flag (exit 2), never a silent wrap.
 absl::Status CheckDurationRanges() {
   struct Range {
-    const char* flag;          // Its name.
-    absl::Duration value;      // As given.
-    absl::Duration min, max;   // Accepted, inclusive.
+    const char* flag;         // Its name.
+    absl::Duration value;     // As given.
+    absl::Duration min, max;  // Accepted, inclusive.
   };
   const absl::Duration kIntMillis = absl::Milliseconds(2147483647);
   const absl::Duration kTenYears = absl::Hours(24 * 3650);
@@ -266,8 +298,8 @@ absl::Status CheckDurationRanges() {
     if (r.value < r.min || r.value > r.max) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--", r.flag, "=", absl::FormatDuration(r.value),
-          " is out of range: it must be between ",
-          absl::FormatDuration(r.min), " and ", absl::FormatDuration(r.max)));
+          " is out of range: it must be between ", absl::FormatDuration(r.min),
+          " and ", absl::FormatDuration(r.max)));
     }
   }
   return absl::OkStatus();

@@ -36,7 +36,8 @@ Ran RunBinary(const std::vector<std::string>& args,
               const std::vector<std::string>& env = {},
               bool and_stderr = false) {
   std::vector<std::string> argv = {"/usr/bin/env"};
-  if (and_stderr) argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", "/usr/bin/env"};
+  if (and_stderr)
+    argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", "/usr/bin/env"};
   argv.insert(argv.end(), env.begin(), env.end());
   argv.push_back(METASRV_BINARY);
   argv.insert(argv.end(), args.begin(), args.end());
@@ -118,8 +119,8 @@ TEST(CommandLineTest, DurationsOutOfTheirConsumersRangeExitTwo) {
         "--heartbeat_interval=inf", "--node_max_idle_time=inf",
         "--node_report_ttl=-1s", "--watch_min_interval=inf",
         "--flow_stall_after=inf"}) {
-    Ran ran = RunBinary({bad, "--bind_addr=127.0.0.1:0", "--metrics_addr="},
-                        {}, /*and_stderr=*/true);
+    Ran ran = RunBinary({bad, "--bind_addr=127.0.0.1:0", "--metrics_addr="}, {},
+                        /*and_stderr=*/true);
     EXPECT_EQ(ran.exit_code, 2) << bad;
     const std::string flag(bad, std::string_view(bad).find('='));
     EXPECT_THAT(ran.out, HasSubstr(flag + "=")) << bad;
@@ -130,10 +131,10 @@ TEST(CommandLineTest, DurationsOutOfTheirConsumersRangeExitTwo) {
                           "[grpc]\nhttp2_keep_alive_timeout = \"1000h\"\n",
                           "node_max_idle_time = \"100000days\"\n"}) {
     const std::string file = TempFile(bad);
-    EXPECT_EQ(RunBinary({"-c", file, "--bind_addr=127.0.0.1:0",
-                         "--metrics_addr="})
-                  .exit_code,
-              2)
+    EXPECT_EQ(
+        RunBinary({"-c", file, "--bind_addr=127.0.0.1:0", "--metrics_addr="})
+            .exit_code,
+        2)
         << bad;
     unlink(file.c_str());
   }
@@ -151,8 +152,8 @@ TEST(CommandLineTest, DeeplyNestedConfigFilesExitTwo) {
   }
   inline_tables += "1" + std::string(20000, '}');
   arrays += std::string(20000, ']');
-  for (const std::string& text : {dotted + "]\n", inline_tables + "\n",
-                                  arrays + "\n"}) {
+  for (const std::string& text :
+       {dotted + "]\n", inline_tables + "\n", arrays + "\n"}) {
     const std::string file = TempFile(text);
     Ran ran = RunBinary({"-c", file, "--print_config"}, {}, true);
     EXPECT_EQ(ran.exit_code, 2) << ran.out.substr(0, 300);
@@ -167,8 +168,7 @@ TEST(CommandLineTest, DeeplyNestedConfigFilesExitTwo) {
 // RestartPreventExitStatus=2 stops a restart loop).
 TEST(CommandLineTest, SettingsThatCannotWorkExitTwo) {
   const std::string store = "--store_addrs=127.0.0.1:1";
-  const std::string nul_prefix =
-      TempFile("store_key_prefix = \"a\\u0000b\"\n");
+  const std::string nul_prefix = TempFile("store_key_prefix = \"a\\u0000b\"\n");
   const std::string table = TempFile("max_streams = {}\n");
   const std::string prefix_table = TempFile("store_key_prefix = {a = 1}\n");
   const std::string cert = TempFile("not a certificate\n");
@@ -197,6 +197,33 @@ TEST(CommandLineTest, SettingsThatCannotWorkExitTwo) {
     Ran ran = RunBinary(argv, {}, /*and_stderr=*/true);
     EXPECT_EQ(ran.exit_code, 2) << absl::StrJoin(args, " ") << "\n" << ran.out;
   }
+  // Before listening: on a port that is taken, a bad setting still exits 2
+  // (binding first would exit 1, "cannot listen").
+  const int taken = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(bind(taken, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(taken, 1), 0);
+  ASSERT_EQ(getsockname(taken, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string bind_taken =
+      absl::StrCat("--bind_addr=127.0.0.1:", ntohs(addr.sin_port));
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"--tls_cert=" + cert},
+           {"--tls_key=" + cert},
+           {"--tls_client_ca=" + cert},
+           {"--tls_cert=/nonexistent/cert", "--tls_key=" + cert},
+           {"--admin_token_file=/nonexistent/token"},
+           {"--backend_tls_ca_cert_path=/nonexistent/ca"}}) {
+    std::vector<std::string> argv = args;
+    argv.push_back(bind_taken);
+    argv.push_back("--metrics_addr=");
+    Ran ran = RunBinary(argv, {}, /*and_stderr=*/true);
+    EXPECT_EQ(ran.exit_code, 2) << absl::StrJoin(args, " ") << "\n" << ran.out;
+  }
+  close(taken);
   for (const std::string& f :
        {nul_prefix, table, prefix_table, cert, aliases}) {
     unlink(f.c_str());
