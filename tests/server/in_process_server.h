@@ -36,6 +36,13 @@ class InProcessServerTest : public ::testing::Test {
     channel_ = Connect(server_->advertised_addr());
   }
 
+  // The server stops here, while what a derived fixture lent it (a manual
+  // clock) still lives: members of a derived class die before ours.
+  void TearDown() override {
+    channel_.reset();
+    server_.reset();
+  }
+
   std::unique_ptr<server::MetasrvServer> server_;  // The server.
   std::shared_ptr<grpc::Channel> channel_;         // A channel to it.
 };
