@@ -44,21 +44,27 @@ MetasrvServer::MetasrvServer(ServerOptions options)
 
 absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
     ServerOptions options) {
-  // Bound first: the advertised address needs the port (port 0 picks one).
-  absl::StatusOr<std::unique_ptr<TcpListener>> listener =
-      TcpListener::Listen(options.bind_addr);
-  if (!listener.ok()) return listener.status();
+  // The advertised address needs the port: port 0 is bound now, to learn
+  // it. A given port is bound only once every setting has been checked
+  // (Serve()), so that a bad one is reported as such even if the port is
+  // taken.
   std::string host;
-  int ignored_port = 0;
+  int requested_port = 0;
   if (absl::Status split =
-          SplitHostPort(options.bind_addr, &host, &ignored_port);
+          SplitHostPort(options.bind_addr, &host, &requested_port);
       !split.ok()) {
     return split;
   }
-  options.bind_addr = JoinHostPort(host, (*listener)->port());
+  auto acceptor = std::make_unique<GrpcAcceptor>(
+      DescriptorCeilings::For(RaiseDescriptorLimit()).grpc);
+  if (requested_port == 0) {
+    if (absl::Status bound = acceptor->Listen(options.bind_addr); !bound.ok()) {
+      return bound;
+    }
+    options.bind_addr = JoinHostPort(host, acceptor->port());
+  }
   std::unique_ptr<MetasrvServer> s(new MetasrvServer(std::move(options)));
-  s->acceptor_ = std::make_unique<GrpcAcceptor>(*std::move(listener),
-                                                s->descriptor_ceilings_.grpc);
+  s->acceptor_ = std::move(acceptor);
   // Never a wildcard: clients dial what AskLeader and MetasrvPeers say.
   absl::StatusOr<std::string> advertised = AdvertisableAddress(
       s->options_.server_addr.empty() ? s->options_.bind_addr
@@ -304,6 +310,12 @@ absl::Status MetasrvServer::Serve() {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       ServerCredentials(options_);
   if (!credentials.ok()) return credentials.status();
+  if (acceptor_->port() == 0) {
+    if (absl::Status bound = acceptor_->Listen(options_.bind_addr);
+        !bound.ok()) {
+      return bound;
+    }
+  }
   grpc::EnableDefaultHealthCheckService(true);
   // gRPC's health service has no protobuf descriptor; ours (from Debian's
   // grpc-proto) must be linked in for reflection to describe it. A static

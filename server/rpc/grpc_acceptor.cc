@@ -6,12 +6,18 @@
 
 namespace metasrv::server {
 
-GrpcAcceptor::GrpcAcceptor(std::unique_ptr<TcpListener> listener,
-                           int descriptor_ceiling)
-    : listener_(std::move(listener)),
-      port_(listener_->port()),
-      descriptor_ceiling_(descriptor_ceiling),
+GrpcAcceptor::GrpcAcceptor(int descriptor_ceiling)
+    : descriptor_ceiling_(descriptor_ceiling),
       stop_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+absl::Status GrpcAcceptor::Listen(const std::string& addr) {
+  absl::StatusOr<std::unique_ptr<TcpListener>> listener =
+      TcpListener::Listen(addr);
+  if (!listener.ok()) return listener.status();
+  listener_ = *std::move(listener);
+  port_ = listener_->port();
+  return absl::OkStatus();
+}
 
 GrpcAcceptor::~GrpcAcceptor() {
   Stop();

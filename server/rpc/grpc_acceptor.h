@@ -16,8 +16,8 @@
 
 namespace metasrv::server {
 
-// Thread safety: port() and Accepting() may be called from any thread;
-// Start() and Stop() from one at a time.
+// Thread safety: Accepting() may be called from any thread; the rest from
+// one at a time (port() after Listen()).
 class GrpcAcceptor {
  public:
   // What it tells of, on its thread; either may be empty.
@@ -30,11 +30,14 @@ class GrpcAcceptor {
   };
 
   // Keeps connections whose descriptor is below `descriptor_ceiling`.
-  GrpcAcceptor(std::unique_ptr<TcpListener> listener, int descriptor_ceiling);
+  explicit GrpcAcceptor(int descriptor_ceiling);
   ~GrpcAcceptor();  // Stops.
   GrpcAcceptor(const GrpcAcceptor&) = delete;
   GrpcAcceptor& operator=(const GrpcAcceptor&) = delete;
 
+  // Binds and listens on `addr` (TcpListener::Listen's errors). Once,
+  // before Start().
+  absl::Status Listen(const std::string& addr);
   // Starts accepting into `into`, the gRPC server's side (ServerBuilder's
   // AddExternalConnectionAcceptor), once that server has started. Once.
   void Start(
@@ -44,6 +47,7 @@ class GrpcAcceptor {
   // refused). Idempotent.
   void Stop();
 
+  // The port bound; 0 before Listen().
   int port() const { return port_; }
   // Whether a connection arriving now would be kept: a descriptor below the
   // ceiling is free.
@@ -54,9 +58,10 @@ class GrpcAcceptor {
   // descriptors, or at the ceiling) looks again every so often.
   void Run();
 
-  std::unique_ptr<TcpListener> listener_;  // Connections; null once stopped.
-  const int port_;                         // listener_'s port.
-  const int descriptor_ceiling_;           // As given.
+  // Connections: set by Listen(), null again once stopped.
+  std::unique_ptr<TcpListener> listener_;
+  int port_ = 0;                  // listener_'s port; set by Listen().
+  const int descriptor_ceiling_;  // As given.
   // The gRPC server's side; set by Start().
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> into_;
   Listeners listeners_;  // Set by Start().

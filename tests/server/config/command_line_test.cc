@@ -220,7 +220,9 @@ TEST(CommandLineTest, SettingsThatCannotWorkExitTwo) {
            {"--tls_client_ca=" + cert},
            {"--tls_cert=/nonexistent/cert", "--tls_key=" + cert},
            {"--admin_token_file=/nonexistent/token"},
-           {"--backend_tls_ca_cert_path=/nonexistent/ca"}}) {
+           {"--backend_tls_ca_cert_path=/nonexistent/ca"},
+           {"--backend=postgres_store", "--store_addrs=host=127.0.0.1",
+            "--store_username=u", "--store_password_file=" + cert}}) {
     exits_two(args, {bind_taken});
   }
   close(taken);
