@@ -136,12 +136,12 @@ namespace {
 // The longest store key prefix with election name.
 constexpr size_t kMaxElectionName = 200;
 
-// Whether `o` is a configuration the server can run; kInvalidArgument naming
-// the flag otherwise.
-absl::Status Validate(const ServerOptions& o) {
-  auto invalid = [](const char* why) {
-    return absl::InvalidArgumentError(why);
-  };
+absl::Status Invalid(const char* why) {
+  return absl::InvalidArgumentError(why);
+}
+
+// The addresses parse.
+absl::Status CheckAddresses(const ServerOptions& o) {
   for (const auto& [flag, addr] :
        {std::pair<const char*, const std::string*>{"--bind_addr", &o.bind_addr},
         {"--server_addr", &o.server_addr},
@@ -155,65 +155,94 @@ absl::Status Validate(const ServerOptions& o) {
           absl::StrCat(flag, ": ", split.message()));
     }
   }
+  return absl::OkStatus();
+}
+
+// Intervals, limits and sizes are in range.
+absl::Status CheckLimits(const ServerOptions& o) {
   if (o.heartbeat_interval_ms == 0 || o.retry_interval_ms == 0) {
-    return invalid(
+    return Invalid(
         "--heartbeat_interval and --retry_interval must be positive");
   }
   if (o.max_streams_per_connection < 1) {
-    return invalid("--max_streams_per_connection must be positive");
+    return Invalid("--max_streams_per_connection must be positive");
   }
   if (o.grpc_memory_limit != 0 && o.grpc_memory_limit < (16 << 20)) {
-    return invalid("--grpc_memory_limit must be 0 or at least 16 MiB");
+    return Invalid("--grpc_memory_limit must be 0 or at least 16 MiB");
   }
   if (o.max_queued_reads < 1) {
-    return invalid("--max_queued_reads must be positive");
+    return Invalid("--max_queued_reads must be positive");
   }
   if (o.node_report_ttl < absl::ZeroDuration()) {
-    return invalid("--node_report_ttl must not be negative");
+    return Invalid("--node_report_ttl must not be negative");
   }
   if (o.node_max_idle_time < absl::ZeroDuration()) {
-    return invalid("--node_max_idle_time must not be negative");
+    return Invalid("--node_max_idle_time must not be negative");
   }
   if (o.watch_min_interval < absl::ZeroDuration()) {
-    return invalid("--watch_min_interval must not be negative");
+    return Invalid("--watch_min_interval must not be negative");
   }
   if (o.max_message_bytes <= 0) {
-    return invalid("--max_message_bytes must be positive");
+    return Invalid("--max_message_bytes must be positive");
   }
   if (o.keepalive_time < absl::Seconds(1) ||
       o.keepalive_timeout < absl::Seconds(1)) {
-    return invalid(
+    return Invalid(
         "--keepalive_time and --keepalive_timeout must be at least 1s");
   }
   if (o.flow_alerts.top_flows > 1000) {
-    return invalid("--metrics_top_flows must be at most 1000");
+    return Invalid("--metrics_top_flows must be at most 1000");
   }
   if (o.flow_alerts.stall_after <= absl::ZeroDuration() ||
       o.flow_alerts.silent_after <= absl::ZeroDuration()) {
-    return invalid(
+    return Invalid(
         "--flow_stall_after and --flownode_silent_after must be positive");
   }
   if (o.read_threads < 0 || o.read_threads > 64) {
-    return invalid("--read_threads must be in [0, 64]");
+    return Invalid("--read_threads must be in [0, 64]");
   }
+  return absl::OkStatus();
+}
+
+// The store settings and the election name can work.
+absl::Status CheckStore(const ServerOptions& o) {
   const std::string& mode = o.store_tls_mode;
   if (mode != "disable" && mode != "prefer" && mode != "require" &&
       mode != "verify_ca" && mode != "verify_full") {
-    return invalid(
+    return Invalid(
         "--backend_tls_mode must be disable, prefer, require, verify_ca or "
         "verify_full");
   }
   if (!o.store_username.empty() && o.store_password_file.empty()) {
-    return invalid("--store_username needs --store_password_file");
+    return Invalid("--store_username needs --store_password_file");
   }
+  // The election's keys and rows are named by the prefix and the name: a
+  // NUL cuts them in libpq (every row one key), invalid UTF-8 is refused by
+  // the databases' text columns, and a long one overflows MySQL's key column
+  // (512 bytes, with "/candidate/" and the holder after it).
+  if (o.election_name.find('\0') != std::string::npos) {
+    return Invalid("--store_key_prefix and --election_name must not hold NUL");
+  }
+  if (!IsValidUtf8(o.election_name)) {
+    return Invalid("--store_key_prefix and --election_name must be UTF-8");
+  }
+  if (o.election_name.size() > kMaxElectionName) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--store_key_prefix and --election_name together must be at most ",
+        kMaxElectionName, " bytes (", o.election_name.size(), " given)"));
+  }
+  return absl::OkStatus();
+}
+
+// The TLS pair is whole, and every file a setting names is readable now,
+// before anything listens or connects.
+absl::Status CheckFiles(const ServerOptions& o) {
   if (o.tls_cert.empty() != o.tls_key.empty()) {
-    return invalid("--tls_cert and --tls_key go together");
+    return Invalid("--tls_cert and --tls_key go together");
   }
   if (!o.tls_client_ca.empty() && o.tls_cert.empty()) {
-    return invalid("--tls_client_ca needs --tls_cert and --tls_key");
+    return Invalid("--tls_client_ca needs --tls_cert and --tls_key");
   }
-  // Every file a setting names is there and readable now, before anything
-  // listens or connects.
   for (const auto& [flag, path] :
        {std::pair<const char*, const std::string*>{"--tls_cert", &o.tls_cert},
         {"--tls_key", &o.tls_key},
@@ -233,26 +262,26 @@ absl::Status Validate(const ServerOptions& o) {
       return absl::InvalidArgumentError(readable.message());
     }
   }
-  // The election's keys and rows are named by the prefix and the name: a
-  // NUL cuts them in libpq (every row one key), invalid UTF-8 is refused by
-  // the databases' text columns, and a long one overflows MySQL's key column
-  // (512 bytes, with "/candidate/" and the holder after it).
-  if (o.election_name.find('\0') != std::string::npos) {
-    return invalid("--store_key_prefix and --election_name must not hold NUL");
-  }
-  if (!IsValidUtf8(o.election_name)) {
-    return invalid("--store_key_prefix and --election_name must be UTF-8");
-  }
-  if (o.election_name.size() > kMaxElectionName) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--store_key_prefix and --election_name together must be at most ",
-        kMaxElectionName, " bytes (", o.election_name.size(), " given)"));
-  }
+  return absl::OkStatus();
+}
+
+// The lease TTL suits every store.
+absl::Status CheckLease(const ServerOptions& o) {
   if (o.lease_ttl < absl::Seconds(2) ||
       o.lease_ttl != absl::Trunc(o.lease_ttl, absl::Seconds(1))) {
-    return invalid(
+    return Invalid(
         "--lease_ttl must be whole seconds, at least 2s (etcd leases are in "
         "seconds)");
+  }
+  return absl::OkStatus();
+}
+
+// Whether `o` is a configuration the server can run; kInvalidArgument naming
+// the setting otherwise.
+absl::Status Validate(const ServerOptions& o) {
+  for (absl::Status (*check)(const ServerOptions&) :
+       {&CheckAddresses, &CheckLimits, &CheckStore, &CheckFiles, &CheckLease}) {
+    if (absl::Status checked = check(o); !checked.ok()) return checked;
   }
   return absl::OkStatus();
 }
