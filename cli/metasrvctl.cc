@@ -32,88 +32,118 @@ struct Command {
   int (*run)(const Client&, const Flags&);  // Does it.
 };
 
+// The commands that read.
+void AddReadCommands(std::vector<Command>* commands) {
+  commands->insert(
+      commands->end(),
+      {
+          {"get",
+           "print the aggregated flow state",
+           "usage: metasrvctl get [--json] [--flow=ID,...]\n"
+           "Prints the aggregate: per flow its state size, last execution time "
+           "and\n"
+           "start time (max over all flownodes), as a table or with --json as "
+           "JSON.\n",
+           {"json", "flow"},
+           Get},
+          {"nodes",
+           "print the flownodes and when they were last heard from",
+           "usage: metasrvctl nodes [--json]\n"
+           "Prints every flownode the leader heard from since it began "
+           "leading: "
+           "its\n"
+           "id, address, last heartbeat and report (UTC), flow count, host "
+           "and\n"
+           "version (ListFlownodes).\n",
+           {"json"},
+           Nodes},
+          {"leader",
+           "print the leader's address",
+           "usage: metasrvctl leader\nPrints the leader's address "
+           "(AskLeader).\n",
+           {},
+           Leader},
+          {"peers",
+           "print the metasrv replicas",
+           "usage: metasrvctl peers\n"
+           "Prints the leader and the followers (MetasrvPeers).\n",
+           {},
+           Peers},
+          {"health",
+           "check that the server serves (gRPC health)",
+           "usage: metasrvctl health [--service=NAME]\n"
+           "Asks grpc.health.v1.Health/Check (the whole server, or one "
+           "service)\n"
+           "and prints SERVING or NOT_SERVING. Exit code 0 only when SERVING: "
+           "usable\n"
+           "as a container or load-balancer health check.\n",
+           {"service"},
+           Health},
+      });
+}
+
+// The commands that change state, and those that follow it.
+void AddOtherCommands(std::vector<Command>* commands) {
+  commands->insert(
+      commands->end(),
+      {
+          {"reset",
+           "leader change: drop all flow state (admin)",
+           "usage: metasrvctl reset [--token_file=FILE]\n"
+           "Leader change: the in-memory KV is reset and all flow state "
+           "dropped "
+           "(with\n"
+           "etcd, the leader resigns). Sends the admin token from FILE as\n"
+           "'authorization: Bearer <token>'. Prints the number of keys "
+           "dropped.\n",
+           {"token_file"},
+           Reset},
+          {"forget",
+           "remove dropped flows from every node's report (admin)",
+           "usage: metasrvctl forget --flow=ID,... [--token_file=FILE]\n"
+           "Removes the flows from every node's report and from the aggregate\n"
+           "(ForgetFlows), e.g. after they were dropped. A node that still "
+           "reports\n"
+           "one brings it back. Sends the admin token from FILE like reset.\n",
+           {"flow", "token_file"},
+           Forget},
+          {"watch",
+           "print flow-state changes as they happen",
+           "usage: metasrvctl watch [--count=N]\n"
+           "Subscribes to the flow state (WatchFlowState, changes only after "
+           "the\n"
+           "first state) and prints one line per change: new, changed and "
+           "removed\n"
+           "flows, and resets. The server pushes at\n"
+           "most once per its --watch_min_interval. Stops after N states "
+           "(default:\n"
+           "never).\n",
+           {"count"},
+           Watch},
+          {"top",
+           "the largest and the most lagging flows",
+           "usage: metasrvctl top [--n=10] [--stall_after=5m] [--json]\n"
+           "                      [--watch [--interval=2s] [--count=N]]\n"
+           "Ranks the aggregate (GetFlowState with the nodes) as the alerting\n"
+           "metrics do: the N largest states and the N flows longest without "
+           "an\n"
+           "execution, each with the flownode holding that maximum, and how "
+           "many\n"
+           "flows are stalled. --watch refreshes every --interval like top(1)\n"
+           "(with --json: one line per refresh); --count stops after N.\n",
+           {"n", "stall_after", "json", "watch", "interval", "count"},
+           Top},
+      });
+}
+
 const std::vector<Command>& Commands() {
-  static const std::vector<Command> commands = {
-      {"get",
-       "print the aggregated flow state",
-       "usage: metasrvctl get [--json] [--flow=ID,...]\n"
-       "Prints the aggregate: per flow its state size, last execution time "
-       "and\n"
-       "start time (max over all flownodes), as a table or with --json as "
-       "JSON.\n",
-       {"json", "flow"},
-       Get},
-      {"nodes",
-       "print the flownodes and when they were last heard from",
-       "usage: metasrvctl nodes [--json]\n"
-       "Prints every flownode the leader heard from since it began leading: "
-       "its\n"
-       "id, address, last heartbeat and report (UTC), flow count, host and\n"
-       "version (ListFlownodes).\n",
-       {"json"},
-       Nodes},
-      {"leader",
-       "print the leader's address",
-       "usage: metasrvctl leader\nPrints the leader's address (AskLeader).\n",
-       {},
-       Leader},
-      {"peers",
-       "print the metasrv replicas",
-       "usage: metasrvctl peers\n"
-       "Prints the leader and the followers (MetasrvPeers).\n",
-       {},
-       Peers},
-      {"reset",
-       "leader change: drop all flow state (admin)",
-       "usage: metasrvctl reset [--token_file=FILE]\n"
-       "Leader change: the in-memory KV is reset and all flow state dropped "
-       "(with\n"
-       "etcd, the leader resigns). Sends the admin token from FILE as\n"
-       "'authorization: Bearer <token>'. Prints the number of keys dropped.\n",
-       {"token_file"},
-       Reset},
-      {"forget",
-       "remove dropped flows from every node's report (admin)",
-       "usage: metasrvctl forget --flow=ID,... [--token_file=FILE]\n"
-       "Removes the flows from every node's report and from the aggregate\n"
-       "(ForgetFlows), e.g. after they were dropped. A node that still "
-       "reports\n"
-       "one brings it back. Sends the admin token from FILE like reset.\n",
-       {"flow", "token_file"},
-       Forget},
-      {"watch",
-       "print flow-state changes as they happen",
-       "usage: metasrvctl watch [--count=N]\n"
-       "Subscribes to the flow state (WatchFlowState, changes only after the\n"
-       "first state) and prints one line per change: new, changed and removed\n"
-       "flows, and resets. The server pushes at\n"
-       "most once per its --watch_min_interval. Stops after N states "
-       "(default:\n"
-       "never).\n",
-       {"count"},
-       Watch},
-      {"top",
-       "the largest and the most lagging flows",
-       "usage: metasrvctl top [--n=10] [--stall_after=5m] [--json]\n"
-       "                      [--watch [--interval=2s] [--count=N]]\n"
-       "Ranks the aggregate (GetFlowState with the nodes) as the alerting\n"
-       "metrics do: the N largest states and the N flows longest without an\n"
-       "execution, each with the flownode holding that maximum, and how many\n"
-       "flows are stalled. --watch refreshes every --interval like top(1)\n"
-       "(with --json: one line per refresh); --count stops after N.\n",
-       {"n", "stall_after", "json", "watch", "interval", "count"},
-       Top},
-      {"health",
-       "check that the server serves (gRPC health)",
-       "usage: metasrvctl health [--service=NAME]\n"
-       "Asks grpc.health.v1.Health/Check (the whole server, or one service)\n"
-       "and prints SERVING or NOT_SERVING. Exit code 0 only when SERVING: "
-       "usable\n"
-       "as a container or load-balancer health check.\n",
-       {"service"},
-       Health},
-  };
-  return commands;
+  static const std::vector<Command>* const commands = [] {
+    auto* all = new std::vector<Command>;
+    AddReadCommands(all);
+    AddOtherCommands(all);
+    return all;
+  }();
+  return *commands;
 }
 
 // The flags that come before the command.
@@ -219,6 +249,39 @@ std::optional<std::unique_ptr<Client>> MakeClient(Flags& global) {
   return std::make_unique<Client>(grpc::CreateChannel(addr, creds), timeout);
 }
 
+// Runs `command` with the flags after it (argv[i + 1, argc)); its exit code.
+int RunCommand(const Command& command, int argc, char** argv, int i,
+               Flags& global, const std::string& usage) {
+  const Command* const c = &command;
+  Flags flags;
+  if (!Parse(argc, argv, i + 1, &flags)) {
+    std::fprintf(stderr, "%s", c->help);
+    return kUsage;
+  }
+  if (!flags.positional.empty()) {
+    std::fprintf(stderr, "metasrvctl %s: unexpected argument '%s'\n%s", c->name,
+                 flags.positional.front().c_str(), c->help);
+    return kUsage;
+  }
+  if (flags.values.count("help")) {
+    std::printf("%s", c->help);
+    return kOk;
+  }
+  if (const std::string* bad = UnknownFlag(flags, c->flags)) {
+    std::fprintf(stderr, "metasrvctl %s: unknown flag --%s\n%s", c->name,
+                 bad->c_str(), c->help);
+    return kUsage;
+  }
+  if (const std::string* bad = UnknownFlag(global, kGlobalFlags)) {
+    std::fprintf(stderr, "metasrvctl: unknown flag --%s\n%s", bad->c_str(),
+                 usage.c_str());
+    return kUsage;
+  }
+  std::optional<std::unique_ptr<Client>> client = MakeClient(global);
+  if (!client.has_value()) return kUsage;
+  return c->run(**client, flags);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -256,32 +319,5 @@ int main(int argc, char** argv) {
                  usage.c_str());
     return kUsage;
   }
-  Flags flags;
-  if (!Parse(argc, argv, i + 1, &flags)) {
-    std::fprintf(stderr, "%s", command->help);
-    return kUsage;
-  }
-  if (!flags.positional.empty()) {
-    std::fprintf(stderr, "metasrvctl %s: unexpected argument '%s'\n%s",
-                 command->name, flags.positional.front().c_str(),
-                 command->help);
-    return kUsage;
-  }
-  if (flags.values.count("help")) {
-    std::printf("%s", command->help);
-    return kOk;
-  }
-  if (const std::string* bad = UnknownFlag(flags, command->flags)) {
-    std::fprintf(stderr, "metasrvctl %s: unknown flag --%s\n%s", command->name,
-                 bad->c_str(), command->help);
-    return kUsage;
-  }
-  if (const std::string* bad = UnknownFlag(global, kGlobalFlags)) {
-    std::fprintf(stderr, "metasrvctl: unknown flag --%s\n%s", bad->c_str(),
-                 usage.c_str());
-    return kUsage;
-  }
-  std::optional<std::unique_ptr<Client>> client = MakeClient(global);
-  if (!client.has_value()) return kUsage;
-  return command->run(**client, flags);
+  return RunCommand(*command, argc, argv, i, global, usage);
 }

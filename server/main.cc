@@ -7,9 +7,10 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "server/metasrv_server.h"
 #include "server/config/command_line.h"
-#include "server/config/flags.h"
+#include "server/config/checked_options.h"
+#include "server/metasrv_server.h"
+#include "server/ops/logging.h"
 #include "server/rpc/grpc_log.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -20,13 +21,24 @@ int main(int argc, char** argv) {
   namespace srv = metasrv::server;
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  const srv::CommandLine command_line = srv::ReadCommandLine(argc, argv, env);
+  srv::CommandLine command_line = srv::ReadCommandLine(argc, argv, env);
   if (command_line.exit_code >= 0) return command_line.exit_code;
+  // Every setting is checked, and the files they name read, before
+  // anything starts: a configuration that cannot work exits 2.
+  absl::StatusOr<srv::CheckedOptions> checked =
+      srv::CheckOptions(std::move(command_line.options));
+  if (!checked.ok()) {
+    std::fprintf(stderr, "metasrv: %s\n",
+                 std::string(checked.status().message()).c_str());
+    return srv::kExitUsage;
+  }
   // Lock-order checking stays on in tests; in the server it costs time on
   // every lock and would abort the process on a finding.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   spdlog::set_default_logger(spdlog::stderr_color_mt("metasrv"));
-  if (absl::Status s = srv::ApplyLoggingFlags(); !s.ok()) {
+  if (absl::Status s = srv::ConfigureLogging(checked->options().log_level,
+                                             checked->options().log_format);
+      !s.ok()) {
     std::fprintf(stderr, "metasrv: %s\n", std::string(s.message()).c_str());
     return srv::kExitUsage;
   }
@@ -34,12 +46,6 @@ int main(int argc, char** argv) {
   spdlog::info("{}", srv::VersionLine());
   for (const std::string& note : command_line.notes) {
     spdlog::warn("config {}", note);
-  }
-  absl::StatusOr<srv::ServerOptions> options = srv::OptionsFromFlags();
-  if (!options.ok()) {
-    std::fprintf(stderr, "metasrv: %s\n",
-                 std::string(options.status().message()).c_str());
-    return srv::kExitUsage;
   }
   // Block the stop signals in every thread (gRPC's inherit the mask) and
   // wait for them here, so shutdown runs on an ordinary thread.
@@ -49,12 +55,12 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto server = metasrv::server::MetasrvServer::Start(*std::move(options));
+  auto server = srv::MetasrvServer::Start(*checked);
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
-    // A configuration found wrong only at start (an address, TLS files, a
-    // token file, a store's options) is as much a usage error as a bad
-    // flag: exit 2, which a supervisor does not restart in a loop.
+    // A store that refuses the credentials at start is as much a usage
+    // error as a bad flag: exit 2, which a supervisor does not restart in a
+    // loop.
     return absl::IsInvalidArgument(server.status()) ? srv::kExitUsage
                                                     : srv::kExitRuntime;
   }

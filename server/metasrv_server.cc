@@ -7,10 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -29,41 +26,50 @@
 namespace metasrv::server {
 namespace {
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError("cannot read " + path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+ServerOptions BoundTo(ServerOptions options, std::string bind_addr) {
+  options.bind_addr = std::move(bind_addr);
+  return options;
 }
 
 }  // namespace
 
-MetasrvServer::MetasrvServer(ServerOptions options)
-    : options_(std::move(options)) {}
+MetasrvServer::MetasrvServer(const CheckedOptions& checked,
+                             std::string bind_addr, DescriptorCeilings ceilings)
+    : options_(BoundTo(checked.options(), std::move(bind_addr))),
+      files_(checked.files()),
+      descriptor_ceilings_(ceilings) {}
 
 absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
     ServerOptions options) {
+  absl::StatusOr<CheckedOptions> checked = CheckOptions(std::move(options));
+  if (!checked.ok()) return checked.status();
+  return Start(*checked);
+}
+
+absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
+    const CheckedOptions& checked) {
+  std::string bind_addr = checked.options().bind_addr;
   // The advertised address needs the port: port 0 is bound now, to learn
   // it. A given port is bound only once every setting has been checked
   // (Serve()), so that a bad one is reported as such even if the port is
   // taken.
   std::string host;
   int requested_port = 0;
-  if (absl::Status split =
-          SplitHostPort(options.bind_addr, &host, &requested_port);
+  if (absl::Status split = SplitHostPort(bind_addr, &host, &requested_port);
       !split.ok()) {
     return split;
   }
-  auto acceptor = std::make_unique<GrpcAcceptor>(
-      DescriptorCeilings::For(RaiseDescriptorLimit()).grpc);
+  const DescriptorCeilings ceilings =
+      DescriptorCeilings::For(RaiseDescriptorLimit());
+  auto acceptor = std::make_unique<GrpcAcceptor>(ceilings.grpc);
   if (requested_port == 0) {
-    if (absl::Status bound = acceptor->Listen(options.bind_addr); !bound.ok()) {
+    if (absl::Status bound = acceptor->Listen(bind_addr); !bound.ok()) {
       return bound;
     }
-    options.bind_addr = JoinHostPort(host, acceptor->port());
+    bind_addr = JoinHostPort(host, acceptor->port());
   }
-  std::unique_ptr<MetasrvServer> s(new MetasrvServer(std::move(options)));
+  std::unique_ptr<MetasrvServer> s(
+      new MetasrvServer(checked, std::move(bind_addr), ceilings));
   s->acceptor_ = std::move(acceptor);
   // Never a wildcard: clients dial what AskLeader and MetasrvPeers say.
   absl::StatusOr<std::string> advertised = AdvertisableAddress(
@@ -111,25 +117,18 @@ std::function<core::MetasrvNodeInfo()> MetasrvServer::Describe() {
 }
 
 absl::StatusOr<std::unique_ptr<Election>> MetasrvServer::MakeElection() {
+  const std::string election_key =
+      absl::StrCat(options_.store_key_prefix, options_.election_name);
   if (options_.backend == "etcd_store") {
-    absl::StatusOr<EtcdSecurity> security = StoreSecurity(options_);
-    if (!security.ok()) return security.status();
     return std::make_unique<EtcdElection>(
-        EtcdElectionOptions{options_.store_addrs, options_.election_name,
+        EtcdElectionOptions{options_.store_addrs, election_key,
                             advertised_addr_, options_.lease_ttl,
-                            *std::move(security), Describe()},
+                            StoreSecurity(), Describe()},
         options_.clock, this);
   }
+  // CheckOptions let only these through.
   const bool postgres = options_.backend == "postgres_store";
-  if (!postgres && options_.backend != "mysql_store") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("backend '", options_.backend, "' is not supported"));
-  }
-  if (!options_.store_username.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--store_username is for etcd; ", options_.backend,
-                     " takes the user and password in --store_addrs"));
-  }
+  // The SQL client libraries read their TLS files by path themselves.
   LeaseStoreOptions store{absl::StrJoin(options_.store_addrs, ","),
                           "metasrv_election",
                           options_.store_tls_mode == "disable"
@@ -142,54 +141,24 @@ absl::StatusOr<std::unique_ptr<Election>> MetasrvServer::MakeElection() {
   if (postgres) {
     lease_store = std::make_unique<PostgresLeaseStore>(std::move(store));
   } else {
-    absl::StatusOr<MysqlAddress> parsed = ParseMysqlAddress(store.address);
-    if (!parsed.ok()) return parsed.status();
     lease_store = std::make_unique<MysqlLeaseStore>(std::move(store));
   }
   return std::make_unique<LeaseElection>(
-      LeaseElectionOptions{postgres ? "PostgreSQL" : "MySQL",
-                           options_.election_name, advertised_addr_,
-                           options_.lease_ttl, Describe()},
+      LeaseElectionOptions{postgres ? "PostgreSQL" : "MySQL", election_key,
+                           advertised_addr_, options_.lease_ttl, Describe()},
       std::move(lease_store), options_.clock, this);
 }
 
-absl::StatusOr<EtcdSecurity> MetasrvServer::StoreSecurity(
-    const ServerOptions& options) {
+EtcdSecurity MetasrvServer::StoreSecurity() const {
   EtcdSecurity security;
-  const std::string& mode = options.store_tls_mode;
-  if (mode == "require" || mode == "verify_ca" || mode == "verify_full") {
-    security.tls = true;
-  } else if (mode != "disable" && mode != "prefer" && !mode.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--backend_tls_mode: '", mode,
-        "' is not one of disable, prefer, require, verify_ca, verify_full"));
-  }
-  const std::pair<const std::string*, std::string*> files[] = {
-      {&options.store_tls_ca, &security.ca_pem},
-      {&options.store_tls_cert, &security.cert_pem},
-      {&options.store_tls_key, &security.key_pem}};
-  for (const auto& [path, into] : files) {
-    if (path->empty()) continue;
-    absl::StatusOr<std::string> read = ReadFile(*path);
-    if (!read.ok()) return read.status();
-    *into = *std::move(read);
-  }
-  if (security.cert_pem.empty() != security.key_pem.empty()) {
-    return absl::InvalidArgumentError(
-        "--backend_tls_cert_path and --backend_tls_key_path go together");
-  }
-  security.username = options.store_username;
-  if (!security.username.empty()) {
-    if (options.store_password_file.empty()) {
-      return absl::InvalidArgumentError(
-          "--store_username needs --store_password_file");
-    }
-    absl::StatusOr<std::string> password =
-        ReadFile(options.store_password_file);
-    if (!password.ok()) return password.status();
-    security.password =
-        std::string(absl::StripTrailingAsciiWhitespace(*password));
-  }
+  const std::string& mode = options_.store_tls_mode;
+  security.tls =
+      mode == "require" || mode == "verify_ca" || mode == "verify_full";
+  security.ca_pem = files_.store_tls_ca;
+  security.cert_pem = files_.store_tls_cert;
+  security.key_pem = files_.store_tls_key;
+  security.username = options_.store_username;
+  security.password = files_.store_password;
   return security;
 }
 
@@ -239,15 +208,17 @@ absl::Status MetasrvServer::StartSupport() {
 absl::Status MetasrvServer::MakeServices() {
   AdminAuth auth;
   if (!options_.admin_token_file.empty()) {
-    absl::StatusOr<AdminAuth> from_file =
-        AdminAuth::FromTokenFile(options_.admin_token_file);
-    if (!from_file.ok()) return from_file.status();
-    auth = *std::move(from_file);
+    absl::StatusOr<AdminAuth> token =
+        AdminAuth::FromToken(files_.admin_token, options_.admin_token_file);
+    if (!token.ok()) return token.status();
+    auth = *std::move(token);
   }
   handler_ = std::make_unique<HeartbeatHandler>(
       &flow_state_, leadership_.get(),
-      HeartbeatHandler::Options{options_.heartbeat_interval_ms,
-                                options_.retry_interval_ms,
+      HeartbeatHandler::Options{static_cast<uint64_t>(absl::ToInt64Milliseconds(
+                                    options_.heartbeat_interval)),
+                                static_cast<uint64_t>(absl::ToInt64Milliseconds(
+                                    options_.retry_interval)),
                                 options_.max_flows_per_report},
       metrics_.get());
   const CallLimits limits{static_cast<size_t>(options_.max_message_bytes),
@@ -307,9 +278,6 @@ void MetasrvServer::SetLimits(grpc::ServerBuilder* builder) {
 }
 
 absl::Status MetasrvServer::Serve() {
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      ServerCredentials(options_);
-  if (!credentials.ok()) return credentials.status();
   if (acceptor_->port() == 0) {
     if (absl::Status bound = acceptor_->Listen(options_.bind_addr);
         !bound.ok()) {
@@ -328,7 +296,7 @@ absl::Status MetasrvServer::Serve() {
       builder.experimental().AddExternalConnectionAcceptor(
           grpc::ServerBuilder::experimental_type::ExternalConnectionType::
               FROM_FD,
-          *credentials);
+          ServerCredentials());
   builder.RegisterService(heartbeat_service_.get());
   builder.RegisterService(cluster_service_.get());
   builder.RegisterService(flow_state_service_.get());
@@ -411,31 +379,13 @@ HttpServer::Routes MetasrvServer::HttpRoutes() {
   return routes;
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
-MetasrvServer::ServerCredentials(const ServerOptions& options) {
-  if (options.tls_cert.empty() && options.tls_key.empty()) {
-    if (!options.tls_client_ca.empty()) {
-      return absl::InvalidArgumentError(
-          "--tls_client_ca needs --tls_cert and --tls_key");
-    }
-    return grpc::InsecureServerCredentials();
-  }
-  if (options.tls_cert.empty() || options.tls_key.empty()) {
-    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
-  }
+std::shared_ptr<grpc::ServerCredentials> MetasrvServer::ServerCredentials()
+    const {
+  if (files_.tls_cert.empty()) return grpc::InsecureServerCredentials();
   grpc::SslServerCredentialsOptions ssl;
-  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  absl::StatusOr<std::string> cert = ReadFile(options.tls_cert);
-  if (!cert.ok()) return cert.status();
-  absl::StatusOr<std::string> key = ReadFile(options.tls_key);
-  if (!key.ok()) return key.status();
-  pair.cert_chain = *std::move(cert);
-  pair.private_key = *std::move(key);
-  ssl.pem_key_cert_pairs.push_back(std::move(pair));
-  if (!options.tls_client_ca.empty()) {
-    absl::StatusOr<std::string> ca = ReadFile(options.tls_client_ca);
-    if (!ca.ok()) return ca.status();
-    ssl.pem_root_certs = *std::move(ca);
+  ssl.pem_key_cert_pairs.push_back({files_.tls_key, files_.tls_cert});
+  if (!files_.tls_client_ca.empty()) {
+    ssl.pem_root_certs = files_.tls_client_ca;
     ssl.client_certificate_request =
         GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }

@@ -19,6 +19,7 @@
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "server/config/server_options.h"
+#include "server/config/checked_options.h"
 #include "server/election/election.h"
 #include "server/election/etcd_election.h"
 #include "server/ops/http_server.h"
@@ -43,7 +44,12 @@ namespace metasrv::server {
 // Thread safety: Shutdown() and Wait() may be called from any thread.
 class MetasrvServer final : public core::LeadershipListener {
  public:
-  // Builds everything and starts serving. kUnavailable if it cannot listen.
+  // Builds everything from checked options and starts serving: it only
+  // wires. kUnavailable if it cannot listen; kInvalidArgument or
+  // kFailedPrecondition if the store refuses its credentials.
+  static absl::StatusOr<std::unique_ptr<MetasrvServer>> Start(
+      const CheckedOptions& checked);
+  // CheckOptions(options) (settings.h), then the above: its errors too.
   static absl::StatusOr<std::unique_ptr<MetasrvServer>> Start(
       ServerOptions options);
   ~MetasrvServer() override;
@@ -72,7 +78,9 @@ class MetasrvServer final : public core::LeadershipListener {
   uint64_t OnStepDown() override;
 
  private:
-  explicit MetasrvServer(ServerOptions options);
+  // `bind_addr`: the checked one, with the port bound when it was 0.
+  MetasrvServer(const CheckedOptions& checked, std::string bind_addr,
+                DescriptorCeilings ceilings);
   // The steps of Start(), in order. Standalone or an election (not
   // started yet).
   absl::Status StartLeadership();
@@ -80,9 +88,8 @@ class MetasrvServer final : public core::LeadershipListener {
   absl::StatusOr<std::unique_ptr<Election>> MakeElection();
   // What this replica registers about itself in the election's store.
   std::function<core::MetasrvNodeInfo()> Describe();
-  // The TLS material and credentials for etcd the options name, read.
-  static absl::StatusOr<EtcdSecurity> StoreSecurity(
-      const ServerOptions& options);
+  // The TLS material and credentials for etcd, from the files read.
+  EtcdSecurity StoreSecurity() const;
   // Metrics, the watch hub, node expiry, the HTTP endpoints.
   absl::Status StartSupport();
   // The heartbeat logic and the gRPC services.
@@ -94,17 +101,16 @@ class MetasrvServer final : public core::LeadershipListener {
   // Says where it serves.
   void LogServing() const;
   // Plaintext, TLS or mTLS, as the options say.
-  static absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
-  ServerCredentials(const ServerOptions& options);
+  std::shared_ptr<grpc::ServerCredentials> ServerCredentials() const;
   // /metrics, /health and /ready.
   HttpServer::Routes HttpRoutes();
   // What LeaderChange does.
   absl::StatusOr<uint64_t> LeaderChange();
 
-  const ServerOptions options_;  // As started.
+  const ServerOptions options_;  // As checked.
+  const SettingFiles files_;     // What the files the options name hold.
   // Descriptors each port's connections may take (soft limit raised first).
-  const DescriptorCeilings descriptor_ceilings_ =
-      DescriptorCeilings::For(RaiseDescriptorLimit());
+  const DescriptorCeilings descriptor_ceilings_;
   // The gRPC port's connections: bound by Start(), serving from Serve().
   std::unique_ptr<GrpcAcceptor> acceptor_;
   int port_ = 0;                 // The port bound.

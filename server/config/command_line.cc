@@ -1,47 +1,49 @@
 #include "server/config/command_line.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
-#include "absl/flags/parse.h"
-#include "absl/flags/reflection.h"
-#include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "server/ops/build_info.h"
 #include "server/config/config_file.h"
-#include "server/config/flags.h"
+#include "server/config/settings.h"
+#include "server/config/small_file.h"
+#include "server/ops/build_info.h"
 
 namespace metasrv::server {
 namespace {
 
-// The flags --help shows, in this order.
-constexpr const char* kMainFlags[] = {
-    "bind_addr",        "server_addr",  "backend",    "store_addrs",
-    "store_key_prefix", "metrics_addr", "tls_cert",   "tls_key",
-    "admin_token_file", "log_level",    "log_format", "config_file",
-    "print_config",
+// Options that are not settings: they say what the binary does.
+struct CommandOption {
+  const char* name;  // --name.
+  const char* help;  // For --helpfull and the README.
+};
+constexpr CommandOption kCommandOptions[] = {
+    {"config_file",
+     "TOML config file (GreptimeDB's metasrv key names; also -c FILE). "
+     "Precedence: flags > GREPTIMEDB_METASRV__* environment > file"},
+    {"print_config", "print the effective configuration as TOML and exit"},
+    {"flagfile", "read flags from FILE, one --name=value per line"},
 };
 
-void PrintFlag(const absl::CommandLineFlag& flag) {
-  std::printf("  --%s (default \"%s\")\n      %s\n",
-              std::string(flag.Name()).c_str(), flag.DefaultValue().c_str(),
-              flag.Help().c_str());
+void PrintSetting(const Setting& s) {
+  std::printf("  --%s (default \"%s\")\n      %s\n      %s: %s; env %s\n",
+              s.name(), SettingText(s.Get(ServerOptions{})).c_str(), s.help(),
+              s.greptime_key() ? "GreptimeDB key" : "key", s.key().c_str(),
+              s.env().c_str());
 }
 
-// Every flag of the server, by name.
+// Every setting, in the table's order, then the command options.
 void PrintAllFlags() {
-  std::vector<const absl::CommandLineFlag*> flags;
-  for (const auto& [name, flag] : absl::GetAllFlags()) {
-    if (IsServerFlag(*flag)) flags.push_back(flag);
-  }
-  std::sort(flags.begin(), flags.end(),
-            [](auto* a, auto* b) { return a->Name() < b->Name(); });
   std::printf("metasrv flags:\n");
-  for (const absl::CommandLineFlag* flag : flags) PrintFlag(*flag);
+  for (const std::unique_ptr<Setting>& s : Settings()) PrintSetting(*s);
+  std::printf("\ncommand options:\n");
+  for (const CommandOption& o : kCommandOptions) {
+    std::printf("  --%s (default \"\")\n      %s\n", o.name, o.help);
+  }
 }
 
 void PrintHelp() {
@@ -49,9 +51,8 @@ void PrintHelp() {
       "metasrv: the flow-state metadata service for GreptimeDB flownodes.\n\n"
       "Usage: metasrv [-c FILE] [--flag=value ...]\n\n"
       "Main flags:\n");
-  for (const char* name : kMainFlags) {
-    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    if (flag != nullptr) PrintFlag(*flag);
+  for (const std::unique_ptr<Setting>& s : Settings()) {
+    if (s->brief()) PrintSetting(*s);
   }
   std::printf(
       "\nConfiguration comes from, highest first: flags (and --flagfile), "
@@ -68,85 +69,102 @@ int UsageError(const std::string& message) {
   return kExitUsage;
 }
 
-// A flag given on the command line.
-struct Given {
-  std::string name;   // As found (for bools, without a "no" prefix).
-  std::string value;  // Its value.
+// What argv says, read.
+struct Parsed {
+  std::vector<ConfigAssignment> settings;  // In order.
+  std::string config_file;                 // -c; empty: none.
+  bool config_file_given = false;          // Whether -c was given.
+  bool print_config = false;               // --print_config.
 };
 
-// Normalizes `argv` into `--name=value` arguments in `out`; `given` gets
-// this service's flags among them. An exit code when it cannot, or for
-// --help and --version; -1 otherwise.
-int Normalize(const std::vector<std::string>& argv,
-              std::vector<std::string>* out, std::vector<Given>* given) {
-  const int argc = static_cast<int>(argv.size());
-  for (int i = 0; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help" || a == "-help") {
-      PrintHelp();
-      return kExitOk;
-    }
-    if (a == "--helpfull" || a == "-helpfull") {
-      PrintAllFlags();
-      return kExitOk;
-    }
-    if (a == "--version" || a == "-version") {
-      std::printf("%s\n", VersionLine().c_str());
-      return kExitOk;
-    }
-    if (a == "-c") {
-      if (i + 1 == argc) return UsageError("-c needs a file");
-      a = absl::StrCat("--config_file=", argv[++i]);
-    } else if (absl::StartsWith(a, "-c=")) {
-      a = absl::StrCat("--config_file=", a.substr(3));
-    }
-    if (a == "--") {
-      if (i + 1 < argc) {
-        return UsageError(
-            absl::StrCat("unexpected argument '", argv[i + 1], "'"));
-      }
-      break;
-    }
-    if (a.size() < 2 || a[0] != '-') {
-      return UsageError(absl::StrCat("unexpected argument '", a, "'"));
-    }
-    const std::string body = a.substr(a[1] == '-' ? 2 : 1);
-    const size_t eq = body.find('=');
-    std::string name = body.substr(0, eq);
-    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    bool negated = false;
-    if (flag == nullptr && absl::StartsWith(name, "no")) {
-      flag = absl::FindCommandLineFlag(name.substr(2));
-      negated = flag != nullptr && flag->IsOfType<bool>();
-      if (!negated) flag = nullptr;
-    }
-    if (flag == nullptr) {
-      return UsageError(absl::StrCat("unknown flag --", name));
-    }
-    std::string value;
-    if (negated) {
-      name = name.substr(2);
-      value = "false";
-    } else if (eq != std::string::npos) {
-      value = body.substr(eq + 1);
-    } else if (flag->IsOfType<bool>()) {
-      value = "true";
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return UsageError(absl::StrCat("--", name, " needs a value"));
-    }
-    out->push_back(absl::StrCat("--", name, "=", value));
-    if (IsServerFlag(*flag)) {
-      given->push_back({name, value});
-    }
+// The exit code for --help, --helpfull and --version; -1 for anything else.
+int Informational(const std::string& a) {
+  if (a == "-h" || a == "--help" || a == "-help") {
+    PrintHelp();
+    return kExitOk;
+  }
+  if (a == "--helpfull" || a == "-helpfull") {
+    PrintAllFlags();
+    return kExitOk;
+  }
+  if (a == "--version" || a == "-version") {
+    std::printf("%s\n", VersionLine().c_str());
+    return kExitOk;
   }
   return -1;
 }
 
-// argv after argv[0], each --flagfile=FILE replaced by the flags in FILE (one
-// per line; blank lines and lines starting with # skipped), so that the
-// flags in a file are checked like those on the command line.
+// One `--name[=value]` (its value perhaps the next argument, at `*i`) into
+// `out`; an exit code on error, else -1.
+int TakeArgument(const std::vector<std::string>& args, size_t* i, Parsed* out) {
+  const std::string& a = args[*i];
+  const std::string body = a.substr(a[1] == '-' ? 2 : 1);
+  const size_t eq = body.find('=');
+  const std::string name = body.substr(0, eq);
+  if (name == "print_config") {
+    const std::string value =
+        eq == std::string::npos ? "true" : body.substr(eq + 1);
+    if (value != "true" && value != "false") {
+      return UsageError("--print_config takes no value");
+    }
+    out->print_config = value == "true";
+    return -1;
+  }
+  const Setting* setting = FindSetting(name);
+  if (setting == nullptr && name != "config_file") {
+    return UsageError(absl::StrCat("unknown flag --", name));
+  }
+  std::string value;
+  if (eq != std::string::npos) {
+    value = body.substr(eq + 1);
+  } else if (*i + 1 < args.size()) {
+    value = args[++*i];
+  } else {
+    return UsageError(absl::StrCat("--", name, " needs a value"));
+  }
+  if (setting == nullptr) {
+    out->config_file = value;
+    out->config_file_given = true;
+    return -1;
+  }
+  SettingInput input;
+  input.text = std::move(value);
+  out->settings.push_back(
+      {setting, std::move(input), absl::StrCat("--", name)});
+  return -1;
+}
+
+// Reads `args` (flag files expanded) into `out`. An exit code when it
+// cannot, or for --help and --version; -1 otherwise.
+int Parse(const std::vector<std::string>& args, Parsed* out) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (const int code = Informational(args[i]); code >= 0) return code;
+    if (args[i] == "-c" || absl::StartsWith(args[i], "-c=")) {
+      if (args[i] == "-c" && i + 1 == args.size()) {
+        return UsageError("-c needs a file");
+      }
+      out->config_file = args[i] == "-c" ? args[++i] : args[i].substr(3);
+      out->config_file_given = true;
+      continue;
+    }
+    if (args[i] == "--") {
+      if (i + 1 < args.size()) {
+        return UsageError(
+            absl::StrCat("unexpected argument '", args[i + 1], "'"));
+      }
+      break;
+    }
+    if (args[i].size() < 2 || args[i][0] != '-') {
+      return UsageError(absl::StrCat("unexpected argument '", args[i], "'"));
+    }
+    if (const int code = TakeArgument(args, &i, out); code >= 0) return code;
+  }
+  return -1;
+}
+
+// `args`, each --flagfile=FILE replaced by the flags in FILE (one per line;
+// blank lines and lines starting with # skipped), so that the flags in a
+// file are read like those on the command line.
 absl::StatusOr<std::vector<std::string>> ExpandFlagfiles(
     const std::vector<std::string>& args, int depth = 0) {
   std::vector<std::string> out;
@@ -160,19 +178,16 @@ absl::StatusOr<std::vector<std::string>> ExpandFlagfiles(
       out.push_back(args[i]);
       continue;
     }
-    if (depth > 8)
+    if (depth > 8) {
       return absl::InvalidArgumentError("--flagfile nests too deep");
+    }
     for (absl::string_view file :
          absl::StrSplit(files, ',', absl::SkipEmpty())) {
-      absl::Status readable = CheckReadableConfig(std::string(file), "--flagfile");
-      if (!readable.ok()) return absl::InvalidArgumentError(readable.message());
-      std::ifstream in{std::string(file)};
-      if (!in) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--flagfile: cannot read ", file));
-      }
+      absl::StatusOr<std::string> text =
+          ReadSmallFile(std::string(file), "--flagfile");
+      if (!text.ok()) return text.status();
       std::vector<std::string> lines;
-      for (std::string line; std::getline(in, line);) {
+      for (absl::string_view line : absl::StrSplit(*text, '\n')) {
         const absl::string_view trimmed = absl::StripAsciiWhitespace(line);
         if (!trimmed.empty() && trimmed[0] != '#') lines.emplace_back(trimmed);
       }
@@ -183,6 +198,31 @@ absl::StatusOr<std::vector<std::string>> ExpandFlagfiles(
     }
   }
   return out;
+}
+
+// Applies the sources to `result->options`, lowest first.
+int ApplySources(const Parsed& parsed, const std::vector<std::string>& env,
+                 CommandLine* result) {
+  std::vector<ConfigValues> sources;
+  if (parsed.config_file_given) {
+    absl::StatusOr<ConfigValues> file = LoadConfigFile(parsed.config_file);
+    if (!file.ok()) return UsageError(std::string(file.status().message()));
+    sources.push_back(*std::move(file));
+  }
+  absl::StatusOr<ConfigValues> environment = LoadConfigEnv(env);
+  if (!environment.ok()) {
+    return UsageError(std::string(environment.status().message()));
+  }
+  sources.push_back(*std::move(environment));
+  sources.push_back({parsed.settings, {}});
+  for (const ConfigValues& source : sources) {
+    absl::Status applied =
+        ApplyAssignments(source.assignments, &result->options);
+    if (!applied.ok()) return UsageError(std::string(applied.message()));
+    result->notes.insert(result->notes.end(), source.notes.begin(),
+                         source.notes.end());
+  }
+  return -1;
 }
 
 }  // namespace
@@ -196,61 +236,19 @@ std::string VersionLine() {
 CommandLine ReadCommandLine(int argc, char** argv,
                             const std::vector<std::string>& env) {
   CommandLine result;
-  std::vector<std::string> args;
-  std::vector<Given> given;
-  absl::StatusOr<std::vector<std::string>> expanded =
+  absl::StatusOr<std::vector<std::string>> args =
       ExpandFlagfiles(std::vector<std::string>(argv + 1, argv + argc));
-  if (!expanded.ok()) {
-    result.exit_code = UsageError(std::string(expanded.status().message()));
+  if (!args.ok()) {
+    result.exit_code = UsageError(std::string(args.status().message()));
     return result;
   }
-  result.exit_code = Normalize(*expanded, &args, &given);
+  Parsed parsed;
+  result.exit_code = Parse(*args, &parsed);
   if (result.exit_code >= 0) return result;
-  std::string config_file;
-  for (const Given& g : given) {
-    if (g.name == "config_file") config_file = g.value;
-  }
-  // Lowest first: the file, the environment; the command line last.
-  std::vector<ConfigValues> sources;
-  const bool file_given = std::any_of(given.begin(), given.end(), [](const Given& g) {
-    return g.name == "config_file";
-  });
-  if (file_given) {
-    absl::StatusOr<ConfigValues> file = LoadConfigFile(config_file);
-    if (!file.ok()) {
-      result.exit_code = UsageError(std::string(file.status().message()));
-      return result;
-    }
-    sources.push_back(*std::move(file));
-  }
-  absl::StatusOr<ConfigValues> environment = LoadConfigEnv(env);
-  if (!environment.ok()) {
-    result.exit_code = UsageError(std::string(environment.status().message()));
-    return result;
-  }
-  sources.push_back(*std::move(environment));
-  std::vector<FlagAssignment> command_line;
-  for (const Given& g : given) {
-    command_line.push_back({g.name, g.value, absl::StrCat("--", g.name)});
-  }
-  sources.push_back({command_line, {}});
-  for (const ConfigValues& source : sources) {
-    absl::Status applied = ApplyAssignments(source.assignments);
-    if (!applied.ok()) {
-      result.exit_code = UsageError(std::string(applied.message()));
-      return result;
-    }
-    result.notes.insert(result.notes.end(), source.notes.begin(),
-                        source.notes.end());
-  }
-  // The flags library parses them again (--flagfile already expanded).
-  std::vector<char*> parse_argv = {argv[0]};
-  for (std::string& a : args) parse_argv.push_back(a.data());
-  absl::SetProgramUsageMessage("metasrv [-c FILE] [--flag=value ...]");
-  absl::ParseCommandLine(static_cast<int>(parse_argv.size()),
-                         parse_argv.data());
-  if (PrintConfigFlag()) {
-    std::printf("%s", EffectiveConfigToml().c_str());
+  result.exit_code = ApplySources(parsed, env, &result);
+  if (result.exit_code >= 0) return result;
+  if (parsed.print_config) {
+    std::printf("%s", EffectiveConfigToml(result.options).c_str());
     result.exit_code = kExitOk;
   }
   return result;

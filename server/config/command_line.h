@@ -1,17 +1,21 @@
-// The metasrv binary's command line: --help, --version, `-c FILE`, the
-// config file and environment (config_file.h), then the flags themselves.
+// The metasrv binary's command line: --help, --version, `-c FILE`,
+// --flagfile, --print_config, and every setting as `--name=value` (or
+// `--name value`). Sources fill one ServerOptions, lowest first: defaults,
+// the config file, the environment (config_file.h), the command line.
 #ifndef METASRV_SERVER_CONFIG_COMMAND_LINE_H_
 #define METASRV_SERVER_CONFIG_COMMAND_LINE_H_
 
 #include <string>
 #include <vector>
 
+#include "server/config/server_options.h"
+
 namespace metasrv::server {
 
 // Exit codes of the binary.
 inline constexpr int kExitOk = 0;       // Served and stopped, or --help.
 inline constexpr int kExitRuntime = 1;  // Could not start or serve.
-inline constexpr int kExitUsage = 2;    // Bad arguments, flags or config.
+inline constexpr int kExitUsage = 2;    // Bad arguments, settings or config.
 
 // What the command line asked for.
 struct CommandLine {
@@ -20,10 +24,12 @@ struct CommandLine {
   int exit_code = -1;
   // Config keys ignored and why, to log once logging is set up.
   std::vector<std::string> notes;
+  // Every source applied; not checked yet (CheckOptions, settings.h).
+  ServerOptions options;
 };
 
-// Reads argv (and `env`, as `environ`) into the flags: file < environment <
-// command line. Prints help, version and errors itself.
+// Reads argv (and `env`, as `environ`) into options. Prints help, version,
+// the effective config and errors itself.
 CommandLine ReadCommandLine(int argc, char** argv,
                             const std::vector<std::string>& env);
 

@@ -1,5 +1,8 @@
-// What the server is started with: every setting, as checked by the
-// command line (server/config/flags.*) or set by a test or an embedder.
+// What the server is started with: every setting. Its defaults are the
+// settings' defaults (the binary's too: settings.cc reads them from here).
+// CheckOptions (settings.h) checks a ServerOptions and reads the files it
+// names; the table of settings (settings.cc) fills one from the command line,
+// the environment and the config file.
 #ifndef METASRV_SERVER_CONFIG_SERVER_OPTIONS_H_
 #define METASRV_SERVER_CONFIG_SERVER_OPTIONS_H_
 
@@ -23,7 +26,11 @@ struct ServerOptions {
   // etcd_store: etcd endpoints (host:port); postgres_store: one libpq
   // connection string or URI; mysql_store: one mysql:// URL.
   std::vector<std::string> store_addrs;
-  std::string backend = "etcd_store";                // With store_addrs.
+  // memory_store, etcd_store, postgres_store or mysql_store; empty:
+  // etcd_store with store_addrs, else memory_store (CheckOptions decides).
+  std::string backend;
+  // Prefix of this cluster's keys in the store, before election_name.
+  std::string store_key_prefix;
   std::string election_name = "__metasrv_election";  // With store_addrs.
   absl::Duration lease_ttl = absl::Seconds(5);       // With store_addrs.
   // etcd over TLS (GreptimeDB's [backend_tls]): mode disable or prefer
@@ -31,16 +38,19 @@ struct ServerOptions {
   // certificate and name are always verified), and PEM files.
   std::string store_tls_mode = "disable";
   std::string store_tls_ca, store_tls_cert, store_tls_key;
-  // etcd user and a file holding its password; empty user: no auth.
+  // etcd user and a file holding its password; empty user: no auth. Every
+  // file is read by CheckOptions, into SettingFiles.
   std::string store_username, store_password_file;
-  uint64_t heartbeat_interval_ms = 3000;  // Told to clients at handshake.
-  uint64_t retry_interval_ms = 3000;      // Told to clients at handshake.
+  // Told to clients at handshake.
+  absl::Duration heartbeat_interval = absl::Seconds(3);
+  absl::Duration retry_interval = absl::Seconds(3);
   absl::Duration shutdown_grace = absl::Seconds(1);  // For in-flight calls.
   // Threads for large reads (GetFlowState, Cluster reads); 0 runs them on
   // gRPC's threads.
   int read_threads = 2;
-  // host:port of the Prometheus /metrics endpoint; empty: none.
-  std::string metrics_addr;
+  // host:port of the Prometheus /metrics endpoint; empty: none. Tests pass
+  // "" or a port-0 address.
+  std::string metrics_addr = "127.0.0.1:4000";
   // PEM files. With cert and key, gRPC is served over TLS only; with a
   // client CA too, clients must present a certificate it signed (mTLS).
   std::string tls_cert, tls_key, tls_client_ca;
@@ -59,10 +69,10 @@ struct ServerOptions {
   // answers get RESOURCE_EXHAUSTED. 0: no limit.
   uint64_t max_reply_bytes_in_flight = 128 << 20;
   // Bytes gRPC itself may use (its ResourceQuota); 0: no limit.
-  size_t grpc_memory_limit = 512 << 20;
+  uint64_t grpc_memory_limit = 512 << 20;
   // Large reads (all flows, KV ranges) waiting for a read thread; more get
   // RESOURCE_EXHAUSTED.
-  size_t max_queued_reads = 64;
+  uint64_t max_queued_reads = 64;
   // HTTP/2 keepalive pings: sent after this idle time; a peer that does not
   // answer within the timeout is dropped and its streams released.
   absl::Duration keepalive_time = absl::Seconds(30);
@@ -77,8 +87,20 @@ struct ServerOptions {
   FlowAlertOptions flow_alerts;
   // WatchFlowState pushes at most once per this.
   absl::Duration watch_min_interval = absl::Milliseconds(500);
+  // Logging: trace ... off, and text or json (ops/logging.h). main() sets
+  // it up; the server itself does not.
+  std::string log_level = "info";
+  std::string log_format = "text";
   // Time of heartbeats and node expiry; borrowed. Tests pass a ManualClock.
   const core::Clock* clock = core::SystemClock();
+};
+
+// What the files ServerOptions names hold, read once by CheckOptions.
+struct SettingFiles {
+  std::string tls_cert, tls_key, tls_client_ca;  // PEM, as read.
+  std::string admin_token;     // Surrounding whitespace dropped.
+  std::string store_password;  // Trailing whitespace dropped.
+  std::string store_tls_ca, store_tls_cert, store_tls_key;  // PEM.
 };
 
 }  // namespace metasrv::server

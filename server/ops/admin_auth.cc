@@ -1,8 +1,5 @@
 #include "server/ops/admin_auth.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -23,32 +20,26 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
 
 }  // namespace
 
-absl::StatusOr<AdminAuth> AdminAuth::FromTokenFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::InvalidArgumentError("cannot read the admin token file " +
-                                      path);
-  }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  std::string token(absl::StripAsciiWhitespace(buf.str()));
+absl::StatusOr<AdminAuth> AdminAuth::FromToken(absl::string_view text,
+                                               absl::string_view where) {
+  std::string token(absl::StripAsciiWhitespace(text));
   if (token.empty()) {
-    return absl::InvalidArgumentError("the admin token file " + path +
-                                      " is empty");
+    return absl::InvalidArgumentError(
+        absl::StrCat("the admin token in ", where, " is empty"));
   }
   // A token a client could never present is refused now, not at the first
   // admin call: it travels in an HTTP/2 header, so visible ASCII only, and
   // small enough for gRPC's metadata limit (8 KiB for all headers).
   if (token.size() > kMaxTokenBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the admin token in ", path, " is ", token.size(), " bytes; at most ",
+        "the admin token in ", where, " is ", token.size(), " bytes; at most ",
         kMaxTokenBytes, " fit in a gRPC header"));
   }
   for (size_t i = 0; i < token.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(token[i]);
     if (c < 0x21 || c > 0x7e) {
       return absl::InvalidArgumentError(
-          absl::StrCat("the admin token in ", path,
+          absl::StrCat("the admin token in ", where,
                        " has a byte that cannot travel in a "
                        "header (",
                        static_cast<int>(c), " at offset ", i,

@@ -21,10 +21,12 @@ class AdminAuth {
   // The longest token accepted.
   static constexpr size_t kMaxTokenBytes = 4096;
 
-  // Reads the token from `path` (surrounding whitespace dropped).
-  // kInvalidArgument if it cannot be read, is empty, longer than
-  // kMaxTokenBytes or holds anything but visible ASCII.
-  static absl::StatusOr<AdminAuth> FromTokenFile(const std::string& path);
+  // The token `text` holds (surrounding whitespace dropped), as read from
+  // `where` (a file's name, for messages). kInvalidArgument if it is empty,
+  // longer than kMaxTokenBytes or holds anything but visible ASCII; the
+  // message never holds the token.
+  static absl::StatusOr<AdminAuth> FromToken(absl::string_view text,
+                                             absl::string_view where);
 
   // OK to proceed. kUnauthenticated: no bearer token; kPermissionDenied: the
   // wrong token, or no token configured and `peer` (gRPC's peer string, such

@@ -1,34 +1,44 @@
-"""The README's flag table against the binary's own flags (--helpfull).
+"""The README's settings tables against the binary's table (--helpfull).
 
   python3 flag_table_test.py BINARY README.md
 
-Every flag the binary defines has a row, every row names a flag the binary
-has (or one of absl's own), and a default written as a literal (`value`) is
-the flag's default. Exits 1 naming each disagreement.
+Every setting and command option the binary has has a row, every row names
+one the binary has, the config key column holds each named setting's key
+(marked "(GreptimeDB)" exactly when it is GreptimeDB's), and a default
+written as a literal (`value`) is the setting's default. Exits 1 naming each
+disagreement.
 """
 
 import re
 import subprocess
 import sys
 
-ABSL_FLAGS = {"flagfile", "fromenv", "tryfromenv", "undefok"}
+HEADER = "| flag | config key | default | meaning |"
 
 
 def binary_flags(binary):
-    """Flag name -> default, from the binary's own section of --helpfull."""
+    """Flag name -> (default, config key or None), from --helpfull."""
     out = subprocess.run([binary, "--helpfull"], capture_output=True,
                          text=True, check=True).stdout
     own = out.split("metasrv flags:", 1)[1]
-    return {m.group(1): m.group(2) for m in re.finditer(
-        r'^  --(\w+) \(default "(.*)"\)$', own, re.M)}
+    flags = {}
+    for m in re.finditer(r'^  --(\w+) \(default "(.*)"\)\n.*\n'
+                         r'(?:      (GreptimeDB key|key): ([\w.]+); env \w+$)?',
+                         own, re.M):
+        key = None
+        if m.group(4):
+            key = f"`{m.group(4)}`" + (" (GreptimeDB)" if m.group(3) ==
+                                       "GreptimeDB key" else "")
+        flags[m.group(1)] = (m.group(2), key)
+    return flags
 
 
 def readme_rows(readme):
-    """Flag name -> the default column, from every table headed
-    `| flag | default | meaning |` (the main one, and the alerting flags')."""
+    """Flag name -> (the default column, the key column), from every table
+    headed HEADER (the main one, and the alerting flags')."""
     rows, inside = {}, False
     for line in open(readme, encoding="utf-8"):
-        if line.startswith("| flag | default | meaning |"):
+        if line.startswith(HEADER):
             inside = True
             continue
         if inside and not line.startswith("|"):
@@ -37,7 +47,7 @@ def readme_rows(readme):
             continue
         cols = [c.strip() for c in line.strip().strip("|").split("|")]
         for name in re.findall(r"`--(\w+)`", cols[0]):
-            rows[name] = cols[1]
+            rows[name] = (cols[2], cols[1])
     return rows
 
 
@@ -48,13 +58,22 @@ def main(binary, readme):
         problems.append("no flag table found in the README")
     for name in sorted(set(flags) - set(rows)):
         problems.append(f"--{name}: defined by the binary, missing from the README")
-    for name in sorted(set(rows) - set(flags) - ABSL_FLAGS):
+    for name in sorted(set(rows) - set(flags)):
         problems.append(f"--{name}: in the README, not a flag of the binary")
-    for name, default in sorted(rows.items()):
+    for name, (default, keys) in sorted(rows.items()):
+        if name not in flags:
+            continue
+        want_default, want_key = flags[name]
         literal = re.fullmatch(r"`([^`]*)`", default)
-        if literal and name in flags and literal.group(1) != flags[name]:
+        if literal and literal.group(1) != want_default:
             problems.append(f"--{name}: the README says {literal.group(1)!r}, "
-                            f"the binary {flags[name]!r}")
+                            f"the binary {want_default!r}")
+        listed = [k.strip() for k in keys.split(", ")] if keys else []
+        if want_key is None and listed:
+            problems.append(f"--{name}: a command option has no config key")
+        if want_key is not None and want_key not in listed:
+            problems.append(f"--{name}: the README's key column {keys!r} lacks "
+                            f"{want_key!r}")
     for p in problems:
         print(p, file=sys.stderr)
     print(f"{len(flags)} flags, {len(rows)} README rows, {len(problems)} problems")

@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "server/metasrv_server.h"
+#include "tests/server/in_process_server.h"
 #include "tests/server/test_util.h"
 
 namespace metasrv::testing {
@@ -111,7 +112,7 @@ TEST(SlowlorisTest, HealthChecksAnswerUnderOneByteEveryFewSeconds) {
   if (limit.rlim_max < 4096) GTEST_SKIP() << "hard descriptor limit < 4096";
   limit.rlim_cur = limit.rlim_max;
   setrlimit(RLIMIT_NOFILE, &limit);
-  server::ServerOptions options;
+  server::ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.bind_addr = "127.0.0.1:0";
   options.metrics_addr = "127.0.0.1:0";
   auto started = server::MetasrvServer::Start(options);

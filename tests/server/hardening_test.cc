@@ -19,8 +19,8 @@
 #include "gtest/gtest.h"
 #include "server/metasrv_server.h"
 #include "server/ops/admin_auth.h"
-#include "server/rpc/grpc_log.h"
 #include "server/ops/log_limit.h"
+#include "server/rpc/grpc_log.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/reply_budget.h"
 #include "spdlog/sinks/ostream_sink.h"
@@ -55,7 +55,7 @@ grpc::Status SendOnce(const std::shared_ptr<grpc::Channel>& channel,
 }
 
 TEST(HardeningLimitsTest, FlowsPerReportCountsDistinctIdsOverTheThreeMaps) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.max_flows_per_report = 5;
   auto server = Start(options);
   ASSERT_NE(server, nullptr);
@@ -79,7 +79,7 @@ TEST(HardeningLimitsTest, FlowsPerReportCountsDistinctIdsOverTheThreeMaps) {
 }
 
 TEST(HardeningLimitsTest, MaxNodesRefusesOnlyTheNewNode) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.max_nodes = 2;
   auto server = Start(options);
   ASSERT_NE(server, nullptr);
@@ -104,7 +104,7 @@ TEST(HardeningLimitsTest, MaxNodesRefusesOnlyTheNewNode) {
 // A gzip heartbeat of 230 kB with a 3.9 MB host name of control bytes made a
 // 23 MB record (escaped) per node: every string a node sends is bounded.
 TEST(HardeningLimitsTest, NodeStringsAreBoundedAndOthersStayIntact) {
-  auto server = Start(ServerOptions());
+  auto server = Start(::metasrv::testing::LoopbackOptions());
   ASSERT_NE(server, nullptr);
   auto channel = Connect(server->advertised_addr());
   meta::HeartbeatRequest ok = FlowReport(1, {{1, 10, 1}});
@@ -147,7 +147,7 @@ TEST(HardeningLimitsTest, NodeStringsAreBoundedAndOthersStayIntact) {
 // An answer larger than the whole reply budget can never be sent: a
 // permanent error that says to ask for less, not "retry later".
 TEST(HardeningLimitsTest, AnAnswerLargerThanTheBudgetIsAPermanentError) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.max_reply_bytes_in_flight = 64 << 10;
   auto server = Start(options);
   ASSERT_NE(server, nullptr);
@@ -171,7 +171,7 @@ TEST(HardeningLimitsTest, AnAnswerLargerThanTheBudgetIsAPermanentError) {
 }
 
 TEST(HardeningLimitsTest, MaxTotalFlowsRefusesGrowthNotReplacement) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.max_total_flows = 10;
   auto server = Start(options);
   ASSERT_NE(server, nullptr);
@@ -193,7 +193,7 @@ TEST(HardeningLimitsTest, MaxTotalFlowsRefusesGrowthNotReplacement) {
 }
 
 TEST(HardeningLimitsTest, OneConnectionCannotTakeEveryStream) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.max_streams = 20;
   options.max_streams_per_connection = 10;
   auto server = Start(options);
@@ -230,7 +230,7 @@ TEST(HardeningLimitsTest, OneConnectionCannotTakeEveryStream) {
 }
 
 TEST(HardeningHttpTest, ScrapesWorkWithAHundredIdleSockets) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.metrics_addr = "127.0.0.1:0";
   auto server = Start(options);
   ASSERT_NE(server, nullptr);
@@ -256,11 +256,11 @@ TEST(HardeningHttpTest, ScrapesWorkWithAHundredIdleSockets) {
 }
 
 TEST(HardeningHttpTest, ATakenMetricsPortNamesTheFlag) {
-  ServerOptions first;
+  ServerOptions first = ::metasrv::testing::LoopbackOptions();
   first.metrics_addr = "127.0.0.1:0";
   auto a = Start(first);
   ASSERT_NE(a, nullptr);
-  ServerOptions second;
+  ServerOptions second = ::metasrv::testing::LoopbackOptions();
   second.bind_addr = "127.0.0.1:0";
   second.metrics_addr = absl::StrCat("127.0.0.1:", a->metrics_port());
   auto b = MetasrvServer::Start(second);
@@ -312,7 +312,7 @@ TEST(HardeningLogTest, GrpcLinesAreRateLimitedPerPlace) {
 TEST(HardeningLogTest, PerRequestLinesAreRateLimited) {
   CapturedLog log;
   SetLogLineInterval(absl::Hours(1));
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.max_streams = 1;
   options.metrics_addr = "127.0.0.1:0";
   char token_path[] = "/tmp/metasrv-token-XXXXXX";
@@ -360,27 +360,14 @@ TEST(HardeningLogTest, PerRequestLinesAreRateLimited) {
             std::string::npos);
 }
 
-std::string WriteTempFile(const std::string& contents) {
-  char path[] = "/tmp/metasrv-token-XXXXXX";
-  const int fd = mkstemp(path);
-  EXPECT_GE(fd, 0);
-  close(fd);
-  std::ofstream(path, std::ios::binary) << contents;
-  return path;
-}
-
 TEST(HardeningAdminTokenTest, ATokenThatCannotTravelInAHeaderIsRefusedAtStart) {
-  const std::string control = WriteTempFile(std::string("abc\x01") + "def\n");
-  auto refused = AdminAuth::FromTokenFile(control);
+  auto refused = AdminAuth::FromToken(std::string("abc\x01") + "def\n", "f");
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("offset 3"), std::string::npos);
-  const std::string long_token = WriteTempFile(std::string(5000, 'a'));
-  refused = AdminAuth::FromTokenFile(long_token);
+  refused = AdminAuth::FromToken(std::string(5000, 'a'), "f");
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("5000 bytes"), std::string::npos);
-  const std::string good = WriteTempFile("  0123456789abcdef\n");
-  EXPECT_TRUE(AdminAuth::FromTokenFile(good).ok());
-  for (const std::string& p : {control, long_token, good}) unlink(p.c_str());
+  EXPECT_TRUE(AdminAuth::FromToken("  0123456789abcdef\n", "f").ok());
 }
 
 TEST(HardeningBudgetTest, RepliesFitTheBudgetOrAreRefused) {

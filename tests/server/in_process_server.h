@@ -10,6 +10,15 @@
 
 namespace metasrv::testing {
 
+// Default options of a test server: gRPC on a free loopback port, no
+// metrics port (a test that wants one sets "127.0.0.1:0").
+inline server::ServerOptions LoopbackOptions() {
+  server::ServerOptions options;
+  options.bind_addr = "127.0.0.1:0";
+  options.metrics_addr = "";
+  return options;
+}
+
 // Starts a metasrv with `options` on a free loopback port; null (and a test
 // failure) if it cannot start.
 inline std::unique_ptr<server::MetasrvServer> StartInProcess(
@@ -23,11 +32,7 @@ inline std::unique_ptr<server::MetasrvServer> StartInProcess(
 class InProcessServerTest : public ::testing::Test {
  protected:
   // Options to start with; tests may override.
-  virtual server::ServerOptions Options() {
-    server::ServerOptions options;
-    options.bind_addr = "127.0.0.1:0";
-    return options;
-  }
+  virtual server::ServerOptions Options() { return LoopbackOptions(); }
 
   void SetUp() override {
     auto started = server::MetasrvServer::Start(Options());

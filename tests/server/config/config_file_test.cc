@@ -7,20 +7,25 @@
 #include <map>
 #include <string>
 
-#include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/config/settings.h"
+#include "server/config/units.h"
 
 namespace metasrv::server {
 namespace {
 
 using ::testing::HasSubstr;
 
-// flag -> value of the assignments.
+// Setting name -> value of the assignments, as --print_config writes it.
 std::map<std::string, std::string> Values(const ConfigValues& c) {
   std::map<std::string, std::string> out;
-  for (const FlagAssignment& a : c.assignments) out[a.flag] = a.value;
+  for (const ConfigAssignment& a : c.assignments) {
+    ServerOptions options;
+    EXPECT_TRUE(a.setting->Set(a.input, a.source, &options).ok());
+    out[a.setting->name()] = SettingText(a.setting->Get(options));
+  }
   return out;
 }
 
@@ -38,7 +43,6 @@ class ConfigFileTest : public ::testing::Test {
   void TearDown() override {
     for (const std::string& p : paths_) unlink(p.c_str());
   }
-  absl::FlagSaver saver_;  // Each test's flag changes are undone.
   std::vector<std::string> paths_;
 };
 
@@ -118,8 +122,9 @@ provider = "raft_engine"
   EXPECT_THAT(notes, HasSubstr("selector: a GreptimeDB metasrv key"));
   EXPECT_THAT(notes, HasSubstr("logging.dir: a GreptimeDB metasrv key"));
   EXPECT_THAT(notes, HasSubstr("wal: a GreptimeDB metasrv key"));
-  ASSERT_TRUE(ApplyAssignments(c->assignments).ok());
-  EXPECT_EQ(absl::FindCommandLineFlag("max_streams")->CurrentValue(), "777");
+  ServerOptions options;
+  ASSERT_TRUE(ApplyAssignments(c->assignments, &options).ok());
+  EXPECT_EQ(options.max_streams, 777u);
 }
 
 TEST_F(ConfigFileTest, WrongTypeNamesTheKey) {
@@ -135,7 +140,8 @@ TEST_F(ConfigFileTest, WrongTypeNamesTheKey) {
               HasSubstr("heartbeat_interval: expected a duration"));
   c = LoadConfigFile(Write("[backend_tls]\nmode = 1\n"));
   ASSERT_FALSE(c.ok());
-  EXPECT_THAT(c.status().message(), HasSubstr("backend_tls.mode: expected a string"));
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("backend_tls.mode: expected a string"));
   c = LoadConfigFile(Write("max_streams = \"many\"\n"));
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(),
@@ -176,12 +182,12 @@ TEST_F(ConfigFileTest, EnvironmentInGreptimeDbLayout) {
 }
 
 TEST_F(ConfigFileTest, PrintedConfigReadsBackTheSame) {
-  ASSERT_TRUE(ApplyAssignments({{"bind_addr", "127.0.0.1:3111", "test"},
-                                {"max_streams", "99", "test"},
-                                {"store_addrs", "x:1,y:2", "test"},
-                                {"watch_min_interval", "1.5s", "test"}})
-                  .ok());
-  const std::string printed = EffectiveConfigToml();
+  ServerOptions options;
+  options.bind_addr = "127.0.0.1:3111";
+  options.max_streams = 99;
+  options.store_addrs = {"x:1", "y:2"};
+  options.watch_min_interval = absl::Milliseconds(1500);
+  const std::string printed = EffectiveConfigToml(options);
   EXPECT_THAT(printed, HasSubstr("[grpc]"));
   absl::StatusOr<ConfigValues> back = LoadConfigFile(Write(printed));
   ASSERT_TRUE(back.ok()) << back.status() << "\n" << printed;
@@ -189,7 +195,7 @@ TEST_F(ConfigFileTest, PrintedConfigReadsBackTheSame) {
   EXPECT_EQ(v.at("bind_addr"), "127.0.0.1:3111");
   EXPECT_EQ(v.at("max_streams"), "99");
   EXPECT_EQ(v.at("store_addrs"), "x:1,y:2");
-  EXPECT_EQ(v.at("watch_min_interval"), "1.5s");
+  EXPECT_EQ(v.at("watch_min_interval"), "1500ms");
   EXPECT_TRUE(back->notes.empty()) << ::testing::PrintToString(back->notes);
 }
 

@@ -28,7 +28,7 @@ using ::testing::HasSubstr;
 
 // Options of a replica on `etcd`.
 ServerOptions OnEtcd(const EtcdProcess& etcd) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.bind_addr = "127.0.0.1:0";
   options.store_addrs = {etcd.endpoint()};
   options.lease_ttl = absl::Seconds(2);

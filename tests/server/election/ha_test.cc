@@ -50,7 +50,7 @@ class HaTest : public ::testing::TestWithParam<std::string> {
     static int test_number = 0;
     const std::string prefix = absl::StrCat("test", ++test_number, "/");
     for (int i = 0; i < 3; ++i) {
-      ServerOptions options;
+      ServerOptions options = ::metasrv::testing::LoopbackOptions();
       options.backend = store_->backend();
       options.store_addrs = {store_->address()};
       options.election_name = prefix + "__metasrv_election";
@@ -220,7 +220,7 @@ TEST_P(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
 TEST_P(HaTest, TheLeaseIsTimedOnTheServersClock) {
   replicas_.clear();
   core::ManualClock clock;
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.backend = store_->backend();
   options.store_addrs = {store_->address()};
   options.election_name = "manual-clock/__metasrv_election";

@@ -166,7 +166,7 @@ TEST_P(LeaseStoreTest, PausedServerTimesOutWithinTheCallsTimeout) {
 }
 
 TEST_P(LeaseStoreTest, MetasrvRefusesToStartWithAWrongPassword) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.bind_addr = "127.0.0.1:0";
   options.backend = GetParam();
   options.store_addrs = {server_->AddressWithPassword("wrong")};

@@ -35,7 +35,7 @@ std::map<uint32_t, double> PerFlow(const std::map<std::string, double>& m,
 class FlowAlertsTest : public ::testing::Test {
  protected:
   std::unique_ptr<MetasrvServer> Start(size_t top_flows) {
-    ServerOptions options;
+    ServerOptions options = ::metasrv::testing::LoopbackOptions();
     options.metrics_addr = "127.0.0.1:0";
     options.clock = &clock_;
     options.flow_alerts.top_flows = top_flows;

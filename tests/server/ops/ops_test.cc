@@ -51,7 +51,7 @@ std::map<std::string, double> Scrape(int port) {
 }
 
 TEST(MetricsTest, ValuesMoveWithTraffic) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.metrics_addr = "127.0.0.1:0";
   auto server = StartServer(options);
   ASSERT_NE(server, nullptr);
@@ -152,7 +152,7 @@ std::shared_ptr<grpc::ChannelCredentials> Tls(const Certs& certs,
 
 TEST(TlsTest, TlsClientConnectsPlaintextClientIsRefused) {
   Certs certs;
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.tls_cert = certs.Path("server.pem");
   options.tls_key = certs.Path("server.key");
   auto server = StartServer(options);
@@ -164,7 +164,7 @@ TEST(TlsTest, TlsClientConnectsPlaintextClientIsRefused) {
 
 TEST(TlsTest, MutualTlsNeedsAClientCertificateFromTheConfiguredCa) {
   Certs certs;
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.tls_cert = certs.Path("server.pem");
   options.tls_key = certs.Path("server.key");
   options.tls_client_ca = certs.Path("ca1.pem");
@@ -178,7 +178,7 @@ TEST(TlsTest, MutualTlsNeedsAClientCertificateFromTheConfiguredCa) {
 }
 
 TEST(TlsTest, HalfConfiguredTlsIsAStartError) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.bind_addr = "127.0.0.1:0";
   options.tls_cert = "/nonexistent/cert.pem";
   EXPECT_EQ(MetasrvServer::Start(options).status().code(),
@@ -199,7 +199,7 @@ class AdminAuthTest : public ::testing::Test {
     previous_ = spdlog::default_logger();
     spdlog::set_default_logger(
         std::make_shared<spdlog::logger>("capture", sink_));
-    ServerOptions options;
+    ServerOptions options = ::metasrv::testing::LoopbackOptions();
     options.admin_token_file = token_path_;
     server_ = StartServer(options);
     ASSERT_NE(server_, nullptr);
@@ -290,7 +290,7 @@ TEST(AdminAuthUnitTest, WithoutTokenOnlyLoopbackPeers) {
 }
 
 TEST(LimitsTest, StreamLimitRefusesOnlyTheNewStream) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.max_streams = 2;
   auto server = StartServer(options);
   ASSERT_NE(server, nullptr);
@@ -333,7 +333,7 @@ void ExpectRefusedAndPreviousReportKept(
 }
 
 TEST(LimitsTest, TooManyFlowsIsInvalidArgumentAndKeepsThePreviousReport) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.max_flows_per_report = 5;
   std::vector<std::tuple<uint32_t, uint64_t, int64_t>> six;
   for (uint32_t f = 10; f < 16; ++f) six.push_back({f, 1, 1});
@@ -343,7 +343,7 @@ TEST(LimitsTest, TooManyFlowsIsInvalidArgumentAndKeepsThePreviousReport) {
 }
 
 TEST(LimitsTest, OversizedMessageIsRefusedAndChangesNothing) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.max_message_bytes = 1024;
   std::vector<std::tuple<uint32_t, uint64_t, int64_t>> many;
   for (uint32_t f = 0; f < 500; ++f) many.push_back({f, 1, 1});
@@ -354,7 +354,7 @@ TEST(LimitsTest, OversizedMessageIsRefusedAndChangesNothing) {
 // A client that stops answering (SIGSTOP: its kernel still holds the TCP
 // connection open) is dropped by keepalive and its stream released.
 TEST(KeepaliveTest, UnresponsivePeerIsDroppedAndItsStreamReleased) {
-  ServerOptions options;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.keepalive_time = absl::Seconds(1);
   options.keepalive_timeout = absl::Seconds(1);
   auto server = StartServer(options);

@@ -1,0 +1,123 @@
+#include "server/config/checked_options.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/config/settings.h"
+#include "server/config/small_file.h"
+#include "server/election/mysql_lease_store.h"
+#include "server/ops/admin_auth.h"
+
+namespace metasrv::server {
+namespace {
+
+// The longest store key prefix with election name: MySQL's key column holds
+// 512 bytes, with "/candidate/" and the holder after it.
+constexpr size_t kMaxElectionKey = 200;
+
+// The backend named, or decided from the addresses.
+absl::Status DecideBackend(ServerOptions* o) {
+  o->store_addrs.erase(
+      std::remove(o->store_addrs.begin(), o->store_addrs.end(), ""),
+      o->store_addrs.end());
+  if (o->backend.empty()) {
+    o->backend = o->store_addrs.empty() ? "memory_store" : "etcd_store";
+  }
+  if (o->backend == "memory_store") {
+    o->store_addrs.clear();
+  } else if (o->store_addrs.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--backend=", o->backend,
+        " needs --store_addrs (etcd endpoints, a PostgreSQL connection "
+        "string or a mysql:// URL)"));
+  } else if (o->backend == "mysql_store") {
+    absl::StatusOr<MysqlAddress> parsed =
+        ParseMysqlAddress(absl::StrJoin(o->store_addrs, ","));
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--store_addrs: ", parsed.status().message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The rules that tie settings together.
+absl::Status CheckTogether(const ServerOptions& o) {
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  if (!o.tls_client_ca.empty() && o.tls_cert.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_client_ca needs --tls_cert and --tls_key");
+  }
+  if (o.store_tls_cert.empty() != o.store_tls_key.empty()) {
+    return absl::InvalidArgumentError(
+        "--backend_tls_cert_path and --backend_tls_key_path go together");
+  }
+  if (!o.store_username.empty() && o.store_password_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--store_username needs --store_password_file");
+  }
+  if (!o.store_username.empty() && o.backend != "etcd_store") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--store_username is for etcd; ", o.backend,
+                     " takes the user and password in --store_addrs"));
+  }
+  const size_t key = o.store_key_prefix.size() + o.election_name.size();
+  if (key > kMaxElectionKey) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--store_key_prefix and --election_name together must be at most ",
+        kMaxElectionKey, " bytes (", key, " given)"));
+  }
+  return absl::OkStatus();
+}
+
+// Reads every file a setting names into `files`.
+absl::Status ReadFiles(const ServerOptions& o, SettingFiles* files) {
+  for (const std::unique_ptr<Setting>& setting : Settings()) {
+    if (setting->file() == nullptr) continue;
+    const std::string path = SettingText(setting->Get(o));
+    if (path.empty()) continue;
+    const std::string flag = absl::StrCat("--", setting->name());
+    absl::StatusOr<std::string> read = ReadSmallFile(path, flag.c_str());
+    if (!read.ok()) return read.status();
+    files->*setting->file() = *std::move(read);
+  }
+  files->store_password =
+      std::string(absl::StripTrailingAsciiWhitespace(files->store_password));
+  if (!o.admin_token_file.empty()) {
+    absl::StatusOr<AdminAuth> token =
+        AdminAuth::FromToken(files->admin_token, o.admin_token_file);
+    if (!token.ok()) return token.status();
+    files->admin_token =
+        std::string(absl::StripAsciiWhitespace(files->admin_token));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CheckedOptions> CheckOptions(ServerOptions options) {
+  for (const std::unique_ptr<Setting>& setting : Settings()) {
+    if (absl::Status checked = setting->Check(options); !checked.ok()) {
+      return checked;
+    }
+  }
+  if (absl::Status decided = DecideBackend(&options); !decided.ok()) {
+    return decided;
+  }
+  if (absl::Status together = CheckTogether(options); !together.ok()) {
+    return together;
+  }
+  CheckedOptions checked;
+  if (absl::Status read = ReadFiles(options, &checked.files_); !read.ok()) {
+    return read;
+  }
+  checked.options_ = std::move(options);
+  return checked;
+}
+
+}  // namespace metasrv::server

@@ -1,0 +1,142 @@
+// The table of settings (settings.h) and the one check (checked_options.h).
+#include "server/config/settings.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/config/checked_options.h"
+
+namespace metasrv::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+TEST(SettingsTest, EveryRowHasItsOwnNameKeyAndEnvironmentVariable) {
+  std::set<std::string> names, keys, envs;
+  for (const std::unique_ptr<Setting>& s : Settings()) {
+    EXPECT_TRUE(names.insert(s->name()).second) << s->name();
+    EXPECT_TRUE(keys.insert(s->key()).second) << s->key();
+    EXPECT_TRUE(envs.insert(s->env()).second) << s->env();
+    EXPECT_NE(std::string(s->help()), "") << s->name();
+    EXPECT_EQ(FindSetting(s->name()), s.get());
+    EXPECT_EQ(FindSettingByKey(s->key()), s.get());
+    // Its own name is a top-level key too.
+    EXPECT_EQ(FindSettingByKey(s->name()), s.get());
+  }
+  EXPECT_EQ(FindSetting("no_such_setting"), nullptr);
+  EXPECT_EQ(FindSettingByKey("grpc.no_such_key"), nullptr);
+  const Setting* bind = FindSettingByKey("grpc.bind_addr");
+  ASSERT_NE(bind, nullptr);
+  EXPECT_STREQ(bind->name(), "bind_addr");
+  EXPECT_EQ(bind->env(), "GREPTIMEDB_METASRV__GRPC__BIND_ADDR");
+  EXPECT_TRUE(bind->greptime_key());
+  EXPECT_FALSE(FindSetting("max_streams")->greptime_key());
+}
+
+TEST(SettingsTest, ARowSetsAndReadsBackItsMember) {
+  ServerOptions o;
+  SettingInput in;
+  in.text = "1h30m";
+  ASSERT_TRUE(FindSetting("node_max_idle_time")->Set(in, "t", &o).ok());
+  EXPECT_EQ(o.node_max_idle_time, absl::Minutes(90));
+  in.text = "4MiB";
+  ASSERT_TRUE(FindSetting("max_message_bytes")->Set(in, "t", &o).ok());
+  EXPECT_EQ(o.max_message_bytes, 4 << 20);
+  in.text = "7";
+  ASSERT_TRUE(FindSetting("metrics_top_flows")->Set(in, "t", &o).ok());
+  EXPECT_EQ(o.flow_alerts.top_flows, 7u);
+  EXPECT_EQ(SettingText(FindSetting("metrics_top_flows")->Get(o)), "7");
+  in.text = "lots";
+  absl::Status bad = FindSetting("max_streams")->Set(in, "--max_streams", &o);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.message()), StartsWith("--max_streams: expected an integer"));
+  EXPECT_EQ(o.max_streams, ServerOptions().max_streams);  // Unchanged.
+}
+
+// The message of CheckOptions for `o`; "" when it passes.
+std::string Refusal(const ServerOptions& o) {
+  absl::StatusOr<CheckedOptions> checked = CheckOptions(o);
+  if (checked.ok()) return "";
+  EXPECT_EQ(checked.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(checked.status().message());
+}
+
+TEST(CheckOptionsTest, EveryBadSettingIsNamed) {
+  ServerOptions o;
+  o.read_threads = 65;
+  EXPECT_THAT(Refusal(o), StartsWith("--read_threads=65 is out of range"));
+  o = ServerOptions();
+  o.lease_ttl = absl::Milliseconds(2500);
+  EXPECT_THAT(Refusal(o), StartsWith("--lease_ttl=2500ms must be whole"));
+  o = ServerOptions();
+  o.bind_addr = "nowhere";
+  EXPECT_THAT(Refusal(o), StartsWith("--bind_addr=nowhere is not host:port"));
+  o = ServerOptions();
+  o.log_format = "xml";
+  EXPECT_THAT(Refusal(o), StartsWith("--log_format=xml is not supported"));
+  o = ServerOptions();
+  o.tls_cert = "/etc/hostname";
+  EXPECT_EQ(Refusal(o), "--tls_cert and --tls_key go together");
+  o = ServerOptions();
+  o.backend = "postgres_store";
+  EXPECT_THAT(Refusal(o), StartsWith("--backend=postgres_store needs"));
+  o.store_addrs = {"host=127.0.0.1"};
+  o.store_username = "u";
+  o.store_password_file = "/etc/hostname";
+  EXPECT_THAT(Refusal(o), StartsWith("--store_username is for etcd"));
+  o = ServerOptions();
+  o.store_key_prefix = std::string(150, 'p');
+  o.election_name = std::string(60, 'e');
+  EXPECT_THAT(Refusal(o), HasSubstr("at most 200 bytes (210 given)"));
+  o = ServerOptions();
+  o.admin_token_file = "/nonexistent/token";
+  EXPECT_THAT(Refusal(o), StartsWith("--admin_token_file /nonexistent/token"));
+  EXPECT_EQ(Refusal(ServerOptions()), "");
+}
+
+TEST(CheckOptionsTest, TheBackendIsDecided) {
+  ServerOptions o;
+  absl::StatusOr<CheckedOptions> c = CheckOptions(o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->options().backend, "memory_store");
+  o.store_addrs = {"", "127.0.0.1:2379"};
+  c = CheckOptions(o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->options().backend, "etcd_store");
+  EXPECT_EQ(c->options().store_addrs,
+            std::vector<std::string>{"127.0.0.1:2379"});
+  o.backend = "memory_store";
+  c = CheckOptions(o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->options().store_addrs.empty());
+}
+
+// The files are read once, by the check: what the server starts from is
+// what they held then.
+TEST(CheckOptionsTest, NamedFilesAreReadOnceIntoTheCheckedOptions) {
+  char path[] = "/tmp/metasrv-settings-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << "  0123456789abcdef0123456789abcdef \n";
+  ServerOptions o;
+  o.admin_token_file = path;
+  o.store_addrs = {"127.0.0.1:2379"};
+  o.store_username = "root";
+  o.store_password_file = path;
+  absl::StatusOr<CheckedOptions> c = CheckOptions(o);
+  unlink(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->files().admin_token, "0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(c->files().store_password, "  0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(c->files().tls_cert, "");
+}
+
+}  // namespace
+}  // namespace metasrv::server
