@@ -44,8 +44,8 @@ int main(int argc, char** argv) {
   }
   srv::RouteGrpcLogsToSpdlog();
   spdlog::info("{}", srv::VersionLine());
-  for (const std::string& note : command_line.notes) {
-    spdlog::warn("config {}", note);
+  if (!command_line.ignored_keys.empty()) {
+    spdlog::warn("config: {}", command_line.ignored_keys);
   }
   // Block the stop signals in every thread (gRPC's inherit the mask) and
   // wait for them here, so shutdown runs on an ordinary thread.

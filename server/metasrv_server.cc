@@ -136,7 +136,8 @@ absl::StatusOr<std::unique_ptr<Election>> MetasrvServer::MakeElection() {
                               : options_.store_tls_mode,
                           options_.store_tls_ca,
                           options_.store_tls_cert,
-                          options_.store_tls_key};
+                          options_.store_tls_key,
+                          files_.store_password};
   std::unique_ptr<LeaseStore> lease_store;
   if (postgres) {
     lease_store = std::make_unique<PostgresLeaseStore>(std::move(store));

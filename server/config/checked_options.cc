@@ -1,5 +1,7 @@
 #include "server/config/checked_options.h"
 
+#include <libpq-fe.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -10,6 +12,7 @@
 #include "server/config/small_file.h"
 #include "server/election/mysql_lease_store.h"
 #include "server/ops/admin_auth.h"
+#include "server/ops/net_util.h"
 
 namespace metasrv::server {
 namespace {
@@ -33,9 +36,41 @@ absl::Status DecideBackend(ServerOptions* o) {
         "--backend=", o->backend,
         " needs --store_addrs (etcd endpoints, a PostgreSQL connection "
         "string or a mysql:// URL)"));
-  } else if (o->backend == "mysql_store") {
-    absl::StatusOr<MysqlAddress> parsed =
-        ParseMysqlAddress(absl::StrJoin(o->store_addrs, ","));
+  }
+  return absl::OkStatus();
+}
+
+// The addresses are in the form the backend takes: a store that cannot be
+// reached as written is refused now, not waited for.
+absl::Status CheckStoreAddresses(const ServerOptions& o) {
+  if (o.backend == "etcd_store") {
+    for (const std::string& addr : o.store_addrs) {
+      std::string host;
+      int port = 0;
+      absl::Status split = SplitHostPort(addr, &host, &port);
+      if (!split.ok() || port == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--store_addrs: '", addr,
+            "' is not an etcd endpoint (host:port, such as 127.0.0.1:2379)"));
+      }
+    }
+  }
+  const std::string joined = absl::StrJoin(o.store_addrs, ",");
+  if (o.backend == "postgres_store") {
+    char* error = nullptr;
+    PQconninfoOption* parsed = PQconninfoParse(joined.c_str(), &error);
+    const std::string why = error != nullptr ? error : "out of memory";
+    PQfreemem(error);
+    if (parsed == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--store_addrs is not a PostgreSQL connection string (host=... "
+          "port=... dbname=...) or URI (postgresql://user@host:5432/db): ",
+          absl::StripTrailingAsciiWhitespace(why)));
+    }
+    PQconninfoFree(parsed);
+  }
+  if (o.backend == "mysql_store") {
+    absl::StatusOr<MysqlAddress> parsed = ParseMysqlAddress(joined);
     if (!parsed.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--store_addrs: ", parsed.status().message()));
@@ -61,10 +96,20 @@ absl::Status CheckTogether(const ServerOptions& o) {
     return absl::InvalidArgumentError(
         "--store_username needs --store_password_file");
   }
+  if (o.backend == "etcd_store" && o.store_username.empty() &&
+      !o.store_password_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--store_password_file on etcd needs --store_username");
+  }
+  if (o.backend == "memory_store" && !o.store_password_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--store_password_file needs a store (--store_addrs)");
+  }
   if (!o.store_username.empty() && o.backend != "etcd_store") {
     return absl::InvalidArgumentError(
         absl::StrCat("--store_username is for etcd; ", o.backend,
-                     " takes the user and password in --store_addrs"));
+                     " takes the user in --store_addrs (and the password "
+                     "there or in --store_password_file)"));
   }
   const size_t key = o.store_key_prefix.size() + o.election_name.size();
   if (key > kMaxElectionKey) {
@@ -108,6 +153,9 @@ absl::StatusOr<CheckedOptions> CheckOptions(ServerOptions options) {
   }
   if (absl::Status decided = DecideBackend(&options); !decided.ok()) {
     return decided;
+  }
+  if (absl::Status form = CheckStoreAddresses(options); !form.ok()) {
+    return form;
   }
   if (absl::Status together = CheckTogether(options); !together.ok()) {
     return together;

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/config/checked_options.h"
 #include "server/config/config_file.h"
 #include "server/config/settings.h"
 #include "server/config/small_file.h"
@@ -25,7 +26,12 @@ constexpr CommandOption kCommandOptions[] = {
     {"config_file",
      "TOML config file (GreptimeDB's metasrv key names; also -c FILE). "
      "Precedence: flags > GREPTIMEDB_METASRV__* environment > file"},
-    {"print_config", "print the effective configuration as TOML and exit"},
+    {"print_config",
+     "check the configuration, print it as TOML (passwords masked) and "
+     "exit: 0, or 2 for a configuration that cannot work"},
+    {"check_config",
+     "check the configuration and exit (0 or 2), printing it as "
+     "--print_config does and one line of the keys ignored"},
     {"flagfile", "read flags from FILE, one --name=value per line"},
 };
 
@@ -75,6 +81,7 @@ struct Parsed {
   std::string config_file;                 // -c; empty: none.
   bool config_file_given = false;          // Whether -c was given.
   bool print_config = false;               // --print_config.
+  bool check_config = false;               // --check_config.
 };
 
 // The exit code for --help, --helpfull and --version; -1 for anything else.
@@ -101,13 +108,14 @@ int TakeArgument(const std::vector<std::string>& args, size_t* i, Parsed* out) {
   const std::string body = a.substr(a[1] == '-' ? 2 : 1);
   const size_t eq = body.find('=');
   const std::string name = body.substr(0, eq);
-  if (name == "print_config") {
+  if (name == "print_config" || name == "check_config") {
     const std::string value =
         eq == std::string::npos ? "true" : body.substr(eq + 1);
     if (value != "true" && value != "false") {
-      return UsageError("--print_config takes no value");
+      return UsageError(absl::StrCat("--", name, " takes no value"));
     }
-    out->print_config = value == "true";
+    (name == "print_config" ? out->print_config : out->check_config) =
+        value == "true";
     return -1;
   }
   const Setting* setting = FindSetting(name);
@@ -214,15 +222,33 @@ int ApplySources(const Parsed& parsed, const std::vector<std::string>& env,
     return UsageError(std::string(environment.status().message()));
   }
   sources.push_back(*std::move(environment));
-  sources.push_back({parsed.settings, {}});
+  ConfigValues command_line;
+  command_line.assignments = parsed.settings;
+  sources.push_back(std::move(command_line));
   for (const ConfigValues& source : sources) {
     absl::Status applied =
         ApplyAssignments(source.assignments, &result->options);
     if (!applied.ok()) return UsageError(std::string(applied.message()));
-    result->notes.insert(result->notes.end(), source.notes.begin(),
-                         source.notes.end());
   }
+  result->ignored_keys = IgnoredKeysSummary(sources);
   return -1;
+}
+
+// --print_config and --check_config: the options checked, printed (masked);
+// the exit code.
+int PrintChecked(const Parsed& parsed, const CommandLine& result) {
+  absl::StatusOr<CheckedOptions> checked = CheckOptions(result.options);
+  if (!checked.ok()) {
+    return UsageError(std::string(checked.status().message()));
+  }
+  std::printf("%s", EffectiveConfigToml(checked->options()).c_str());
+  if (!result.ignored_keys.empty()) {
+    std::fprintf(stderr, "metasrv: config: %s\n", result.ignored_keys.c_str());
+  }
+  if (parsed.check_config) {
+    std::fprintf(stderr, "metasrv: the configuration can work\n");
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -247,9 +273,8 @@ CommandLine ReadCommandLine(int argc, char** argv,
   if (result.exit_code >= 0) return result;
   result.exit_code = ApplySources(parsed, env, &result);
   if (result.exit_code >= 0) return result;
-  if (parsed.print_config) {
-    std::printf("%s", EffectiveConfigToml(result.options).c_str());
-    result.exit_code = kExitOk;
+  if (parsed.print_config || parsed.check_config) {
+    result.exit_code = PrintChecked(parsed, result);
   }
   return result;
 }

@@ -1,5 +1,6 @@
 // The metasrv binary's command line: --help, --version, `-c FILE`,
-// --flagfile, --print_config, and every setting as `--name=value` (or
+// --flagfile, --print_config, --check_config, and every setting as
+// `--name=value` (or
 // `--name value`). Sources fill one ServerOptions, lowest first: defaults,
 // the config file, the environment (config_file.h), the command line.
 #ifndef METASRV_SERVER_CONFIG_COMMAND_LINE_H_
@@ -20,10 +21,12 @@ inline constexpr int kExitUsage = 2;    // Bad arguments, settings or config.
 // What the command line asked for.
 struct CommandLine {
   // An exit code to end with at once (after --help, --version,
-  // --print_config or an error, which has been printed); -1 to go on.
+  // --print_config, --check_config or an error, which has been printed); -1
+  // to go on.
   int exit_code = -1;
-  // Config keys ignored and why, to log once logging is set up.
-  std::vector<std::string> notes;
+  // One line naming the config keys ignored, to log once logging is set up;
+  // empty when none was.
+  std::string ignored_keys;
   // Every source applied; not checked yet (CheckOptions, settings.h).
   ServerOptions options;
 };

@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "server/config/settings.h"
@@ -61,7 +62,8 @@ constexpr const char* kIgnoredGreptimeKeys[] = {
 // Where a key goes.
 struct Resolution {
   const Setting* setting = nullptr;  // The setting, if any.
-  std::string note;  // Why it is ignored, when there is no setting.
+  std::string note;      // Why it is ignored, when there is no setting.
+  bool unknown = false;  // Neither ours nor GreptimeDB's.
 };
 
 Resolution Resolve(const std::string& path) {
@@ -76,7 +78,15 @@ Resolution Resolve(const std::string& path) {
     }
   }
   r.note = "unknown key; ignored";
+  r.unknown = true;
   return r;
+}
+
+// Records an ignored key.
+void Note(const std::string& path, const std::string& source,
+          const Resolution& r, ConfigValues* out) {
+  out->notes.push_back(absl::StrCat(source, ": ", r.note));
+  (r.unknown ? out->unknown_keys : out->greptime_keys).push_back(path);
 }
 
 // Adds `input` for `path` to `out`, or a note; an error for a bad value.
@@ -84,7 +94,7 @@ absl::Status Take(const std::string& path, SettingInput input,
                   const std::string& source, ConfigValues* out) {
   Resolution r = Resolve(path);
   if (r.setting == nullptr) {
-    out->notes.push_back(absl::StrCat(source, ": ", r.note));
+    Note(path, source, r, out);
     return absl::OkStatus();
   }
   // Read now, so that a wrong type is reported with its source at once.
@@ -156,8 +166,8 @@ absl::Status WalkTable(const toml::table& table, const std::string& prefix,
             absl::StrCat(source, ": expects a value for --", r.setting->name(),
                          ", not a table"));
       }
-      if (!r.note.empty() && r.note.find("unknown") == std::string::npos) {
-        out->notes.push_back(absl::StrCat(source, ": ", r.note));
+      if (!r.unknown) {
+        Note(path, source, r, out);
         continue;  // A whole section with no meaning here.
       }
       absl::Status s = WalkTable(*sub, path, file, out, depth + 1);
@@ -299,15 +309,77 @@ std::string EffectiveConfigToml(const ServerOptions& options) {
     } else if (const auto* items =
                    std::get_if<std::vector<std::string>>(&value)) {
       toml::array array;
-      for (const std::string& item : *items) array.push_back(item);
+      for (const std::string& item : *items) {
+        array.push_back(MaskPasswords(item));
+      }
       table->insert_or_assign(leaf, std::move(array));
     } else {
-      table->insert_or_assign(leaf, std::get<std::string>(value));
+      table->insert_or_assign(leaf,
+                              MaskPasswords(std::get<std::string>(value)));
     }
   }
   std::ostringstream out;
   out << root << "\n";
   return out.str();
+}
+
+std::string MaskPasswords(absl::string_view text) {
+  std::string out(text);
+  // scheme://user:PASSWORD@host
+  if (const size_t scheme = out.find("://"); scheme != std::string::npos) {
+    const size_t start = scheme + 3;
+    const size_t end = std::min(out.find('/', start), out.size());
+    const size_t at = out.rfind('@', end);
+    if (at != std::string::npos && at > start) {
+      const size_t colon = out.find(':', start);
+      if (colon != std::string::npos && colon < at) {
+        out.replace(colon + 1, at - colon - 1, "***");
+      }
+    }
+  }
+  // password=VALUE (libpq's key=value form, or a URI's query), the value
+  // perhaps quoted.
+  for (size_t at = out.find("password"); at != std::string::npos;
+       at = out.find("password", at + 1)) {
+    size_t i = at + 8;
+    while (i < out.size() && out[i] == ' ') ++i;
+    if (i == out.size() || out[i] != '=') continue;
+    ++i;
+    while (i < out.size() && out[i] == ' ') ++i;
+    size_t end = i;
+    if (end < out.size() && out[end] == '\'') {
+      for (++end; end < out.size() && out[end] != '\''; ++end) {
+        if (out[end] == '\\') ++end;
+      }
+      end = std::min(end + 1, out.size());
+    } else {
+      while (end < out.size() && out[end] != ' ' && out[end] != '&') ++end;
+    }
+    out.replace(i, end - i, "***");
+  }
+  return out;
+}
+
+std::string IgnoredKeysSummary(const std::vector<ConfigValues>& sources) {
+  std::vector<std::string> unknown, greptime;
+  for (const ConfigValues& source : sources) {
+    unknown.insert(unknown.end(), source.unknown_keys.begin(),
+                   source.unknown_keys.end());
+    greptime.insert(greptime.end(), source.greptime_keys.begin(),
+                    source.greptime_keys.end());
+  }
+  std::vector<std::string> parts;
+  if (!unknown.empty()) {
+    parts.push_back(absl::StrCat(unknown.size(), " unknown key(s) ignored: ",
+                                 absl::StrJoin(unknown, ", ")));
+  }
+  if (!greptime.empty()) {
+    parts.push_back(absl::StrCat(
+        greptime.size(),
+        " GreptimeDB metasrv key(s) with no meaning here ignored: ",
+        absl::StrJoin(greptime, ", ")));
+  }
+  return absl::StrJoin(parts, "; ");
 }
 
 }  // namespace metasrv::server

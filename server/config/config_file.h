@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "server/config/server_options.h"
 #include "server/config/setting.h"
 
@@ -43,8 +44,18 @@ struct ConfigAssignment {
 // What a config source says.
 struct ConfigValues {
   std::vector<ConfigAssignment> assignments;  // In the order met.
-  std::vector<std::string> notes;  // Keys ignored, and why; for the log.
+  std::vector<std::string> notes;          // Keys ignored, and why, one each.
+  std::vector<std::string> unknown_keys;   // Keys neither ours nor upstream's.
+  std::vector<std::string> greptime_keys;  // Upstream's, meaningless here.
 };
+
+// `text` with the password of a URL's user (scheme://user:***@host) and
+// every `password=` value (libpq's form, a URI's query) replaced by ***.
+std::string MaskPasswords(absl::string_view text);
+
+// One line for all ignored keys of `sources` ("2 unknown key(s) ignored:
+// a, b; 31 GreptimeDB metasrv key(s) ..."); empty when none was.
+std::string IgnoredKeysSummary(const std::vector<ConfigValues>& sources);
 
 inline constexpr char kEnvPrefix[] = "GREPTIMEDB_METASRV__";
 
@@ -63,7 +74,8 @@ absl::Status ApplyAssignments(const std::vector<ConfigAssignment>& assignments,
                               ServerOptions* options);
 
 // `options` as a TOML file this service reads back (every setting, under
-// GreptimeDB's names and sections where they exist).
+// GreptimeDB's names and sections where they exist), every password in a
+// store address masked (MaskPasswords).
 std::string EffectiveConfigToml(const ServerOptions& options);
 
 }  // namespace metasrv::server

@@ -245,7 +245,8 @@ void StoreAccessRows(Rows* r) {
       &ServerOptions::store_username);
   Add(r,
       {"store_password_file", nullptr,
-       "file holding --store_username's password", false,
+       "file holding the store's password: etcd's for --store_username, or "
+          "PostgreSQL's or MySQL's (over one in --store_addrs)", false,
        &SettingFiles::store_password},
       &ServerOptions::store_password_file);
 }

@@ -23,6 +23,8 @@ struct LeaseStoreOptions {
   // verify_full; PEM file paths.
   std::string tls_mode;
   std::string ca_path, cert_path, key_path;
+  // The password, over the address's; empty: the address's (or none).
+  std::string password;
 };
 
 // A lease: a row (key, holder, value, expiry). Expiry is always computed and

@@ -143,6 +143,7 @@ absl::Status MysqlLeaseStore::Fail(const std::string& what) {
 absl::Status MysqlLeaseStore::Connect(absl::Time deadline) {
   absl::StatusOr<MysqlAddress> a = ParseMysqlAddress(options_.address);
   if (!a.ok()) return absl::FailedPreconditionError(a.status().message());
+  if (!options_.password.empty()) a->password = options_.password;
   conn_ = mysql_init(nullptr);
   if (conn_ == nullptr) return absl::UnavailableError("MySQL: no memory");
   mysql_options(conn_, MYSQL_OPT_NONBLOCK, nullptr);

@@ -97,6 +97,10 @@ absl::Status PostgresLeaseStore::Connect(absl::Time deadline) {
   }
   if (!options_.key_path.empty())
     params.emplace_back("sslkey", options_.key_path);
+  // After dbname, so over what the connection string says.
+  if (!options_.password.empty()) {
+    params.emplace_back("password", options_.password);
+  }
   std::vector<const char*> keys, values;
   for (const auto& [k, v] : params) {
     keys.push_back(k.c_str());

@@ -260,6 +260,35 @@ TEST(CommandLineTest, PrecedenceFlagsThenEnvironmentThenFile) {
   unlink(printed.c_str());
 }
 
+// --print_config and --check_config check first (a bad backend exits 2),
+// mask the password of a store address, and --check_config names every
+// ignored key in one line.
+TEST(CommandLineTest, CheckConfigChecksMasksAndSummarizesIgnoredKeys) {
+  EXPECT_EQ(RunBinary({"--backend=mongo_store", "--store_addrs=x:1",
+                       "--print_config"})
+                .exit_code,
+            2);
+  Ran bad = RunBinary(
+      {"--backend=mongo_store", "--store_addrs=x:1", "--check_config"}, {},
+      /*and_stderr=*/true);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.out, HasSubstr("--backend=mongo_store is not supported"));
+  const std::string file = TempFile(
+      "selector = \"round_robin\"\nmystery = 1\n[wal]\nprovider = \"kafka\"\n");
+  Ran ran = RunBinary({"-c", file, "--backend=mysql_store",
+                       "--store_addrs=mysql://meta:s3cret@127.0.0.1:3306/meta",
+                       "--check_config"},
+                      {}, /*and_stderr=*/true);
+  EXPECT_EQ(ran.exit_code, 0) << ran.out;
+  EXPECT_THAT(ran.out, HasSubstr("mysql://meta:***@127.0.0.1:3306/meta"));
+  EXPECT_THAT(ran.out, ::testing::Not(HasSubstr("s3cret")));
+  EXPECT_THAT(ran.out, HasSubstr("1 unknown key(s) ignored: mystery"));
+  EXPECT_THAT(ran.out, HasSubstr("2 GreptimeDB metasrv key(s) with no meaning "
+                                 "here ignored: selector, wal"));
+  EXPECT_THAT(ran.out, HasSubstr("the configuration can work"));
+  unlink(file.c_str());
+}
+
 // GreptimeDB's config/metasrv.example.toml sets node_max_idle_time: here it
 // means what it means upstream (cluster info expires, flow state stays), so
 // copying that file switches on no report expiry.

@@ -181,6 +181,19 @@ TEST_F(ConfigFileTest, EnvironmentInGreptimeDbLayout) {
               HasSubstr("environment GREPTIMEDB_METASRV__HEARTBEAT_INTERVAL"));
 }
 
+TEST(MaskPasswordsTest, UrlsAndConnectionStrings) {
+  EXPECT_EQ(MaskPasswords("mysql://meta:s3cret@db:3306/meta"),
+            "mysql://meta:***@db:3306/meta");
+  EXPECT_EQ(MaskPasswords("postgresql://u:p%40ss@h/db?sslmode=require"),
+            "postgresql://u:***@h/db?sslmode=require");
+  EXPECT_EQ(MaskPasswords("host=h password = 'a b\\'c' dbname=d"),
+            "host=h password = *** dbname=d");
+  EXPECT_EQ(MaskPasswords("postgresql://u@h/db?password=x&sslmode=disable"),
+            "postgresql://u@h/db?password=***&sslmode=disable");
+  EXPECT_EQ(MaskPasswords("127.0.0.1:2379"), "127.0.0.1:2379");
+  EXPECT_EQ(MaskPasswords("mysql://meta@db/meta"), "mysql://meta@db/meta");
+}
+
 TEST_F(ConfigFileTest, PrintedConfigReadsBackTheSame) {
   ServerOptions options;
   options.bind_addr = "127.0.0.1:3111";

@@ -55,7 +55,8 @@ TEST(SettingsTest, ARowSetsAndReadsBackItsMember) {
   in.text = "lots";
   absl::Status bad = FindSetting("max_streams")->Set(in, "--max_streams", &o);
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(bad.message()), StartsWith("--max_streams: expected an integer"));
+  EXPECT_THAT(std::string(bad.message()),
+              StartsWith("--max_streams: expected an integer"));
   EXPECT_EQ(o.max_streams, ServerOptions().max_streams);  // Unchanged.
 }
 
@@ -98,6 +99,29 @@ TEST(CheckOptionsTest, EveryBadSettingIsNamed) {
   o.admin_token_file = "/nonexistent/token";
   EXPECT_THAT(Refusal(o), StartsWith("--admin_token_file /nonexistent/token"));
   EXPECT_EQ(Refusal(ServerOptions()), "");
+}
+
+// An address not in the backend's form would be waited on forever (libpq
+// reads "127.0.0.1:44379" as no host, so a Unix socket): refused now.
+TEST(CheckOptionsTest, AStoreAddressMustBeInItsBackendsForm) {
+  ServerOptions o;
+  o.backend = "postgres_store";
+  o.store_addrs = {"127.0.0.1:44379"};
+  EXPECT_THAT(Refusal(o),
+              StartsWith("--store_addrs is not a PostgreSQL connection"));
+  o.store_addrs = {"host=127.0.0.1 port=5432 dbname=meta"};
+  EXPECT_EQ(Refusal(o), "");
+  o.store_addrs = {"postgresql://u@127.0.0.1:5432/meta"};
+  EXPECT_EQ(Refusal(o), "");
+  o.backend = "etcd_store";
+  o.store_addrs = {"127.0.0.1:2379", "http://127.0.0.1:2379"};
+  EXPECT_THAT(Refusal(o), HasSubstr("'http://127.0.0.1:2379' is not an etcd"));
+  o.backend = "mysql_store";
+  o.store_addrs = {"127.0.0.1:3306"};
+  EXPECT_THAT(Refusal(o), StartsWith("--store_addrs: "));
+  o = ServerOptions();
+  o.store_password_file = "/etc/hostname";
+  EXPECT_EQ(Refusal(o), "--store_password_file needs a store (--store_addrs)");
 }
 
 TEST(CheckOptionsTest, TheBackendIsDecided) {

@@ -2,6 +2,9 @@
 // LeaseElection relies on, call by call; and refusals at start.
 #include "server/election/lease_store.h"
 
+#include <unistd.h>
+
+#include <fstream>
 #include <memory>
 
 #include "absl/strings/match.h"
@@ -179,6 +182,27 @@ TEST_P(LeaseStoreTest, MetasrvRefusesToStartWithAWrongPassword) {
       << started.status();
 }
 
+// --store_password_file works for the SQL stores too: its password wins
+// over the one in the address, and the replica leads.
+TEST_P(LeaseStoreTest, APasswordFileWinsOverTheAddresssPassword) {
+  char path[] = "/tmp/metasrv-sql-password-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << ::metasrv::testing::kSqlPassword << "\n";
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
+  options.backend = GetParam();
+  options.store_addrs = {server_->AddressWithPassword("wrong")};
+  options.store_password_file = path;
+  options.lease_ttl = absl::Seconds(2);
+  absl::StatusOr<std::unique_ptr<MetasrvServer>> started =
+      MetasrvServer::Start(options);
+  unlink(path);
+  ASSERT_TRUE(started.ok()) << started.status();
+  EXPECT_TRUE(
+      WaitFor([&] { return (*started)->leadership_for_test().IsLeader(); }));
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, LeaseStoreTest,
                          ::testing::Values("postgres_store", "mysql_store"),
                          [](const auto& info) { return info.param; });
@@ -208,8 +232,10 @@ TEST_P(LeaseStoreTest, TlsVerifiesTheServerAgainstTheGivenCa) {
     }
     return store->Open(kTimeout);
   };
-  EXPECT_TRUE(open("verify_full", "ca1.pem").ok()) << open("verify_full", "ca1.pem");
-  EXPECT_TRUE(open("verify_ca", "ca1.pem").ok()) << open("verify_ca", "ca1.pem");
+  EXPECT_TRUE(open("verify_full", "ca1.pem").ok())
+      << open("verify_full", "ca1.pem");
+  EXPECT_TRUE(open("verify_ca", "ca1.pem").ok())
+      << open("verify_ca", "ca1.pem");
   const absl::Status wrong = open("verify_full", "ca2.pem");
   EXPECT_EQ(wrong.code(), absl::StatusCode::kFailedPrecondition) << wrong;
   // Without TLS asked for, the address decides (plaintext works).
