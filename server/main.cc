@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);  // Reload, not stop.
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   auto server = srv::MetasrvServer::Start(*checked);
@@ -67,7 +68,10 @@ int main(int argc, char** argv) {
   // Under systemd (Type=notify): serving now. A no-op elsewhere.
   sd_notify(0, "READY=1");
   int signal = 0;
-  sigwait(&stop_signals, &signal);
+  while (sigwait(&stop_signals, &signal) == 0 && signal == SIGHUP) {
+    spdlog::info("received SIGHUP; re-reading the files the settings name");
+    (*server)->Reload();
+  }
   sd_notify(0, "STOPPING=1");
   spdlog::info("received signal {}; shutting down", signal);
   (*server)->Shutdown();

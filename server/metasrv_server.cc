@@ -364,6 +364,25 @@ HttpServer::Routes MetasrvServer::HttpRoutes() {
     }
     return HttpAnswer{200, "text/plain; charset=utf-8", "serving\n"};
   };
+  // GreptimeDB's admin paths, answered as its metasrv answers them
+  // (src/meta-srv/src/service/admin/{health,leader}.rs): health is always
+  // "OK"; the leader is its address as text, or "election info is None"
+  // without an election (standalone), or 500 while none is known.
+  routes["/admin/health"] = [] {
+    return HttpAnswer{200, "text/plain; charset=utf-8", "OK\n"};
+  };
+  routes["/admin/leader"] = [this] {
+    if (election_ == nullptr) {
+      return HttpAnswer{200, "text/plain; charset=utf-8",
+                        "election info is None"};
+    }
+    const std::string leader = leadership_->LeaderAddr();
+    if (leader.empty()) {
+      return HttpAnswer{500, "text/plain; charset=utf-8",
+                        "no leader is known yet"};
+    }
+    return HttpAnswer{200, "text/plain; charset=utf-8", leader};
+  };
   // Useful to clients: the leader, or a follower that can name it.
   routes["/ready"] = [this] {
     if (leadership_->IsLeader()) {
@@ -391,6 +410,41 @@ std::shared_ptr<grpc::ServerCredentials> MetasrvServer::ServerCredentials()
         GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   return grpc::SslServerCredentials(ssl);
+}
+
+void MetasrvServer::Reload() {
+  absl::MutexLock lock(&reload_mu_);
+  absl::StatusOr<CheckedOptions> checked = CheckOptions(options_);
+  if (!checked.ok()) {
+    spdlog::error("reload: {}; nothing changed",
+                  std::string(checked.status().message()));
+    return;
+  }
+  const SettingFiles& now = checked->files();
+  if (now.admin_token != reloaded_files_.admin_token) {
+    absl::StatusOr<AdminAuth> auth =
+        AdminAuth::FromToken(now.admin_token, options_.admin_token_file);
+    if (auth.ok()) {
+      gate_->SetAdminAuth(*std::move(auth));
+      spdlog::info("reload: the admin token changed; admin calls need it now");
+    }
+  }
+  const std::pair<const std::string SettingFiles::*, const char*> later[] = {
+      {&SettingFiles::tls_cert, "--tls_cert"},
+      {&SettingFiles::tls_key, "--tls_key"},
+      {&SettingFiles::tls_client_ca, "--tls_client_ca"},
+      {&SettingFiles::store_password, "--store_password_file"},
+      {&SettingFiles::store_tls_ca, "--backend_tls_ca_cert_path"},
+      {&SettingFiles::store_tls_cert, "--backend_tls_cert_path"},
+      {&SettingFiles::store_tls_key, "--backend_tls_key_path"}};
+  for (const auto& [file, flag] : later) {
+    if (now.*file != reloaded_files_.*file) {
+      spdlog::warn("reload: the file of {} changed; it applies at the next "
+                   "start", flag);
+    }
+  }
+  reloaded_files_ = now;
+  spdlog::info("reload: done");
 }
 
 uint64_t MetasrvServer::OnBecomeLeader() {

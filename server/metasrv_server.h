@@ -60,6 +60,12 @@ class MetasrvServer final : public core::LeadershipListener {
   // Blocks until the server has shut down.
   void Wait();
 
+  // Re-reads the files the options name (SIGHUP): a new admin token applies
+  // to the next admin call; a changed certificate or password is logged as
+  // applying at the next start. An unreadable or bad file is logged and
+  // nothing changes. Never stops the server. Thread-safe; one at a time.
+  void Reload() ABSL_LOCKS_EXCLUDED(reload_mu_);
+
   int port() const { return port_; }
   // Port of /metrics, /health and /ready; 0 when not served.
   int metrics_port() const { return http_ == nullptr ? 0 : http_->port(); }
@@ -108,7 +114,10 @@ class MetasrvServer final : public core::LeadershipListener {
   absl::StatusOr<uint64_t> LeaderChange();
 
   const ServerOptions options_;  // As checked.
-  const SettingFiles files_;     // What the files the options name hold.
+  const SettingFiles files_;     // What the files the options name held.
+  absl::Mutex reload_mu_;        // One Reload() at a time; guards below.
+  // What they held at the last Reload() (files_ before it).
+  SettingFiles reloaded_files_ ABSL_GUARDED_BY(reload_mu_) = files_;
   // Descriptors each port's connections may take (soft limit raised first).
   const DescriptorCeilings descriptor_ceilings_;
   // The gRPC port's connections: bound by Start(), serving from Serve().

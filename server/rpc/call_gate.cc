@@ -36,6 +36,11 @@ const MethodPolicy& PolicyOf(Method method) {
 CallGate::CallGate(const core::Leadership* leadership, AdminAuth auth)
     : leadership_(leadership), auth_(std::move(auth)) {}
 
+void CallGate::SetAdminAuth(AdminAuth auth) {
+  absl::MutexLock lock(&auth_mu_);
+  auth_ = std::move(auth);
+}
+
 absl::StatusOr<Admission> CallGate::Admit(
     Method method, grpc::CallbackServerContext* context) const {
   const MethodPolicy& policy = PolicyOf(method);
@@ -46,7 +51,11 @@ absl::StatusOr<Admission> CallGate::Admit(
     if (it != metadata.end()) {
       authorization = absl::string_view(it->second.data(), it->second.size());
     }
-    absl::Status allowed = auth_.Check(authorization, context->peer());
+    absl::Status allowed;
+    {
+      absl::MutexLock lock(&auth_mu_);
+      allowed = auth_.Check(authorization, context->peer());
+    }
     if (!allowed.ok()) {
       LogLimited(spdlog::level::warn, "admin_call_refused",
                  "admin call {} from {} refused: {}", policy.name,

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/leadership.h"
+#include "absl/synchronization/mutex.h"
 #include "server/ops/admin_auth.h"
 #include "server/rpc/unary_call.h"
 
@@ -53,7 +54,7 @@ enum class Admission {
   kAnswerNotLeader,  // Answer with SetNotLeader's header and nothing else.
 };
 
-// Thread-safe (immutable after construction).
+// Thread-safe: the admin rights may be replaced while calls are admitted.
 class CallGate {
  public:
   // Borrows `leadership`, which must outlive the gate.
@@ -68,9 +69,14 @@ class CallGate {
 
   const core::Leadership& leadership() const { return *leadership_; }
 
+  // Admin calls admitted from now on are checked against `auth` (a token
+  // re-read on SIGHUP).
+  void SetAdminAuth(AdminAuth auth) ABSL_LOCKS_EXCLUDED(auth_mu_);
+
  private:
   const core::Leadership* const leadership_;  // Who leads; borrowed.
-  const AdminAuth auth_;                      // Who may call admin methods.
+  mutable absl::Mutex auth_mu_;               // Guards auth_.
+  AdminAuth auth_ ABSL_GUARDED_BY(auth_mu_);  // Who may call admin methods.
 };
 
 // Starts a unary call of `method` (UnaryCall::Start) and admits it through

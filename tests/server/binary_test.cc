@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "metasrv/v1/metasrv.grpc.pb.h"
 #include "tests/server/test_util.h"
 
 namespace metasrv::testing {
@@ -27,6 +28,43 @@ absl::Duration StopWithSigterm(ServerProcess& server) {
   }
   EXPECT_LT(took, absl::Seconds(5));
   return took;
+}
+
+// LeaderChange (admin) with `token`; its status code.
+grpc::StatusCode AdminCall(const std::shared_ptr<grpc::Channel>& channel,
+                           const std::string& token) {
+  auto stub = metasrv::v1::Admin::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + token);
+  metasrv::v1::LeaderChangeResponse resp;
+  return stub->LeaderChange(&ctx, {}, &resp).error_code();
+}
+
+// SIGHUP re-reads the admin token file and never stops the server: open
+// streams stay, the new token is needed from then on.
+TEST(BinaryTest, SighupRereadsTheAdminTokenAndKeepsServing) {
+  char path[] = "/tmp/metasrv-token-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string old_token(32, 'a'), new_token(32, 'b');
+  std::ofstream(path) << old_token << "\n";
+  ServerProcess server({absl::StrCat("--admin_token_file=", path)});
+  HeartbeatClient stream(server.channel());
+  ASSERT_TRUE(stream.Call(FlowReport(1, {{7, 700, 70}})).has_value());
+  EXPECT_EQ(AdminCall(server.channel(), old_token), grpc::StatusCode::OK);
+  std::ofstream(path, std::ios::trunc) << new_token << "\n";
+  server.process().Signal(SIGHUP);
+  EXPECT_TRUE(WaitFor([&] {
+    return AdminCall(server.channel(), new_token) == grpc::StatusCode::OK;
+  }));
+  EXPECT_EQ(AdminCall(server.channel(), old_token),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // Still serving, and the stream opened before it is still open.
+  EXPECT_FALSE(server.process().Wait(absl::ZeroDuration()).has_value());
+  EXPECT_TRUE(stream.Call(FlowReport(1, {{7, 701, 71}})).has_value());
+  unlink(path);
+  StopWithSigterm(server);
 }
 
 TEST(BinaryTest, ServesReportsAndStopsCleanlyOnSigterm) {

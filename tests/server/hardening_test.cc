@@ -251,6 +251,14 @@ TEST(HardeningHttpTest, ScrapesWorkWithAHundredIdleSockets) {
   auto ready = HttpGet(server->metrics_port(), "/ready");
   EXPECT_EQ(ready.status, 200);
   EXPECT_EQ(ready.body, "leader\n");
+  // GreptimeDB's admin paths, answered as a standalone upstream metasrv
+  // answers them (no election).
+  auto admin_health = HttpGet(server->metrics_port(), "/admin/health");
+  EXPECT_EQ(admin_health.status, 200);
+  EXPECT_EQ(admin_health.body, "OK\n");
+  auto admin_leader = HttpGet(server->metrics_port(), "/admin/leader");
+  EXPECT_EQ(admin_leader.status, 200);
+  EXPECT_EQ(admin_leader.body, "election info is None");
   EXPECT_EQ(HttpGet(server->metrics_port(), "/nope").status, 404);
   for (int fd : idle) close(fd);
 }

@@ -55,6 +55,7 @@ class HaTest : public ::testing::TestWithParam<std::string> {
       options.store_addrs = {store_->address()};
       options.election_name = prefix + "__metasrv_election";
       options.lease_ttl = kTtl;
+      options.metrics_addr = "127.0.0.1:0";
       replicas_.push_back(::metasrv::testing::StartInProcess(options));
       ASSERT_NE(replicas_.back(), nullptr);
       channels_.push_back(Connect(replicas_.back()->advertised_addr()));
@@ -217,6 +218,24 @@ TEST_P(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
 // The lease is timed on the server's clock: a manual one moved past the
 // lease makes the leader stop acting at once, until a renewal sent at the
 // new time is confirmed.
+// GreptimeDB's /admin/leader on the HTTP port names the leader, as text, on
+// every replica; /admin/health says OK.
+TEST_P(HaTest, GreptimeDbsAdminLeaderNamesTheLeaderOnEveryReplica) {
+  const int leader = WaitForOneLeader();
+  ASSERT_GE(leader, 0);
+  const std::string leader_addr = replicas_[leader]->advertised_addr();
+  for (int i = 0; i < 3; ++i) {
+    const int port = replicas_[i]->metrics_port();
+    EXPECT_TRUE(WaitFor([&] {
+      auto answer = ::metasrv::testing::HttpGet(port, "/admin/leader");
+      return answer.status == 200 && answer.body == leader_addr;
+    })) << i;
+    auto health = ::metasrv::testing::HttpGet(port, "/admin/health");
+    EXPECT_EQ(health.status, 200);
+    EXPECT_EQ(health.body, "OK\n");
+  }
+}
+
 TEST_P(HaTest, TheLeaseIsTimedOnTheServersClock) {
   replicas_.clear();
   core::ManualClock clock;
