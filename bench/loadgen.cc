@@ -182,7 +182,7 @@ class Flownode final
   // Open loop: a report is due at `when`.
   void Due(Clock::time_point when) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!ready_ || done_) return;
+    if (!ready_ || done_ || broken_) return;
     if (outstanding_) {
       shared_->late.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -195,7 +195,10 @@ class Flownode final
   void OnWriteDone(bool ok) override {
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
-    if (!ok) return;
+    if (!ok) {
+      broken_ = true;
+      return;
+    }
     if (want_write_) {
       want_write_ = false;
       writing_ = true;
@@ -207,7 +210,12 @@ class Flownode final
   void OnReadDone(bool ok) override {
     const Clock::time_point now = Clock::now();
     std::lock_guard<std::mutex> lock(mu_);
-    if (!ok) return;
+    if (!ok) {
+      // The stream is ending: OnDone comes once the write in flight (if
+      // any) is done, and no operation may start after it.
+      broken_ = true;
+      return;
+    }
     if (!grpc::SerializationTraits<meta::HeartbeatResponse>::Deserialize(
              &response_bytes_, &response_)
              .ok()) {
@@ -233,7 +241,7 @@ class Flownode final
       }
     }
     StartRead(&response_bytes_);
-    if (closed_ && !done_ &&
+    if (closed_ && !done_ && !broken_ &&
         !shared_->stopping.load(std::memory_order_relaxed)) {
       SendLocked(now);
     }
@@ -321,6 +329,8 @@ class Flownode final
   bool ready_ = false, outstanding_ = false, writing_ = false,
        want_write_ = false;
   bool done_ = false, finished_ = false;
+  // A read or write failed: the stream is ending, start nothing more.
+  bool broken_ = false;
   int64_t round_ = 0;
   Clock::time_point sent_for_;
   Samples samples_;
