@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The systemd unit as `cmake --install` lays it out: installs the build
-# into a temporary prefix, points the unit's ExecStart there, and has
-# `systemd-analyze verify` check it. Any complaint fails (verify itself exits
-# 0 on many of them).
+# into a temporary prefix, checks that the unit names the binary and the
+# docs under that prefix, has `systemd-analyze verify` check it (any
+# complaint fails; verify itself exits 0 on many of them) and
+# `systemd-analyze security` score its hardening: at most 3.0 ("OK").
 #   bash scripts/check_systemd_unit.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: check_systemd_unit.sh BUILD_DIR}
@@ -18,7 +19,17 @@ test -f "$unit" || { echo "unit not installed" >&2; exit 1; }
 # The installed example config is one the binary accepts.
 "$root/usr/local/bin/metasrv" -c "$root/usr/local/share/doc/metasrv/metasrv.example.toml" \
   --print_config >/dev/null
-sed -i "s|/usr/local/bin/metasrv|$root/usr/local/bin/metasrv|; s|/etc/metasrv/metasrv.toml|$root/usr/local/share/doc/metasrv/metasrv.example.toml|" "$unit"
+# The install prefix reached the unit: its binary and its documentation.
+grep -qx "ExecStart=$root/usr/local/bin/metasrv -c /etc/metasrv/metasrv.toml" "$unit" ||
+  { echo "ExecStart does not name the installed binary:" >&2; grep ExecStart "$unit" >&2; exit 1; }
+doc=$(sed -n 's|^Documentation=file://||p' "$unit")
+test -f "$doc" || { echo "Documentation=$doc is not installed" >&2; exit 1; }
+sed -i "s|/etc/metasrv/metasrv.toml|$root/usr/local/share/doc/metasrv/metasrv.example.toml|" "$unit"
 out=$(systemd-analyze verify "$unit" 2>&1) || { echo "$out" >&2; exit 1; }
 if [[ -n "$out" ]]; then echo "$out" >&2; exit 1; fi
-echo "systemd unit OK: $unit"
+score=$(systemd-analyze security --offline=yes "$unit" 2>&1 |
+  sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+[[ -n "$score" ]] || { echo "systemd-analyze security gave no score" >&2; exit 1; }
+awk -v s="$score" 'BEGIN { exit !(s <= 3.0) }' ||
+  { systemd-analyze security --offline=yes "$unit" >&2; echo "exposure $score > 3.0" >&2; exit 1; }
+echo "systemd unit OK (exposure $score): $unit"
