@@ -17,6 +17,7 @@
 #include "server/election/postgres_lease_store.h"
 #include "server/ops/log_limit.h"
 #include "server/ops/net_util.h"
+#include "server/rpc/call_interceptor.h"
 #include "spdlog/spdlog.h"
 
 #ifndef METASRV_VERSION
@@ -171,6 +172,10 @@ absl::Status MetasrvServer::StartSupport() {
       [this] { return leadership_->IsLeader() ? 1.0 : 0.0; },
       [this] { return static_cast<double>(flow_state_.size()); },
       [this] { return static_cast<double>(watch_->watchers()); },
+      [this] { return leadership_->LeaderAddr().empty() ? 0.0 : 1.0; },
+      [this] {
+        return election_ != nullptr ? election_->Health() : StoreHealth{};
+      },
       [this] {
         return ComputeFlowAlerts(flow_state_, options_.clock->Now(),
                                  options_.flow_alerts);
@@ -228,7 +233,8 @@ absl::Status MetasrvServer::MakeServices() {
   heartbeat_service_ = std::make_unique<HeartbeatService>(
       handler_.get(), &streams_, gate_.get(), limits);
   cluster_service_ = std::make_unique<ClusterService>(
-      &flow_state_, gate_.get(), &reads_, self_description_.get(), limits);
+      &flow_state_, gate_.get(), &reads_, self_description_.get(),
+      metrics_.get(), limits);
   flow_state_service_ = std::make_unique<FlowStateService>(
       &flow_state_, gate_.get(), &reads_, watch_.get(), metrics_.get(), limits);
   admin_service_ = std::make_unique<AdminService>(
@@ -292,6 +298,13 @@ absl::Status MetasrvServer::Serve() {
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::ServerBuilder builder;
   SetLimits(&builder);
+  // Every call of every service counted and timed, by method and code.
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(
+      std::make_unique<CallMetricsInterceptorFactory>(&metrics_->calls()));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Connections come from our listener (GrpcAcceptor), not gRPC's own.
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> into =
       builder.experimental().AddExternalConnectionAcceptor(
@@ -439,8 +452,10 @@ void MetasrvServer::Reload() {
       {&SettingFiles::store_tls_key, "--backend_tls_key_path"}};
   for (const auto& [file, flag] : later) {
     if (now.*file != reloaded_files_.*file) {
-      spdlog::warn("reload: the file of {} changed; it applies at the next "
-                   "start", flag);
+      spdlog::warn(
+          "reload: the file of {} changed; it applies at the next "
+          "start",
+          flag);
     }
   }
   reloaded_files_ = now;

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/leadership.h"
+#include "server/ops/metrics.h"
 
 namespace metasrv::server {
 
@@ -35,6 +36,8 @@ class Election : public core::Leadership {
   // and campaigns again behind the other candidates. Returns the keys
   // dropped. kFailedPrecondition when not leading.
   virtual absl::StatusOr<uint64_t> Resign() = 0;
+  // The store's health and the leader's lease, for the metrics.
+  virtual StoreHealth Health() const = 0;
 };
 
 }  // namespace metasrv::server

@@ -68,6 +68,7 @@ class EtcdElection final : public Election {
   // resigns in etcd, and campaigns again behind the other candidates.
   // Returns the keys dropped. kFailedPrecondition when not leading.
   absl::StatusOr<uint64_t> Resign() override;
+  StoreHealth Health() const override { return state_.Health(); }
 
  private:
   void SessionLoop();

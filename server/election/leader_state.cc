@@ -1,5 +1,6 @@
 #include "server/election/leader_state.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "server/election/candidate_info.h"
@@ -28,9 +29,19 @@ bool LeaderState::leading() const {
 }
 
 void LeaderState::SetObserved(std::string addr, absl::Time until) {
-  absl::MutexLock lock(&mu_);
-  observed_ = std::move(addr);
-  observed_until_ = until;
+  bool changed = false;
+  {
+    absl::MutexLock lock(&mu_);
+    changed = addr != observed_;
+    if (changed) observed_ = addr;
+    observed_until_ = until;
+  }
+  // Once per change: a follower says whom it now sends clients to.
+  if (changed && !addr.empty() && addr != self_addr_) {
+    spdlog::info("the leader is now {} (on {})", addr, store_name_);
+  } else if (changed && addr.empty()) {
+    spdlog::info("no leader is known on {}", store_name_);
+  }
 }
 
 LeaderState::Named LeaderState::Leader() const {
@@ -84,10 +95,28 @@ uint64_t LeaderState::StepDown(const char* why) {
   return dropped;
 }
 
+StoreHealth LeaderState::Health() const {
+  StoreHealth health;
+  health.elected = true;
+  bool leading = false;
+  {
+    absl::MutexLock lock(&mu_);
+    health.healthy = healthy_;
+    health.errors = static_cast<double>(errors_);
+    leading = leading_;
+  }
+  if (leading) {
+    const absl::Duration left = lease_.valid_until() - clock_->Monotonic();
+    health.lease_seconds = std::max(0.0, absl::ToDoubleSeconds(left));
+  }
+  return health;
+}
+
 void LeaderState::ReportHealth(const absl::Status& status) {
   if (absl::IsCancelled(status)) return;  // Our own doing.
   {
     absl::MutexLock lock(&mu_);
+    if (!status.ok()) ++errors_;
     if (status.ok() == healthy_) return;
     healthy_ = status.ok();
   }

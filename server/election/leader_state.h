@@ -19,6 +19,7 @@
 #include "core/leader_lease.h"
 #include "core/leadership.h"
 #include "core/metasrv_node_info.h"
+#include "server/ops/metrics.h"
 
 namespace metasrv::server {
 
@@ -67,6 +68,8 @@ class LeaderState {
   // (kCancelled, our own doing, is not a change).
   void ReportHealth(const absl::Status& status);
   bool healthy() const;
+  // Health, the failures reported so far, and the lease left when leading.
+  StoreHealth Health() const;
 
   core::LeaderLease& lease() { return lease_; }
   const core::LeaderLease& lease() const { return lease_; }
@@ -91,6 +94,7 @@ class LeaderState {
   // The live candidates, by address.
   std::vector<core::MetasrvNodeInfo> peers_ ABSL_GUARDED_BY(mu_);
   bool healthy_ ABSL_GUARDED_BY(mu_) = true;  // For ReportHealth().
+  uint64_t errors_ ABSL_GUARDED_BY(mu_) = 0;  // Failures reported.
 };
 
 }  // namespace metasrv::server

@@ -56,6 +56,7 @@ class LeaseElection final : public Election {
   // Steps down, deletes the leader row, and stays out of the running for
   // two rounds so that another candidate takes it.
   absl::StatusOr<uint64_t> Resign() override;
+  StoreHealth Health() const override { return state_.Health(); }
 
   Term CurrentTerm() const override;
   // The leader row's value as last read, or empty when there is none or its

@@ -15,6 +15,8 @@ const std::vector<double>& LagBuckets() {
 FlowAlerts ComputeFlowAlerts(const core::FlowStateManager& state,
                              absl::Time now, const FlowAlertOptions& options) {
   FlowAlerts out;
+  out.stall_after_seconds = absl::ToDoubleSeconds(options.stall_after);
+  out.silent_after_seconds = absl::ToDoubleSeconds(options.silent_after);
   core::FlowRanker ranker(now, options.top_flows, options.stall_after,
                           LagBuckets());
   state.Visit({}, [&](absl::Span<const core::AggregateFlow> flows) {

@@ -22,9 +22,11 @@ struct FlowAlertOptions {
 const std::vector<double>& LagBuckets();
 
 struct FlowAlerts {
-  core::FlowRanking ranking;       // Top flows, stalled count, lag spread.
-  uint64_t silent_nodes = 0;       // Flownodes silent past silent_after.
-  double max_silence_seconds = 0;  // The longest silence of any flownode.
+  core::FlowRanking ranking;        // Top flows, stalled count, lag spread.
+  uint64_t silent_nodes = 0;        // Flownodes silent past silent_after.
+  double max_silence_seconds = 0;   // The longest silence of any flownode.
+  double stall_after_seconds = 0;   // The thresholds in force, exported so
+  double silent_after_seconds = 0;  // that alert rules use the same ones.
 };
 
 // One pass over a snapshot of `state` (FlowStateManager::Visit: its lock held

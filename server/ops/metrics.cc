@@ -132,10 +132,39 @@ void AddFlowAlerts(const FlowAlerts& alerts,
   AddGauge("metasrv_flownodes_silent",
            "Flownodes not heard from for longer than --flownode_silent_after.",
            static_cast<double>(alerts.silent_nodes), out);
+  AddGauge("metasrv_flow_stall_after_seconds",
+           "--flow_stall_after: a flow whose lag passes it is stalled (the "
+           "alert rules compare with it).",
+           alerts.stall_after_seconds, out);
+  AddGauge("metasrv_flownode_silent_after_seconds",
+           "--flownode_silent_after: a flownode not heard from for longer is "
+           "silent.",
+           alerts.silent_after_seconds, out);
   AddGauge("metasrv_flownode_max_silence_seconds",
            "The longest time any flownode of this term has not been heard "
            "from.",
            alerts.max_silence_seconds, out);
+}
+
+// The election's store: its health, errors and the leader's lease.
+void AddStore(const StoreHealth& store,
+              std::vector<prometheus::MetricFamily>* out) {
+  if (!store.elected) return;
+  AddGauge("metasrv_store_healthy",
+           "1 when the election's last call to its store succeeded, else 0.",
+           store.healthy ? 1 : 0, out);
+  prometheus::MetricFamily errors =
+      Family("metasrv_store_errors_total",
+             "Calls of the election to its store that failed.",
+             prometheus::MetricType::Counter);
+  prometheus::ClientMetric metric;
+  metric.counter.value = store.errors;
+  errors.metric.push_back(std::move(metric));
+  out->push_back(std::move(errors));
+  AddGauge("metasrv_lease_remaining_seconds",
+           "How long this leader may still act without renewing its lease; "
+           "0 on a follower. A leader whose value nears 0 cannot renew.",
+           store.lease_seconds, out);
 }
 
 }  // namespace
@@ -168,6 +197,12 @@ class Metrics::Gauges final : public prometheus::Collectable {
     add("metasrv_kv_keys", "Keys in the in-memory KV.", sources_.kv_keys);
     add("metasrv_watchers", "WatchFlowState streams open now.",
         sources_.watchers);
+    add("greptime_meta_heartbeat_connection_num",
+        "meta heartbeat connection num", sources_.open_streams);
+    add("metasrv_has_leader",
+        "1 when this replica knows a leader (itself or another), else 0.",
+        sources_.has_leader);
+    if (sources_.store) AddStore(sources_.store(), &out);
     if (sources_.flow_alerts) AddFlowAlerts(sources_.flow_alerts(), &out);
     AddProcessMetrics(&out);
     return out;
@@ -205,7 +240,9 @@ prometheus::Counter* Single(prometheus::Registry* registry, const char* name,
 
 Metrics::Metrics(Sources sources)
     : registry_(std::make_shared<prometheus::Registry>()),
-      gauges_(std::make_shared<Gauges>(std::move(sources))) {
+      gauges_(std::make_shared<Gauges>(std::move(sources))),
+      calls_(std::make_unique<CallMetrics>(registry_.get())),
+      greptime_(std::make_unique<GreptimeMetrics>(registry_.get())) {
   prometheus::Registry* r = registry_.get();
   heartbeats_ =
       Labelled<3>(r, "metasrv_heartbeats_received_total",
@@ -276,14 +313,20 @@ std::string Metrics::Scrape() const {
 }
 
 void Metrics::HeartbeatReceived(int role) {
+  greptime_->HeartbeatReceived();
   if (role >= 0 && role < static_cast<int>(heartbeats_.size())) {
     heartbeats_[role]->Increment();
   }
 }
 
-void Metrics::ReportMerged(absl::Duration took) {
+void Metrics::ReportMerged(absl::Duration took, size_t bytes) {
   merged_->Increment();
   merge_seconds_->Observe(absl::ToDoubleSeconds(took));
+  greptime_->ReportHandled(took, bytes);
+}
+
+void Metrics::KvRequested(KvRead op, absl::Duration took) {
+  greptime_->KvRequest(op, took);
 }
 
 void Metrics::ReportIgnored(IgnoredReason reason) {

@@ -12,7 +12,9 @@
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "server/ops/call_metrics.h"
 #include "server/ops/flow_alerts.h"
+#include "server/ops/greptime_metrics.h"
 
 namespace metasrv::server {
 
@@ -41,6 +43,15 @@ enum class ConnectionDrop {
   kHttpEvicted,  // HTTP: at the connection limit, a newer one took its place.
 };
 
+// The election's store as the metrics see it.
+struct StoreHealth {
+  bool elected = false;      // An election runs (not standalone).
+  bool healthy = true;       // Its last call to the store succeeded.
+  double errors = 0;         // Failed calls to the store, ever.
+  double lease_seconds = 0;  // How long this leader may still act; 0 when
+                             // it does not lead.
+};
+
 // Counters and a histogram updated on the hot path, plus gauges read from
 // `Sources` when scraped. Thread safety: all methods are safe from any thread;
 // the hot-path ones take no lock.
@@ -54,6 +65,8 @@ class Metrics {
     std::function<double()> is_leader;     // 1 when this replica leads.
     std::function<double()> kv_keys;       // Keys in the in-memory KV.
     std::function<double()> watchers;      // WatchFlowState streams open.
+    std::function<double()> has_leader;    // 1 when a leader is known.
+    std::function<StoreHealth()> store;    // Unset: standalone.
     // Top flows, stalled flows, lag spread, silent flownodes; unset: none.
     std::function<FlowAlerts()> flow_alerts;
   };
@@ -71,7 +84,12 @@ class Metrics {
 
   // `role` is the request header's role (0 datanode, 1 frontend, 2 flownode).
   void HeartbeatReceived(int role);
-  void ReportMerged(absl::Duration took);
+  // A flownode report of `bytes` (encoded) merged in `took`.
+  void ReportMerged(absl::Duration took, size_t bytes);
+  // A Cluster.Range or BatchGet of the in-memory KV answered in `took`.
+  void KvRequested(KvRead op, absl::Duration took);
+  // Every gRPC call, by method (the server's interceptor counts them).
+  CallMetrics& calls() { return *calls_; }
   void ReportIgnored(IgnoredReason reason);
   // Every reset of the flow state by a leadership change, by cause.
   void LeaderChanged(LeaderChangeCause cause);
@@ -101,6 +119,8 @@ class Metrics {
   prometheus::Counter* nodes_expired_;                  // In registry_.
   std::array<prometheus::Counter*, 4> dropped_;         // By ConnectionDrop.
   std::shared_ptr<Gauges> gauges_;                      // Scrape-time gauges.
+  std::unique_ptr<CallMetrics> calls_;         // grpc_server_*; in registry_.
+  std::unique_ptr<GreptimeMetrics> greptime_;  // greptime_meta_*; likewise.
 };
 
 }  // namespace metasrv::server

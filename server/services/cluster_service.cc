@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "server/rpc/not_leader.h"
 #include "server/rpc/unary_call.h"
 #include "server/services/node_info_proto.h"
@@ -34,8 +35,13 @@ void FillNodeInfo(const core::MetasrvNodeInfo& node,
 
 ClusterService::ClusterService(const kv::KvBackend* kv, const CallGate* gate,
                                ReadExecutor* reads, SelfDescription* self,
-                               CallLimits limits)
-    : kv_(kv), gate_(gate), reads_(reads), self_(self), limits_(limits) {}
+                               Metrics* metrics, CallLimits limits)
+    : kv_(kv),
+      gate_(gate),
+      reads_(reads),
+      self_(self),
+      metrics_(Metrics::OrDiscard(metrics)),
+      limits_(limits) {}
 
 template <typename Request, typename Response, typename Fill>
 grpc::ServerUnaryReactor* ClusterService::Serve(
@@ -66,8 +72,10 @@ grpc::ServerUnaryReactor* ClusterService::BatchGet(
       Method::kBatchGet, context, request, response, ReadCost::kLarge,
       [this](const meta::BatchGetRequest& req,
              meta::BatchGetResponse* resp) -> absl::Status {
+        const absl::Time start = absl::Now();
         std::vector<std::string> keys(req.keys().begin(), req.keys().end());
         absl::StatusOr<std::vector<kv::KeyValue>> found = kv_->BatchGet(keys);
+        metrics_->KvRequested(KvRead::kBatchGet, absl::Now() - start);
         if (!found.ok()) return found.status();
         AppendKvs(*found, resp->mutable_kvs());
         return absl::OkStatus();
@@ -81,8 +89,10 @@ grpc::ServerUnaryReactor* ClusterService::Range(
       Method::kRange, context, request, response, ReadCost::kLarge,
       [this](const meta::RangeRequest& req,
              meta::RangeResponse* resp) -> absl::Status {
+        const absl::Time start = absl::Now();
         absl::StatusOr<kv::RangeResponse> found = kv_->Range(
             {req.key(), req.range_end(), req.limit(), req.keys_only()});
+        metrics_->KvRequested(KvRead::kRange, absl::Now() - start);
         if (!found.ok()) return found.status();
         AppendKvs(found->kvs, resp->mutable_kvs());
         resp->set_more(found->more);

@@ -8,6 +8,7 @@
 #include "core/leadership.h"
 #include "greptime/v1/meta/cluster.grpc.pb.h"
 #include "kv/kv_backend.h"
+#include "server/ops/metrics.h"
 #include "server/ops/self_description.h"
 #include "server/rpc/call_gate.h"
 #include "server/rpc/read_executor.h"
@@ -25,10 +26,12 @@ class ClusterService final
               greptime::v1::meta::Cluster::WithRawCallbackMethod_MetasrvPeers<
                   greptime::v1::meta::Cluster::Service>>> {
  public:
-  // Borrows `kv`, `gate`, `reads` and `self`; they must outlive the
-  // service. KV reads run on `reads`. Calls are held to `limits`.
+  // Borrows `kv`, `gate`, `reads`, `self` and `metrics` (null: none); they
+  // must outlive the service. KV reads run on `reads` and are timed in
+  // `metrics`. Calls are held to `limits`.
   ClusterService(const kv::KvBackend* kv, const CallGate* gate,
-                 ReadExecutor* reads, SelfDescription* self, CallLimits limits);
+                 ReadExecutor* reads, SelfDescription* self, Metrics* metrics,
+                 CallLimits limits);
 
   grpc::ServerUnaryReactor* BatchGet(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* request,
@@ -57,6 +60,7 @@ class ClusterService final
   const CallGate* const gate_;     // Who may call; borrowed.
   ReadExecutor* const reads_;      // Runs KV reads; borrowed.
   SelfDescription* const self_;    // This replica, for peers; borrowed.
+  Metrics* const metrics_;         // KV read times; borrowed.
   const CallLimits limits_;        // Request size, reply budget.
 };
 

@@ -130,7 +130,8 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     return recorded;
   }
   if (!has_report) return MergeResult::kNoFlowStat;
-  metrics_->ReportMerged(absl::Now() - start);
+  metrics_->ReportMerged(absl::Now() - start,
+                         request.flow_stat().ByteSizeLong());
   return MergeResult::kMerged;
 }
 

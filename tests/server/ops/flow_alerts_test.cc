@@ -147,9 +147,9 @@ TEST_F(FlowAlertsTest, CardinalityIsBoundedAtOneHundredThousandFlows) {
       series += absl::StartsWith(name, "metasrv_flow");
     }
     // Per-flow series, plus the fixed ones (16 histogram lines: 14 buckets,
-    // sum, count; stalled; two flownode gauges; metasrv_flows and
-    // metasrv_flow_nodes).
-    EXPECT_EQ(series, 2 * top + 21);
+    // sum, count; stalled; two flownode gauges; the two thresholds;
+    // metasrv_flows and metasrv_flow_nodes).
+    EXPECT_EQ(series, 2 * top + 23);
   }
 }
 

@@ -4,9 +4,8 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <unistd.h>
-
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -48,6 +47,61 @@ std::unique_ptr<MetasrvServer> StartServer(ServerOptions options) {
 
 std::map<std::string, double> Scrape(int port) {
   return ::metasrv::testing::ScrapeMetrics(port);
+}
+
+// GreptimeDB's own metasrv metrics (src/meta-srv/src/metrics.rs), so that
+// its cluster dashboard's panels work, and every call counted by method and
+// code under go-grpc-prometheus' names.
+TEST(MetricsTest, GreptimeDbsMetricsAndCallsByMethodAndCode) {
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
+  options.metrics_addr = "127.0.0.1:0";
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->advertised_addr());
+  HeartbeatClient a(channel);
+  ASSERT_TRUE(a.Call(Request(meta::FLOWNODE, 1)).has_value());
+  ASSERT_TRUE(a.Call(FlowReport(1, {{1, 10, 1}, {2, 20, 2}})).has_value());
+  EXPECT_TRUE(
+      ::metasrv::testing::RangeGet(channel, "__flow/state").has_value());
+  HeartbeatClient bad(channel);
+  meta::HeartbeatRequest headless;
+  ASSERT_FALSE(bad.Call(headless).has_value());
+  EXPECT_EQ(bad.Close().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  const std::string heartbeat =
+      "grpc_method=\"Heartbeat\",grpc_service=\"greptime.v1.meta.Heartbeat\","
+      "grpc_type=\"bidi_stream\"";
+  const std::string range =
+      "grpc_method=\"Range\",grpc_service=\"greptime.v1.meta.Cluster\","
+      "grpc_type=\"unary\"";
+  std::map<std::string, double> m;
+  ASSERT_TRUE(WaitFor([&] {
+    m = Scrape(server->metrics_port());
+    return m["grpc_server_handled_total{grpc_code=\"InvalidArgument\"," +
+             heartbeat + "}"] == 1;
+  }));
+  EXPECT_EQ(m["grpc_server_started_total{" + heartbeat + "}"], 2);
+  EXPECT_EQ(m["grpc_server_started_total{" + range + "}"], 1);
+  EXPECT_EQ(m["grpc_server_handled_total{grpc_code=\"OK\"," + range + "}"], 1);
+  EXPECT_EQ(m["grpc_server_handling_seconds_count{" + range + "}"], 1);
+  EXPECT_GT(m["grpc_server_handling_seconds_sum{" + range + "}"], 0);
+  // Upstream's names, types and labels.
+  EXPECT_EQ(m["greptime_meta_heartbeat_rate"], 2);
+  EXPECT_EQ(m["greptime_meta_heartbeat_connection_num"], 1);
+  EXPECT_EQ(m["greptime_meta_handler_execute_count{name=\"FlowStateHandler\"}"],
+            1);
+  EXPECT_EQ(m["greptime_meta_heartbeat_stat_memory_size_count"], 1);
+  EXPECT_GT(m["greptime_meta_heartbeat_stat_memory_size_sum"], 10);
+  EXPECT_EQ(m["greptime_meta_kv_request_elapsed_count{op=\"range\","
+              "target=\"Memory\"}"],
+            1);
+  EXPECT_EQ(m["greptime_meta_kv_request_elapsed_count{op=\"batch_get\","
+              "target=\"Memory\"}"],
+            0);
+  EXPECT_EQ(m["metasrv_has_leader"], 1);
+  // Standalone: no store.
+  EXPECT_EQ(m.count("metasrv_store_healthy"), 0u);
+  ASSERT_TRUE(a.Close().ok());
 }
 
 TEST(MetricsTest, ValuesMoveWithTraffic) {
