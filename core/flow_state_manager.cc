@@ -68,10 +68,10 @@ absl::Status FlowStateManager::RecordNode(const ClusterNode& node,
   const int64_t mono = absl::ToUnixMillis(options_.clock->Monotonic());
   MutexLock lock(&mu_);
   if (term.has_value() && *term != term_) {
-    return absl::AbortedError(absl::StrCat(
-        "cluster info of node ", node.node_id,
-        " not recorded: the state was reset since term ", *term,
-        " (leadership changed)"));
+    return absl::AbortedError(
+        absl::StrCat("cluster info of node ", node.node_id,
+                     " not recorded: the state was reset since term ", *term,
+                     " (leadership changed)"));
   }
   return store_.RecordClusterNode(node, now, mono);
 }
@@ -98,6 +98,20 @@ absl::StatusOr<ForgetResult> FlowStateManager::ForgetFlows(
   }
   if (result.updated_nodes > 0) Notify();
   return result;
+}
+
+absl::StatusOr<uint64_t> FlowStateManager::ForgetNodes(
+    absl::Span<const uint64_t> node_ids) {
+  if (node_ids.empty()) {
+    return absl::InvalidArgumentError("ForgetNodes needs at least one node id");
+  }
+  uint64_t forgotten = 0;
+  {
+    MutexLock lock(&mu_);
+    forgotten = store_.ForgetNodes(node_ids);
+  }
+  if (forgotten > 0) Notify();
+  return forgotten;
 }
 
 std::vector<uint64_t> FlowStateManager::ExpireSilentNodes() {

@@ -109,6 +109,12 @@ class FlowStateManager final : public kv::KvBackend {
   // kInvalidArgument when `flow_ids` is empty.
   absl::StatusOr<ForgetResult> ForgetFlows(absl::Span<const uint32_t> flow_ids);
 
+  // Forgets the flownodes of `node_ids` (FlowStateStore::ForgetNodes): a node
+  // removed for good stops counting as silent and its flows leave the
+  // aggregate; one that heartbeats again comes back. Returns how many were
+  // known. kInvalidArgument when `node_ids` is empty.
+  absl::StatusOr<uint64_t> ForgetNodes(absl::Span<const uint64_t> node_ids);
+
   // Removes the report and record of every node whose last heartbeat (on the
   // monotonic clock) is older than the TTL; returns their ids, oldest first.
   // None when the TTL is zero.
@@ -193,9 +199,9 @@ class FlowStateManager final : public kv::KvBackend {
 
   const Options options_;                              // Clock, TTL and limits.
   std::atomic<FlowStateListener*> listener_{nullptr};  // Told of changes.
-  mutable Mutex mu_;  // Guards the store and the term.
+  mutable Mutex mu_;                           // Guards the store and the term.
   FlowStateStore store_ ABSL_GUARDED_BY(mu_);  // The state.
-  uint64_t term_ ABSL_GUARDED_BY(mu_) = 0;  // Resets so far.
+  uint64_t term_ ABSL_GUARDED_BY(mu_) = 0;     // Resets so far.
 };
 
 }  // namespace metasrv::core

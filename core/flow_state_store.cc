@@ -87,11 +87,11 @@ absl::Status FlowStateStore::CheckClusterCapacity(
       cluster_counts_[role] < limits_.max_nodes) {
     return absl::OkStatus();
   }
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "cluster info of node ", node.node_id, " (role ", role, ") refused: ",
-      cluster_counts_[role],
-      " nodes of its role are known, the limit (--max_nodes) is ",
-      limits_.max_nodes));
+  return absl::ResourceExhaustedError(
+      absl::StrCat("cluster info of node ", node.node_id, " (role ", role,
+                   ") refused: ", cluster_counts_[role],
+                   " nodes of its role are known, the limit (--max_nodes) is ",
+                   limits_.max_nodes));
 }
 
 void FlowStateStore::WriteClusterNode(const ClusterNode& node, int64_t now_ms,
@@ -165,19 +165,44 @@ ForgetResult FlowStateStore::ForgetFlows(
   return result;
 }
 
+void FlowStateStore::RemoveNode(
+    absl::flat_hash_map<uint64_t, NodeEntry>::iterator it) {
+  const uint64_t node = it->first;
+  NodeEntry& entry = it->second;
+  if (limits_.track_silence) by_silence_.erase({entry.heartbeat_mono, node});
+  if (limits_.track_idle)
+    records_by_silence_.erase({entry.heartbeat_mono, node});
+  total_flows_ -= entry.report.flows().size();
+  aggregate_.Replace(node, entry.report, FlowStateValue());
+  node_keys_.Apply(FlowStateNodeKey(node), nullptr);
+  nodes_.erase(it);
+}
+
+uint64_t FlowStateStore::ForgetNodes(absl::Span<const uint64_t> node_ids) {
+  uint64_t forgotten = 0;
+  for (const uint64_t node : node_ids) {
+    auto it = nodes_.find(node);
+    if (it == nodes_.end()) continue;
+    RemoveNode(it);
+    ++forgotten;
+    const ClusterId id{static_cast<int32_t>(NodeRole::kFlownode), node};
+    auto info = cluster_nodes_.find(id);
+    if (info == cluster_nodes_.end()) continue;
+    if (limits_.track_idle) {
+      clusters_by_silence_.erase({info->second.seen_mono, id});
+    }
+    cluster_nodes_.erase(info);
+    --cluster_counts_[id.first];
+    node_keys_.Apply(ClusterInfoKey(NodeRole::kFlownode, node), nullptr);
+  }
+  return forgotten;
+}
+
 std::vector<uint64_t> FlowStateStore::ExpireSilent(int64_t cutoff_mono_ms) {
   std::vector<uint64_t> expired;
   while (!by_silence_.empty() && by_silence_.begin()->first < cutoff_mono_ms) {
     const uint64_t node = by_silence_.begin()->second;
-    by_silence_.erase(by_silence_.begin());
-    auto it = nodes_.find(node);
-    if (limits_.track_idle) {
-      records_by_silence_.erase({it->second.heartbeat_mono, node});
-    }
-    total_flows_ -= it->second.report.flows().size();
-    aggregate_.Replace(node, it->second.report, FlowStateValue());
-    node_keys_.Apply(FlowStateNodeKey(node), nullptr);
-    nodes_.erase(it);
+    RemoveNode(nodes_.find(node));
     expired.push_back(node);
   }
   return expired;
@@ -198,8 +223,8 @@ IdleExpiry FlowStateStore::ExpireIdle(int64_t cutoff_mono_ms) {
     clusters_by_silence_.erase(clusters_by_silence_.begin());
     cluster_nodes_.erase(id);
     --cluster_counts_[id.first];
-    node_keys_.Apply(
-        ClusterInfoKey(static_cast<NodeRole>(id.first), id.second), nullptr);
+    node_keys_.Apply(ClusterInfoKey(static_cast<NodeRole>(id.first), id.second),
+                     nullptr);
     ++expired.cluster_nodes;
   }
   return expired;

@@ -100,6 +100,11 @@ class FlowStateStore {
   // Removes the flows of `sorted_ids` (ascending, unique) from every report.
   ForgetResult ForgetFlows(const std::vector<uint32_t>& sorted_ids);
 
+  // Removes each flownode of `node_ids` that is known: its report (its flows
+  // leave the aggregate), its record and its cluster info, as if never heard
+  // from. Returns how many were.
+  uint64_t ForgetNodes(absl::Span<const uint64_t> node_ids);
+
   // Removes every node last heard from before `cutoff_mono_ms` (monotonic
   // clock) and returns their ids, oldest first. Needs Limits::track_silence.
   std::vector<uint64_t> ExpireSilent(int64_t cutoff_mono_ms);
@@ -157,6 +162,9 @@ class FlowStateStore {
                  kv::Bytes json);
   // Moves `node` to `mono_ms` in the silence orders.
   void Touch(uint64_t node, NodeEntry& entry, int64_t mono_ms);
+  // Removes the node at `it`: its report (from the aggregate and the KV), its
+  // record and its places in the silence orders. Its cluster info stays.
+  void RemoveNode(absl::flat_hash_map<uint64_t, NodeEntry>::iterator it);
   // OK if `node`'s key may be written: known, or room for one more of its
   // role; else kResourceExhausted.
   absl::Status CheckClusterCapacity(const ClusterNode& node) const;

@@ -12,7 +12,7 @@ using L = LeaderPolicy;
 
 // Indexed by Method. The heartbeat's policy is applied to each request of
 // the stream, by HeartbeatHandler (which merges under the term it checked).
-constexpr std::array<MethodPolicy, 10> kPolicies = {{
+constexpr std::array<MethodPolicy, 11> kPolicies = {{
     {"Heartbeat", L::kLeaderOrAnswer, false},
     {"AskLeader", L::kAnywhere, false},
     {"BatchGet", L::kLeaderOrAnswer, false},
@@ -23,8 +23,9 @@ constexpr std::array<MethodPolicy, 10> kPolicies = {{
     {"WatchFlowState", L::kLeaderOrRefuse, false},
     {"LeaderChange", L::kLeaderOrRefuse, true},
     {"ForgetFlows", L::kLeaderOrRefuse, true},
+    {"ForgetNodes", L::kLeaderOrRefuse, true},
 }};
-static_assert(kPolicies.size() == static_cast<size_t>(Method::kForgetFlows) + 1,
+static_assert(kPolicies.size() == static_cast<size_t>(Method::kForgetNodes) + 1,
               "one row per Method");
 
 }  // namespace

@@ -7,8 +7,8 @@
 #include <grpcpp/support/server_callback.h>
 
 #include "absl/status/statusor.h"
-#include "core/leadership.h"
 #include "absl/synchronization/mutex.h"
+#include "core/leadership.h"
 #include "server/ops/admin_auth.h"
 #include "server/rpc/unary_call.h"
 
@@ -27,6 +27,7 @@ enum class Method {
   kWatchFlowState,
   kLeaderChange,  // metasrv.v1.Admin
   kForgetFlows,
+  kForgetNodes,
 };
 
 // What a replica that does not lead does with a call.

@@ -67,4 +67,23 @@ grpc::ServerUnaryReactor* AdminService::ForgetFlows(
       });
 }
 
+grpc::ServerUnaryReactor* AdminService::ForgetNodes(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return Serve<metasrv::v1::ForgetNodesRequest,
+               metasrv::v1::ForgetNodesResponse>(
+      Method::kForgetNodes, context, request, response,
+      [this, context](const metasrv::v1::ForgetNodesRequest& req,
+                      metasrv::v1::ForgetNodesResponse* resp) {
+        const auto& ids = req.node_ids();
+        absl::StatusOr<uint64_t> forgotten = flow_state_->ForgetNodes(
+            absl::MakeConstSpan(ids.data(), ids.size()));
+        if (!forgotten.ok()) return forgotten.status();
+        spdlog::info("forget nodes requested by {}: {} of {} nodes forgotten",
+                     context->peer(), *forgotten, ids.size());
+        resp->set_forgotten_nodes(*forgotten);
+        return absl::OkStatus();
+      });
+}
+
 }  // namespace metasrv::server

@@ -20,7 +20,8 @@ namespace metasrv::server {
 class AdminService final
     : public metasrv::v1::Admin::WithRawCallbackMethod_LeaderChange<
           metasrv::v1::Admin::WithRawCallbackMethod_ForgetFlows<
-              metasrv::v1::Admin::Service>> {
+              metasrv::v1::Admin::WithRawCallbackMethod_ForgetNodes<
+                  metasrv::v1::Admin::Service>>> {
  public:
   // Performs a leader change and returns how many KV keys it dropped:
   // standalone, a reset; with etcd, a resignation.
@@ -37,6 +38,10 @@ class AdminService final
                                          grpc::ByteBuffer* response) override;
 
   grpc::ServerUnaryReactor* ForgetFlows(grpc::CallbackServerContext* context,
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
+
+  grpc::ServerUnaryReactor* ForgetNodes(grpc::CallbackServerContext* context,
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override;
 

@@ -40,8 +40,8 @@ class FlowStateManagerNodesTest : public ::testing::Test {
 
   ManualClock clock_;
   CountingListener listener_;
-  FlowStateManager manager_{{&clock_, absl::Seconds(30), 0, 0,
-                             absl::Seconds(60)}};
+  FlowStateManager manager_{
+      {&clock_, absl::Seconds(30), 0, 0, absl::Seconds(60)}};
   FlowStateManager& kv_ = manager_;  // The KV view, read as a client does.
 };
 
@@ -155,6 +155,39 @@ TEST_F(FlowStateManagerNodesTest, ForgetFlowsRemovesThemFromEveryNode) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(FlowStateManagerNodesTest, ForgetNodesRemovesReportRecordAndInfo) {
+  NodeHeartbeat hb;
+  hb.peer_addr = "h:1";
+  hb.report = Report({{1, 100, 10}, {2, 200, 20}});
+  hb.cluster_node.emplace();
+  hb.cluster_node->node_id = 1;
+  ASSERT_TRUE(manager_.Heartbeat(1, hb).ok());
+  ASSERT_TRUE(manager_.Merge(2, Report({{1, 150, 5}})).ok());
+  const int calls = listener_.calls;
+  const uint64_t forget[] = {1, 9};  // 9 is unknown.
+  absl::StatusOr<uint64_t> forgotten = manager_.ForgetNodes(forget);
+  ASSERT_TRUE(forgotten.ok()) << forgotten.status();
+  EXPECT_EQ(*forgotten, 1u);
+  EXPECT_EQ(listener_.calls, calls + 1);
+  EXPECT_FALSE(kv_.Get(FlowStateNodeKey(1)).ok());
+  EXPECT_FALSE(kv_.Get(ClusterInfoKey(NodeRole::kFlownode, 1)).ok());
+  EXPECT_TRUE(manager_.ListFlownodes(std::vector<uint64_t>{1}).empty());
+  std::vector<AggregateFlow> flows = Flows();
+  ASSERT_EQ(flows.size(), 1u);  // Flow 2 was node 1's alone.
+  EXPECT_EQ(flows[0].stat.state_size, 150u);
+  EXPECT_EQ(Check(), "");
+  // Forgotten, it no longer expires (its places in the silence order went
+  // with it); the other node still does.
+  clock_.Advance(absl::Seconds(31));
+  EXPECT_EQ(manager_.ExpireSilentNodes(), std::vector<uint64_t>{2});
+  // Nothing known: nothing written, nobody told.
+  const int after = listener_.calls;
+  EXPECT_EQ(*manager_.ForgetNodes(forget), 0u);
+  EXPECT_EQ(listener_.calls, after);
+  EXPECT_EQ(manager_.ForgetNodes({}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(FlowStateManagerNodesTest, SilentNodesExpireAfterTheTtl) {
   ASSERT_TRUE(manager_.Merge(1, Report({{1, 100, 10}})).ok());
   ASSERT_TRUE(manager_.Merge(2, Report({{1, 50, 20}, {2, 5, 5}})).ok());
@@ -195,8 +228,8 @@ TEST(FlowStateManagerClockTest, AWallClockStepExpiresNobody) {
 // GreptimeDB's node_max_idle_time: an idle node's cluster info and record
 // go, its flow state stays; a heartbeat brings the record back.
 TEST_F(FlowStateManagerNodesTest, IdleNodesLoseClusterInfoAndRecordNotFlows) {
-  FlowStateManager manager({&clock_, absl::ZeroDuration(), 0, 0,
-                            absl::Seconds(60)});
+  FlowStateManager manager(
+      {&clock_, absl::ZeroDuration(), 0, 0, absl::Seconds(60)});
   NodeHeartbeat hb;
   hb.report = Report({{1, 100, 10}});
   hb.cluster_node.emplace();
@@ -232,8 +265,8 @@ TEST_F(FlowStateManagerNodesTest, IdleNodesLoseClusterInfoAndRecordNotFlows) {
 }
 
 TEST_F(FlowStateManagerNodesTest, ClusterInfoPerRoleIsBoundedByMaxNodes) {
-  FlowStateManager manager({&clock_, absl::ZeroDuration(), 2, 0,
-                            absl::Seconds(60)});
+  FlowStateManager manager(
+      {&clock_, absl::ZeroDuration(), 2, 0, absl::Seconds(60)});
   ClusterNode frontend;
   frontend.role = NodeRole::kFrontend;
   for (uint64_t id : {1, 2, 1}) {
@@ -294,6 +327,8 @@ TEST_F(FlowStateManagerNodesTest, ConcurrentChangesKeepTheAggregateExact) {
     for (int i = 0; i < kRounds; ++i) {
       const uint32_t id = static_cast<uint32_t>(i % 13);
       ASSERT_TRUE(manager_.ForgetFlows(absl::MakeConstSpan(&id, 1)).ok());
+      const uint64_t node = static_cast<uint64_t>((i % kWriters) * 10 + i % 7);
+      ASSERT_TRUE(manager_.ForgetNodes(absl::MakeConstSpan(&node, 1)).ok());
       clock_.Advance(absl::Milliseconds(200));
       manager_.ExpireSilentNodes();
       manager_.ExpireIdleNodes();

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "core/clock.h"
 #include "absl/strings/str_cat.h"
+#include "core/clock.h"
 #include "gtest/gtest.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
 #include "tests/server/in_process_server.h"
@@ -14,8 +14,8 @@
 namespace metasrv::testing {
 namespace {
 
-using metasrv::v1::FlowStartTimes;
 using metasrv::v1::Flownode;
+using metasrv::v1::FlowStartTimes;
 
 // A flownode heartbeat carrying a peer address and NodeInfo.
 meta::HeartbeatRequest WithPeerAndInfo(meta::HeartbeatRequest req,
@@ -40,7 +40,8 @@ meta::HeartbeatRequest WithStartTimes(
     meta::HeartbeatRequest req,
     const std::vector<std::pair<uint32_t, int64_t>>& start_times) {
   FlowStartTimes ext;
-  for (const auto& [flow, ms] : start_times) (*ext.mutable_start_time_ms())[flow] = ms;
+  for (const auto& [flow, ms] : start_times)
+    (*ext.mutable_start_time_ms())[flow] = ms;
   (*req.mutable_extensions())["flow_start_time_map"] = ext.SerializeAsString();
   return req;
 }
@@ -92,14 +93,15 @@ class FlownodesTest : public InProcessServerTest {
 TEST_F(FlownodesTest, ListFlownodesShowsEachNodeAndAResetClearsIt) {
   HeartbeatClient a(channel_), b(channel_);
   const int64_t t0 = NowMs();
-  ASSERT_TRUE(a.Call(WithPeerAndInfo(Request(meta::FLOWNODE, 1), "10.0.0.1:6800",
-                                     "fn-a")));
+  ASSERT_TRUE(a.Call(
+      WithPeerAndInfo(Request(meta::FLOWNODE, 1), "10.0.0.1:6800", "fn-a")));
   ASSERT_TRUE(b.Call(Request(meta::FLOWNODE, 2)));  // Handshake only.
   // Frontends and datanodes are not flownodes.
   HeartbeatClient frontend(channel_);
   ASSERT_TRUE(frontend.Call(Request(meta::FRONTEND, 9)));
   clock_.Advance(absl::Seconds(3));
-  ASSERT_TRUE(a.Call(FlowReport(1, {{10, 100, 1}, {11, 110, 1}, {12, 120, 1}})));
+  ASSERT_TRUE(
+      a.Call(FlowReport(1, {{10, 100, 1}, {11, 110, 1}, {12, 120, 1}})));
 
   std::vector<Flownode> nodes = List();
   ASSERT_EQ(nodes.size(), 2u);
@@ -123,10 +125,11 @@ TEST_F(FlownodesTest, ListFlownodesShowsEachNodeAndAResetClearsIt) {
   std::optional<std::string> raw =
       RangeGet(channel_, "__meta_cluster_node_info-0-2-1");
   ASSERT_TRUE(raw.has_value());
-  EXPECT_NE(raw->find(absl::StrCat(
-                R"({"peer":{"id":1,"addr":"10.0.0.1:6800"},"last_activity_ts":)",
-                t0, R"(,"status":{"Flownode":{"workloads":{"types":[]}}},)")),
-            std::string::npos)
+  EXPECT_NE(
+      raw->find(absl::StrCat(
+          R"({"peer":{"id":1,"addr":"10.0.0.1:6800"},"last_activity_ts":)", t0,
+          R"(,"status":{"Flownode":{"workloads":{"types":[]}}},)")),
+      std::string::npos)
       << *raw;
   EXPECT_NE(raw->find(R"("hostname":"fn-a","env_vars":{}})"), std::string::npos)
       << *raw;
@@ -136,7 +139,8 @@ TEST_F(FlownodesTest, ListFlownodesShowsEachNodeAndAResetClearsIt) {
   metasrv::v1::LeaderChangeResponse resp;
   ASSERT_TRUE(admin->LeaderChange(&ctx, {}, &resp).ok());
   EXPECT_TRUE(List().empty());
-  EXPECT_FALSE(RangeGet(channel_, "__meta_cluster_node_info-0-2-1").has_value());
+  EXPECT_FALSE(
+      RangeGet(channel_, "__meta_cluster_node_info-0-2-1").has_value());
 }
 
 TEST_F(FlownodesTest, GetFlowStateSaysWhichNodeHoldsEachMax) {
@@ -165,15 +169,17 @@ TEST_F(FlownodesTest, GetFlowStateSaysWhichNodeHoldsEachMax) {
 
 TEST_F(FlownodesTest, StartTimesFromTheExtensionReachEveryReader) {
   HeartbeatClient with_ext(channel_), without(channel_);
-  ASSERT_TRUE(with_ext.Call(
-      WithStartTimes(FlowReport(1, {{1, 10, 100}}), {{1, 1700000000123}, {2, 5}})));
+  ASSERT_TRUE(with_ext.Call(WithStartTimes(FlowReport(1, {{1, 10, 100}}),
+                                           {{1, 1700000000123}, {2, 5}})));
   ASSERT_TRUE(without.Call(FlowReport(2, {{3, 30, 300}})));
   // Flow 2 has only a start time; flow 3's node sent none.
-  EXPECT_EQ(*RangeGet(channel_, "__flow/state"),
-            R"({"state_size":{"1":10,"3":30},"last_exec_time_map":{"1":100,"3":300},)"
-            R"("start_time_map":{"1":1700000000123,"2":5}})");
-  EXPECT_EQ(*RangeGet(channel_, "__flow/state/node/2"),
-            R"({"state_size":{"3":30},"last_exec_time_map":{"3":300},"start_time_map":{}})");
+  EXPECT_EQ(
+      *RangeGet(channel_, "__flow/state"),
+      R"({"state_size":{"1":10,"3":30},"last_exec_time_map":{"1":100,"3":300},)"
+      R"("start_time_map":{"1":1700000000123,"2":5}})");
+  EXPECT_EQ(
+      *RangeGet(channel_, "__flow/state/node/2"),
+      R"({"state_size":{"3":30},"last_exec_time_map":{"3":300},"start_time_map":{}})");
   const FlowStateRows rows = GetFlowState(channel_);
   ASSERT_EQ(rows.flows.size(), 3u);
   EXPECT_TRUE(rows.flows[0].has(metasrv::v1::FLOW_FIELD_START_TIME));
@@ -185,18 +191,21 @@ TEST_F(FlownodesTest, StartTimesFromTheExtensionReachEveryReader) {
 TEST_F(FlownodesTest, MalformedExtensionEndsTheStreamAndLosesNothing) {
   HeartbeatClient good(channel_), bad(channel_);
   ASSERT_TRUE(good.Call(FlowReport(1, {{1, 10, 100}})));
-  ASSERT_TRUE(bad.Call(WithStartTimes(FlowReport(2, {{2, 20, 200}}), {{2, 7}})));
+  ASSERT_TRUE(
+      bad.Call(WithStartTimes(FlowReport(2, {{2, 20, 200}}), {{2, 7}})));
   meta::HeartbeatRequest broken = FlowReport(2, {{2, 99, 999}});
   (*broken.mutable_extensions())["flow_start_time_map"] = "\xff\xff\xff";
   EXPECT_FALSE(bad.Call(broken).has_value());
   grpc::Status status = bad.Close();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_NE(status.error_message().find("flow_start_time_map"), std::string::npos)
+  EXPECT_NE(status.error_message().find("flow_start_time_map"),
+            std::string::npos)
       << status.error_message();
   // Node 2's previous report and node 1's are intact.
-  EXPECT_EQ(*RangeGet(channel_, "__flow/state"),
-            R"({"state_size":{"1":10,"2":20},"last_exec_time_map":{"1":100,"2":200},)"
-            R"("start_time_map":{"2":7}})");
+  EXPECT_EQ(
+      *RangeGet(channel_, "__flow/state"),
+      R"({"state_size":{"1":10,"2":20},"last_exec_time_map":{"1":100,"2":200},)"
+      R"("start_time_map":{"2":7}})");
   // An unknown extension key is ignored (other extensions may exist).
   meta::HeartbeatRequest other = FlowReport(1, {{1, 11, 101}});
   (*other.mutable_extensions())["something_else"] = "\xff";
@@ -216,8 +225,9 @@ TEST_F(FlownodesTest, ForgetFlowsRemovesThemEverywhere) {
   ASSERT_EQ(rows.flows.size(), 2u);
   EXPECT_EQ(rows.flows[0].flow_id, 2u);
   EXPECT_EQ(rows.flows[1].flow_id, 3u);
-  EXPECT_EQ(*RangeGet(channel_, "__flow/state/node/2"),
-            R"({"state_size":{"3":300},"last_exec_time_map":{"3":30},"start_time_map":{}})");
+  EXPECT_EQ(
+      *RangeGet(channel_, "__flow/state/node/2"),
+      R"({"state_size":{"3":300},"last_exec_time_map":{"3":30},"start_time_map":{}})");
   EXPECT_EQ(List()[0].flow_count(), 1u);
   // Empty: refused, nothing changes.
   grpc::Status empty = Forget({}, &resp);
@@ -226,6 +236,44 @@ TEST_F(FlownodesTest, ForgetFlowsRemovesThemEverywhere) {
   // A node still running a forgotten flow brings it back with its next report.
   ASSERT_TRUE(b.Call(FlowReport(2, {{1, 150, 6}, {3, 300, 31}})));
   EXPECT_EQ(GetFlowState(channel_).flows.size(), 3u);
+}
+
+// A flownode gone for good: ForgetNodes removes its report, record and
+// cluster info, so it no longer counts as silent; one that heartbeats again
+// is simply new.
+TEST_F(FlownodesTest, ForgetNodesRemovesAGoneFlownodeEverywhere) {
+  HeartbeatClient a(channel_), b(channel_);
+  ASSERT_TRUE(a.Call(WithPeerAndInfo(
+      FlowReport(1, {{1, 100, 10}, {2, 200, 20}}), "10.0.0.1:6800", "fn-a")));
+  ASSERT_TRUE(b.Call(FlowReport(2, {{1, 50, 20}})));
+  const std::string info_key = "__meta_cluster_node_info-0-2-1";
+  ASSERT_TRUE(RangeGet(channel_, info_key).has_value());
+  auto stub = metasrv::v1::Admin::NewStub(channel_);
+  auto forget = [&](const std::vector<uint64_t>& ids,
+                    metasrv::v1::ForgetNodesResponse* resp) {
+    grpc::ClientContext ctx;
+    metasrv::v1::ForgetNodesRequest req;
+    for (uint64_t id : ids) req.add_node_ids(id);
+    return stub->ForgetNodes(&ctx, req, resp);
+  };
+  metasrv::v1::ForgetNodesResponse resp;
+  ASSERT_TRUE(forget({1, 99}, &resp).ok());
+  EXPECT_EQ(resp.forgotten_nodes(), 1u);
+  ASSERT_EQ(List().size(), 1u);
+  EXPECT_EQ(List()[0].node_id(), 2u);
+  EXPECT_FALSE(RangeGet(channel_, "__flow/state/node/1").has_value());
+  EXPECT_FALSE(RangeGet(channel_, info_key).has_value());
+  const FlowStateRows rows = GetFlowState(channel_);
+  ASSERT_EQ(rows.flows.size(), 1u);  // Flow 2 was node 1's alone.
+  EXPECT_EQ(rows.flows[0].flow_id, 1u);
+  EXPECT_EQ(rows.flows[0].state_size, 50u);  // Node 2's value is the max now.
+  // Empty: refused, nothing changes.
+  EXPECT_EQ(forget({}, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(List().size(), 1u);
+  // Back again: new.
+  ASSERT_TRUE(a.Call(FlowReport(1, {{2, 210, 21}})));
+  EXPECT_EQ(List().size(), 2u);
+  EXPECT_EQ(GetFlowState(channel_).flows.size(), 2u);
 }
 
 TEST_F(FlownodesTest, SilentNodeExpiresAfterTheTtl) {
@@ -263,14 +311,14 @@ class NoTtlTest : public FlownodesTest {
 // node_expiry_listener.rs expires its keys; its flow state lingers.
 TEST_F(NoTtlTest, IdleNodesLeaveClusterInfoButTheirFlowStateStays) {
   HeartbeatClient a(channel_);
-  ASSERT_TRUE(a.Call(WithPeerAndInfo(FlowReport(1, {{1, 100, 10}}),
-                                     "10.0.0.1:6800", "fn-a")));
+  ASSERT_TRUE(a.Call(
+      WithPeerAndInfo(FlowReport(1, {{1, 100, 10}}), "10.0.0.1:6800", "fn-a")));
   const std::string key = "__meta_cluster_node_info-0-2-1";
   ASSERT_TRUE(RangeGet(channel_, key).has_value());
   clock_.Advance(absl::Hours(24));
   // Exactly the idle time: still there (the expirer runs every second).
-  EXPECT_TRUE(
-      server_->flow_state_for_test().ExpireIdleNodes().cluster_nodes == 0);
+  EXPECT_TRUE(server_->flow_state_for_test().ExpireIdleNodes().cluster_nodes ==
+              0);
   clock_.Advance(absl::Seconds(1));
   ASSERT_TRUE(WaitFor([&] { return List().empty(); }));
   EXPECT_FALSE(RangeGet(channel_, key).has_value());
