@@ -64,6 +64,15 @@ void HeartbeatStream::HandleRead() {
     FinishOnce(parsed);
     return;
   }
+  if (handshake_ && request->header().role() == greptime::v1::meta::FLOWNODE) {
+    flownode_ = HeartbeatHandler::NodeId(*request);
+    // Bounded: 10,000 flownodes reconnecting after a failover are one line
+    // per interval, the rest counted (metasrv_log_lines_suppressed_total).
+    if (flownode_.has_value()) {
+      LogLimited(spdlog::level::info, "flownode_connected",
+                 "flownode {} connected from {}", *flownode_, peer_);
+    }
+  }
   absl::Status handled = handler_->Handle(*request, handshake_, &response_);
   handshake_ = false;
   if (!handled.ok() && !absl::IsAborted(handled)) {
@@ -136,6 +145,10 @@ void HeartbeatStream::FinishOnce(const absl::Status& status) {
 }
 
 void HeartbeatStream::OnDone() {
+  if (flownode_.has_value()) {
+    LogLimited(spdlog::level::info, "flownode_disconnected",
+               "flownode {} (from {}) disconnected", *flownode_, peer_);
+  }
   if (registered_) registry_->Remove(this);
   delete this;
 }

@@ -59,8 +59,11 @@ class HeartbeatStream final
   const std::string peer_;          // The client's address, for logs.
   bool registered_ = false;         // Whether Add() succeeded.
   bool handshake_ = true;           // The next request is the first.
-  grpc::ByteBuffer read_buffer_;    // The request, as read.
-  grpc::ByteBuffer write_buffer_;   // The response, as written.
+  // The flownode this stream is of, once its first request said so; for
+  // the connect and disconnect lines.
+  std::optional<uint64_t> flownode_;
+  grpc::ByteBuffer read_buffer_;   // The request, as read.
+  grpc::ByteBuffer write_buffer_;  // The response, as written.
   // Requests are parsed into `arena_`, reset before each parse: its first
   // block is `arena_block_`, so a typical report's map entries cost no malloc.
   alignas(8) char arena_block_[2048];

@@ -299,6 +299,39 @@ class CapturedLog {
   std::shared_ptr<spdlog::logger> previous_;  // To restore; null once done.
 };
 
+// A flownode connecting and leaving is logged at info, one line per place
+// per interval: 10,000 flownodes reconnecting after a failover are not
+// 10,000 lines.
+TEST(HardeningLogTest, FlownodesConnectingAndLeavingAreLoggedBounded) {
+  CapturedLog log;
+  SetLogLineInterval(absl::Hours(1));
+  auto server = Start(::metasrv::testing::LoopbackOptions());
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->advertised_addr());
+  const uint64_t before = LogLinesSuppressed();
+  std::vector<std::unique_ptr<HeartbeatClient>> nodes;
+  for (uint64_t id = 1; id <= 3; ++id) {
+    nodes.push_back(std::make_unique<HeartbeatClient>(channel));
+    ASSERT_TRUE(nodes.back()->Call(Request(meta::FLOWNODE, id)).has_value());
+  }
+  HeartbeatClient frontend(channel);  // Not a flownode: not logged.
+  ASSERT_TRUE(frontend.Call(Request(meta::FRONTEND, 9)).has_value());
+  for (auto& node : nodes) ASSERT_TRUE(node->Close().ok());
+  ASSERT_TRUE(frontend.Close().ok());
+  ASSERT_TRUE(WaitFor([&] { return server->streams_for_test().size() == 0; }));
+  const uint64_t left_out = LogLinesSuppressed() - before;
+  server.reset();
+  SetLogLineInterval(absl::Seconds(10));
+  const std::string text = log.Restore();
+  EXPECT_NE(text.find("flownode 1 connected from ipv4:127.0.0.1:"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(") disconnected"), std::string::npos) << text;
+  EXPECT_EQ(text.find("flownode 2 connected"), std::string::npos) << text;
+  EXPECT_EQ(text.find("flownode 9"), std::string::npos) << text;
+  EXPECT_EQ(left_out, 4u);  // Two more of each.
+}
+
 TEST(HardeningLogTest, GrpcLinesAreRateLimitedPerPlace) {
   CapturedLog log;
   RouteGrpcLogsToSpdlog(absl::Hours(1));
