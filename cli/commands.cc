@@ -86,21 +86,29 @@ std::map<uint32_t, Row> RowsOf(const metasrv::v1::GetFlowStateResponse& resp) {
 }
 
 // Parses --flow=ID,... into `ids`; false (after saying why) if malformed.
-bool ParseFlowIds(const Flags& f, const char* command,
-                  std::vector<uint32_t>* ids) {
-  auto it = f.values.find("flow");
+// The ids of flag `name` (comma-separated); false (after saying why) for
+// one that is not a number of type Id.
+template <typename Id>
+bool ParseIds(const Flags& f, const char* command, const char* name,
+              std::vector<Id>* ids) {
+  auto it = f.values.find(name);
   if (it == f.values.end()) return true;
   for (absl::string_view s :
        absl::StrSplit(it->second, ',', absl::SkipEmpty())) {
-    uint32_t id;
+    Id id;
     if (!absl::SimpleAtoi(s, &id)) {
-      std::fprintf(stderr, "metasrvctl %s: bad flow id '%s'\n", command,
+      std::fprintf(stderr, "metasrvctl %s: bad %s id '%s'\n", command, name,
                    std::string(s).c_str());
       return false;
     }
     ids->push_back(id);
   }
   return true;
+}
+
+bool ParseFlowIds(const Flags& f, const char* command,
+                  std::vector<uint32_t>* ids) {
+  return ParseIds(f, command, "flow", ids);
 }
 
 // Adds the admin token of --token_file, if given; false (after saying why)
@@ -201,20 +209,29 @@ int Get(const Client& c, const Flags& f) {
   return kOk;
 }
 
-int Leader(const Client& c, const Flags&) {
-  auto stub = meta::Heartbeat::NewStub(c.channel());
+std::string AskLeaderOf(const std::shared_ptr<grpc::Channel>& channel,
+                        absl::Duration timeout, grpc::Status* status) {
+  auto stub = meta::Heartbeat::NewStub(channel);
   grpc::ClientContext ctx;
-  c.Prepare(&ctx);
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   absl::ToChronoMilliseconds(timeout));
   meta::AskLeaderRequest req;
   req.mutable_header()->set_role(meta::FRONTEND);
   meta::AskLeaderResponse resp;
   grpc::Status s = stub->AskLeader(&ctx, req, &resp);
+  if (status != nullptr) *status = s;
+  return s.ok() ? resp.leader().addr() : std::string();
+}
+
+int Leader(const Client& c, const Flags&) {
+  grpc::Status s;
+  const std::string leader = AskLeaderOf(c.channel(), c.timeout(), &s);
   if (!s.ok()) return Fail(s);
-  if (resp.leader().addr().empty()) {
+  if (leader.empty()) {
     std::fprintf(stderr, "metasrvctl: no leader is known\n");
     return kError;
   }
-  std::printf("%s\n", resp.leader().addr().c_str());
+  std::printf("%s\n", leader.c_str());
   return kOk;
 }
 
@@ -255,14 +272,39 @@ int Reset(const Client& c, const Flags& f) {
   return kOk;
 }
 
+namespace {
+
+// forget --node: ForgetNodes.
+int ForgetNodes(const Client& c, const Flags& f,
+                const std::vector<uint64_t>& nodes) {
+  metasrv::v1::ForgetNodesRequest req;
+  for (uint64_t id : nodes) req.add_node_ids(id);
+  auto stub = metasrv::v1::Admin::NewStub(c.channel());
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  if (!AddToken(f, "forget", &ctx)) return kUsage;
+  metasrv::v1::ForgetNodesResponse resp;
+  grpc::Status s = stub->ForgetNodes(&ctx, req, &resp);
+  if (!s.ok()) return Fail(s);
+  std::printf("%llu flownodes forgotten\n",
+              static_cast<unsigned long long>(resp.forgotten_nodes()));
+  return kOk;
+}
+
+}  // namespace
+
 int Forget(const Client& c, const Flags& f) {
   metasrv::v1::ForgetFlowsRequest req;
   std::vector<uint32_t> ids;
+  std::vector<uint64_t> nodes;
   if (!ParseFlowIds(f, "forget", &ids)) return kUsage;
-  if (ids.empty()) {
-    std::fprintf(stderr, "metasrvctl forget: --flow=ID,... is required\n");
+  if (!ParseIds(f, "forget", "node", &nodes)) return kUsage;
+  if (ids.empty() == nodes.empty()) {
+    std::fprintf(stderr,
+                 "metasrvctl forget: give --flow=ID,... or --node=ID,...\n");
     return kUsage;
   }
+  if (!nodes.empty()) return ForgetNodes(c, f, nodes);
   for (uint32_t id : ids) req.add_flow_ids(id);
   auto stub = metasrv::v1::Admin::NewStub(c.channel());
   grpc::ClientContext ctx;

@@ -32,11 +32,18 @@ class Client {
   // Sets the deadline of a unary call.
   void Prepare(grpc::ClientContext* ctx) const;
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+  absl::Duration timeout() const { return timeout_; }
 
  private:
   std::shared_ptr<grpc::Channel> channel_;  // To the metasrv.
   absl::Duration timeout_;                  // Per unary call.
 };
+
+// The leader's address as the metasrv on `channel` answers AskLeader (asked
+// as a frontend, within `timeout`); empty when it names none or the call
+// fails (then `*status`, when given, says why).
+std::string AskLeaderOf(const std::shared_ptr<grpc::Channel>& channel,
+                        absl::Duration timeout, grpc::Status* status = nullptr);
 
 // Whether boolean flag `name` is set and not "false" (`--json`,
 // `--json=true`; `--json=false` is off).

@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "build_commit.h"  // METASRV_GIT_COMMIT, written at build time.
@@ -30,6 +32,9 @@ struct Command {
   const char* help;                         // What `COMMAND --help` prints.
   std::vector<std::string> flags;           // The flags it takes.
   int (*run)(const Client&, const Flags&);  // Does it.
+  // Whether it goes to the leader (found by AskLeader among --addr's
+  // replicas), or to the replica named (health: that replica's own).
+  bool to_leader = true;
 };
 
 // The commands that read.
@@ -78,7 +83,8 @@ void AddReadCommands(std::vector<Command>* commands) {
            "usable\n"
            "as a container or load-balancer health check.\n",
            {"service"},
-           Health},
+           Health,
+           /*to_leader=*/false},
       });
 }
 
@@ -99,13 +105,17 @@ void AddOtherCommands(std::vector<Command>* commands) {
            {"token_file"},
            Reset},
           {"forget",
-           "remove dropped flows from every node's report (admin)",
+           "remove dropped flows, or removed flownodes (admin)",
            "usage: metasrvctl forget --flow=ID,... [--token_file=FILE]\n"
-           "Removes the flows from every node's report and from the aggregate\n"
-           "(ForgetFlows), e.g. after they were dropped. A node that still "
-           "reports\n"
-           "one brings it back. Sends the admin token from FILE like reset.\n",
-           {"flow", "token_file"},
+           "       metasrvctl forget --node=ID,... [--token_file=FILE]\n"
+           "--flow removes the flows from every node's report and from the\n"
+           "aggregate (ForgetFlows), e.g. after they were dropped; a node "
+           "that\n"
+           "still reports one brings it back. --node removes flownodes gone\n"
+           "for good (ForgetNodes): their reports, records and cluster info,\n"
+           "so they no longer count as silent; one that heartbeats again\n"
+           "comes back. Sends the admin token from FILE like reset.\n",
+           {"flow", "node", "token_file"},
            Forget},
           {"watch",
            "print flow-state changes as they happen",
@@ -152,8 +162,11 @@ const std::vector<std::string> kGlobalFlags = {"addr", "timeout", "tls_ca",
 
 std::string UsageText() {
   std::string text =
-      "usage: metasrvctl [--addr=HOST:PORT] [--timeout=5s] [--tls_ca=PEM]\n"
+      "usage: metasrvctl [--addr=HOST:PORT,...] [--timeout=5s] [--tls_ca=PEM]\n"
       "                  [--tls_cert=PEM --tls_key=PEM] COMMAND [flags]\n"
+      "\n"
+      "--addr (or $METASRVCTL_ADDR) names one replica or several; commands go\n"
+      "to the leader the first that answers names (health: to the first).\n"
       "\n"
       "commands:\n";
   for (const Command& command : Commands()) {
@@ -206,11 +219,42 @@ bool Parse(int argc, char** argv, int from, Flags* out) {
   return true;
 }
 
+// The replicas --addr names (comma-separated), else $METASRVCTL_ADDR,
+// else the default.
+std::vector<std::string> Replicas(Flags& global) {
+  std::string addrs = "127.0.0.1:3002";
+  if (global.values.count("addr")) {
+    addrs = global.values["addr"];
+  } else if (const char* env = std::getenv("METASRVCTL_ADDR");
+             env != nullptr && *env != '\0') {
+    addrs = env;
+  }
+  std::vector<std::string> out =
+      absl::StrSplit(addrs, ',', absl::SkipWhitespace());
+  if (out.empty()) out.push_back("127.0.0.1:3002");
+  return out;
+}
+
+// Where the command goes: with `to_leader`, the leader the first replica
+// that answers AskLeader names (the first replica when none does, so that
+// the command's own error is what is said); else the first replica.
+std::string Target(const std::vector<std::string>& replicas, bool to_leader,
+                   const std::shared_ptr<grpc::ChannelCredentials>& creds,
+                   absl::Duration timeout) {
+  if (!to_leader) return replicas.front();
+  for (const std::string& replica : replicas) {
+    const std::string leader =
+        AskLeaderOf(grpc::CreateChannel(replica, creds), timeout);
+    if (!leader.empty()) return leader;
+  }
+  return replicas.front();
+}
+
 // The channel the global flags ask for; nullopt (after saying why) when
 // they are wrong.
-std::optional<std::unique_ptr<Client>> MakeClient(Flags& global) {
-  const std::string addr =
-      global.values.count("addr") ? global.values["addr"] : "127.0.0.1:3002";
+std::optional<std::unique_ptr<Client>> MakeClient(Flags& global,
+                                                  bool to_leader) {
+  const std::vector<std::string> replicas = Replicas(global);
   absl::Duration timeout = absl::Seconds(5);
   if (global.values.count("timeout") &&
       !absl::ParseDuration(global.values["timeout"], &timeout)) {
@@ -246,6 +290,7 @@ std::optional<std::unique_ptr<Client>> MakeClient(Flags& global) {
     }
     creds = grpc::SslCredentials(o);
   }
+  const std::string addr = Target(replicas, to_leader, creds, timeout);
   return std::make_unique<Client>(grpc::CreateChannel(addr, creds), timeout);
 }
 
@@ -277,7 +322,8 @@ int RunCommand(const Command& command, int argc, char** argv, int i,
                  usage.c_str());
     return kUsage;
   }
-  std::optional<std::unique_ptr<Client>> client = MakeClient(global);
+  std::optional<std::unique_ptr<Client>> client =
+      MakeClient(global, c->to_leader);
   if (!client.has_value()) return kUsage;
   return c->run(**client, flags);
 }

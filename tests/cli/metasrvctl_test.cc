@@ -5,12 +5,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <fstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/server/etcd_process.h"
 #include "tests/server/test_util.h"
 
 namespace metasrv::testing {
@@ -139,13 +144,24 @@ TEST(MetasrvctlTest, NodesAndForget) {
     EXPECT_GT(node.at("last_heartbeat_ms").number_value(), 1.7e12);
   }
 
-  EXPECT_EQ(Ctl({addr, "forget"}).exit_code, 2);  // --flow is required.
+  EXPECT_EQ(Ctl({addr, "forget"}).exit_code, 2);  // --flow or --node.
+  EXPECT_EQ(Ctl({addr, "forget", "--flow=7", "--node=1"}).exit_code, 2);
   CtlRun forget = Ctl({addr, "forget", "--flow=7,99"});
   EXPECT_EQ(forget.exit_code, 0);
   EXPECT_EQ(forget.out, "1 flows forgotten; 1 node reports rewritten\n");
   EXPECT_TRUE(SameJson(Ctl({addr, "get", "--json"}).out,
                        "{\"found\":true,\"flows\":[{\"flow_id\":8,"
                        "\"state_size\":800,\"last_exec_time_ms\":77}]}"));
+  // A flownode gone for good: forgotten, it leaves `nodes` and its flows.
+  CtlRun forget_node = Ctl({addr, "forget", "--node=2,99"});
+  EXPECT_EQ(forget_node.exit_code, 0);
+  EXPECT_EQ(forget_node.out, "1 flownodes forgotten\n");
+  EXPECT_EQ(
+      ParseJson(Ctl({addr, "nodes", "--json"}).out).list_value().values_size(),
+      1);
+  EXPECT_TRUE(SameJson(Ctl({addr, "get", "--json"}).out,
+                       "{\"found\":true,\"flows\":[]}"))
+      << Ctl({addr, "get", "--json"}).out;
 }
 
 TEST(MetasrvctlTest, ResetSendsTheTokenFromAFile) {
@@ -278,6 +294,61 @@ TEST(MetasrvctlTest, TopRanksLargestAndMostLaggingWithTheirNodes) {
   }
   EXPECT_EQ(lines, 3);
   EXPECT_EQ(Ctl({addr, "top", "--n=lots"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace metasrv::testing
+
+namespace metasrv::testing {
+namespace {
+
+// Three replicas on a real etcd: with all of them in --addr, in any order,
+// commands go to the leader; with the leader killed, to the next one.
+TEST(MetasrvctlHaTest, FollowsTheLeaderAcrossReplicasAndAFailover) {
+  EtcdProcess etcd;
+  std::vector<std::unique_ptr<ServerProcess>> replicas;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 3; ++i) {
+    replicas.push_back(std::make_unique<ServerProcess>(std::vector<std::string>{
+        "--store_addrs=" + etcd.endpoint(), "--lease_ttl=2s"}));
+    addrs.push_back(replicas.back()->addr());
+  }
+  const std::string all = "--addr=" + absl::StrJoin(addrs, ",");
+  std::string leader;
+  ASSERT_TRUE(WaitFor([&] {
+    CtlRun run = Ctl({all, "leader"});
+    leader = std::string(absl::StripTrailingAsciiWhitespace(run.out));
+    return run.exit_code == 0 && !leader.empty();
+  }));
+  const auto at = std::find(addrs.begin(), addrs.end(), leader);
+  ASSERT_NE(at, addrs.end()) << leader;
+  const size_t first = static_cast<size_t>(at - addrs.begin());
+  // The followers first: the command still reaches the leader.
+  std::vector<std::string> followers_first;
+  for (size_t i = 1; i <= 3; ++i)
+    followers_first.push_back(addrs[(first + i) % 3]);
+  Report(replicas[first]->channel(), 1, 7, 700);
+  const std::string via_followers =
+      "--addr=" + absl::StrJoin(followers_first, ",");
+  EXPECT_TRUE(SameJson(Ctl({via_followers, "get", "--json"}).out,
+                       "{\"found\":true,\"flows\":[{\"flow_id\":7,"
+                       "\"state_size\":700,\"last_exec_time_ms\":77}]}"));
+  // A follower alone works too: it names the leader.
+  EXPECT_EQ(Ctl({"--addr=" + followers_first[0], "nodes"}).exit_code, 0);
+  // health asks the replica named, not the leader.
+  EXPECT_EQ(Ctl({"--addr=" + followers_first[0], "health"}).out, "SERVING\n");
+
+  replicas[first]->process().Signal(SIGKILL);
+  replicas[first]->process().Wait(absl::Seconds(5));
+  std::string next;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        CtlRun run = Ctl({all, "leader"});
+        next = std::string(absl::StripTrailingAsciiWhitespace(run.out));
+        return run.exit_code == 0 && !next.empty() && next != leader;
+      },
+      absl::Seconds(20)));
+  EXPECT_EQ(Ctl({all, "nodes", "--json"}).exit_code, 0);
 }
 
 }  // namespace
