@@ -1,14 +1,15 @@
 // metasrv: the flow-state metadata service. See README.md.
 #include <systemd/sd-daemon.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "server/config/command_line.h"
 #include "server/config/checked_options.h"
+#include "server/config/command_line.h"
 #include "server/metasrv_server.h"
 #include "server/ops/logging.h"
 #include "server/rpc/grpc_log.h"
@@ -23,23 +24,33 @@ int main(int argc, char** argv) {
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
   srv::CommandLine command_line = srv::ReadCommandLine(argc, argv, env);
   if (command_line.exit_code >= 0) return command_line.exit_code;
+  // Lock-order checking stays on in tests; in the server it costs time on
+  // every lock and would abort the process on a finding.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // Logging first, as the settings say, so that every line from here on
+  // (a refused setting's too) is in the chosen format and files.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("metasrv"));
+  const srv::ServerOptions& given = command_line.options;
+  absl::Status logging =
+      given.log_dir.empty()
+          ? absl::OkStatus()
+          : srv::AddLogFiles(given.log_dir,
+                             static_cast<uint16_t>(std::clamp<uint64_t>(
+                                 given.log_max_files, 1, 65535)));
+  if (logging.ok()) {
+    logging = srv::ConfigureLogging(given.log_level, given.log_format);
+  }
+  if (!logging.ok()) {
+    std::fprintf(stderr, "metasrv: %s\n",
+                 std::string(logging.message()).c_str());
+    return srv::kExitUsage;
+  }
   // Every setting is checked, and the files they name read, before
   // anything starts: a configuration that cannot work exits 2.
   absl::StatusOr<srv::CheckedOptions> checked =
       srv::CheckOptions(std::move(command_line.options));
   if (!checked.ok()) {
-    std::fprintf(stderr, "metasrv: %s\n",
-                 std::string(checked.status().message()).c_str());
-    return srv::kExitUsage;
-  }
-  // Lock-order checking stays on in tests; in the server it costs time on
-  // every lock and would abort the process on a finding.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  spdlog::set_default_logger(spdlog::stderr_color_mt("metasrv"));
-  if (absl::Status s = srv::ConfigureLogging(checked->options().log_level,
-                                             checked->options().log_format);
-      !s.ok()) {
-    std::fprintf(stderr, "metasrv: %s\n", std::string(s.message()).c_str());
+    spdlog::error("{}", std::string(checked.status().message()));
     return srv::kExitUsage;
   }
   srv::RouteGrpcLogsToSpdlog();

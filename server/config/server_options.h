@@ -91,6 +91,11 @@ struct ServerOptions {
   // it up; the server itself does not.
   std::string log_level = "info";
   std::string log_format = "text";
+  // Also write the log to hourly files in this folder, keeping the newest
+  // log_max_files (GreptimeDB's [logging] dir and max_log_files); empty:
+  // stderr only.
+  std::string log_dir;
+  uint64_t log_max_files = 720;
   // Time of heartbeats and node expiry; borrowed. Tests pass a ManualClock.
   const core::Clock* clock = core::SystemClock();
 };

@@ -1,5 +1,7 @@
 #include "server/config/settings.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <limits>
 #include <utility>
@@ -246,8 +248,8 @@ void StoreAccessRows(Rows* r) {
   Add(r,
       {"store_password_file", nullptr,
        "file holding the store's password: etcd's for --store_username, or "
-          "PostgreSQL's or MySQL's (over one in --store_addrs)", false,
-       &SettingFiles::store_password},
+       "PostgreSQL's or MySQL's (over one in --store_addrs)",
+       false, &SettingFiles::store_password},
       &ServerOptions::store_password_file);
 }
 
@@ -360,6 +362,25 @@ void OpsRows(Rows* r) {
        "object per line)",
        true},
       &ServerOptions::log_format, OneOf({"text", "json"}));
+  Add(r,
+      {"log_dir", "logging.dir",
+       "also write the log to files in this folder (created if missing): a "
+       "new file every hour, metasrv_YYYY-MM-DD_HH.log; empty: stderr only",
+       false},
+      &ServerOptions::log_dir, [](const std::string& dir) {
+        // An existing path must be a folder; whether it can be written is
+        // found when the files are opened (exit 2 then too).
+        struct stat st {};
+        if (!dir.empty() && stat(dir.c_str(), &st) == 0 &&
+            !S_ISDIR(st.st_mode)) {
+          return absl::InvalidArgumentError("is not a folder");
+        }
+        return absl::OkStatus();
+      });
+  Add(r,
+      {"log_max_files", "logging.max_log_files",
+       "hourly log files kept in --log_dir, the newest ones", false},
+      &ServerOptions::log_max_files, InRange<uint64_t>(1, 65535));
 }
 
 }  // namespace

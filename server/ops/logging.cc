@@ -1,6 +1,10 @@
 #include "server/ops/logging.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <memory>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -8,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "spdlog/pattern_formatter.h"
+#include "spdlog/sinks/hourly_file_sink.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -127,6 +132,32 @@ std::string JsonEscape(const std::string& text) {
   out.reserve(text.size());
   AppendLogSafe(text, /*json=*/true, &out);
   return out;
+}
+
+absl::Status AddLogFiles(const std::string& dir, uint16_t max_files) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error || access(dir.c_str(), W_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log_dir ", dir, ": cannot write there",
+                     error ? absl::StrCat(" (", error.message(), ")") : ""));
+  }
+  spdlog::sink_ptr files;
+  try {
+    // spdlog reports a file it cannot open by throwing; nothing else here
+    // does, and the exception stops here.
+    files = std::make_shared<spdlog::sinks::hourly_file_sink_mt>(
+        (std::filesystem::path(dir) / "metasrv.log").string(),
+        /*truncate=*/false, max_files);
+  } catch (const spdlog::spdlog_ex& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log_dir ", dir, ": ", e.what()));
+  }
+  spdlog::default_logger()->sinks().push_back(std::move(files));
+  // Every line reaches the file at once: lines are few (the per-request
+  // ones are rate-limited), and a killed process loses none.
+  spdlog::default_logger()->flush_on(spdlog::level::trace);
+  return absl::OkStatus();
 }
 
 absl::Status ConfigureLogging(const std::string& level,

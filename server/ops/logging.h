@@ -3,6 +3,7 @@
 #ifndef METASRV_SERVER_OPS_LOGGING_H_
 #define METASRV_SERVER_OPS_LOGGING_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -15,6 +16,13 @@ namespace metasrv::server {
 // changes then. Call before other threads log.
 absl::Status ConfigureLogging(const std::string& level,
                               const std::string& format);
+
+// Also writes the default logger's lines, in its format, to files in `dir`
+// (created if missing), as GreptimeDB's [logging] dir does: a new file every
+// hour (metasrv_YYYY-MM-DD_HH.log), the newest `max_files` kept.
+// kInvalidArgument naming --log_dir if the folder cannot be made or written.
+// Call before ConfigureLogging, before other threads log.
+absl::Status AddLogFiles(const std::string& dir, uint16_t max_files);
 
 // `text` as the inside of a JSON string: quotes, backslashes, control bytes,
 // DEL and every byte of broken UTF-8 escaped, so the line is valid JSON

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -313,6 +314,53 @@ TEST(CommandLineTest, ServesWithAGreptimeDbStyleConfigFile) {
   ASSERT_TRUE(resp.has_value());
   EXPECT_EQ(resp->heartbeat_config().heartbeat_interval_ms(), 1500u);
   unlink(file.c_str());
+}
+
+// GreptimeDB's [logging] dir: the log goes to hourly files there too, the
+// folder made if missing.
+TEST(CommandLineTest, LoggingDirGetsTheLogInHourlyFiles) {
+  char base[] = "/tmp/metasrv-logs-XXXXXX";
+  ASSERT_NE(mkdtemp(base), nullptr);
+  const std::string dir = std::string(base) + "/logs";
+  const std::string file =
+      TempFile("[logging]\ndir = \"" + dir +
+               "\"\nmax_log_files = 24\n[http]\naddr = \"\"\n");
+  {
+    ServerProcess server({"-c", file});
+    HeartbeatClient flownode(server.channel());
+    ASSERT_TRUE(flownode.Call(Request(meta::FLOWNODE, 1)).has_value());
+  }
+  std::string text;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(absl::StartsWith(name, "metasrv_")) << name;
+    EXPECT_TRUE(absl::EndsWith(name, ".log")) << name;
+    std::ifstream in(entry.path());
+    text += std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_THAT(text, HasSubstr("serving on 127.0.0.1:"));
+  EXPECT_THAT(text, HasSubstr("flownode 1 connected from"));
+  std::filesystem::remove_all(base);
+  // A file where the folder should be: exit 2, naming the setting.
+  Ran bad = RunBinary(
+      {"--log_dir=" + file, "--bind_addr=127.0.0.1:0", "--metrics_addr="}, {},
+      /*and_stderr=*/true);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.out, HasSubstr("--log_dir"));
+  unlink(file.c_str());
+}
+
+// With --log_format=json, a setting refused before start is a JSON line too.
+TEST(CommandLineTest, ErrorsBeforeStartAreJsonInJsonFormat) {
+  Ran ran = RunBinary(
+      {"--log_format=json", "--backend=mongo_store", "--store_addrs=x:1",
+       "--bind_addr=127.0.0.1:0", "--metrics_addr="},
+      {}, /*and_stderr=*/true);
+  EXPECT_EQ(ran.exit_code, 2);
+  EXPECT_THAT(ran.out, ::testing::StartsWith("{\"time\":\"")) << ran.out;
+  EXPECT_THAT(ran.out, HasSubstr("\"level\":\"error\",\"msg\":\"--backend="
+                                 "mongo_store is not supported"))
+      << ran.out;
 }
 
 // A port taken by someone else: the server says which flag to change.

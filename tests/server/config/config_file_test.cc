@@ -120,7 +120,9 @@ provider = "raft_engine"
   const std::string notes = ::testing::PrintToString(c->notes);
   EXPECT_THAT(notes, HasSubstr("mystery_knob: unknown key"));
   EXPECT_THAT(notes, HasSubstr("selector: a GreptimeDB metasrv key"));
-  EXPECT_THAT(notes, HasSubstr("logging.dir: a GreptimeDB metasrv key"));
+  // GreptimeDB's log folder is ours too now.
+  EXPECT_EQ(v.at("log_dir"), "./logs");
+  EXPECT_THAT(notes, ::testing::Not(HasSubstr("logging.dir")));
   EXPECT_THAT(notes, HasSubstr("wal: a GreptimeDB metasrv key"));
   ServerOptions options;
   ASSERT_TRUE(ApplyAssignments(c->assignments, &options).ok());
