@@ -26,7 +26,7 @@ namespace meta = greptime::v1::meta;
 
 }  // namespace
 
-int Fail(const grpc::Status& s) {
+int Fail(const grpc::Status& s, bool token_given) {
   static const char* const kNames[] = {"ok",
                                        "cancelled",
                                        "unknown",
@@ -52,8 +52,12 @@ int Fail(const grpc::Status& s) {
   if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
       s.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
     std::fprintf(stderr,
-                 "metasrvctl: admin calls need the server's token: "
-                 "--token_file=FILE (or run on the server's host)\n");
+                 token_given
+                     ? "metasrvctl: the server refused the token of "
+                       "--token_file: it is not the one in its "
+                       "--admin_token_file\n"
+                     : "metasrvctl: admin calls need the server's token: "
+                       "--token_file=FILE (or run on the server's host)\n");
   } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
     std::fprintf(stderr,
                  "metasrvctl: is it up at --addr? If it serves TLS, pass "
@@ -85,7 +89,6 @@ std::map<uint32_t, Row> RowsOf(const metasrv::v1::GetFlowStateResponse& resp) {
   return rows;
 }
 
-// Parses --flow=ID,... into `ids`; false (after saying why) if malformed.
 // The ids of flag `name` (comma-separated); false (after saying why) for
 // one that is not a number of type Id.
 template <typename Id>
@@ -106,29 +109,17 @@ bool ParseIds(const Flags& f, const char* command, const char* name,
   return true;
 }
 
+}  // namespace
+
 bool ParseFlowIds(const Flags& f, const char* command,
                   std::vector<uint32_t>* ids) {
   return ParseIds(f, command, "flow", ids);
 }
 
-// Adds the admin token of --token_file, if given; false (after saying why)
-// if it cannot be read.
-bool AddToken(const Flags& f, const char* command, grpc::ClientContext* ctx) {
-  auto it = f.values.find("token_file");
-  if (it == f.values.end()) return true;
-  bool ok = false;
-  const std::string token(
-      absl::StripAsciiWhitespace(ReadFile(it->second, &ok)));
-  if (!ok || token.empty()) {
-    std::fprintf(stderr, "metasrvctl %s: cannot read a token from %s\n",
-                 command, it->second.c_str());
-    return false;
-  }
-  ctx->AddMetadata("authorization", "Bearer " + token);
-  return true;
+bool ParseNodeIds(const Flags& f, const char* command,
+                  std::vector<uint64_t>* ids) {
+  return ParseIds(f, command, "node", ids);
 }
-
-}  // namespace
 
 int PrintJson(const google::protobuf::Value& value) {
   std::string json;
@@ -223,7 +214,7 @@ std::string AskLeaderOf(const std::shared_ptr<grpc::Channel>& channel,
   return s.ok() ? resp.leader().addr() : std::string();
 }
 
-int Leader(const Client& c, const Flags&) {
+int Leader(const Client& c, const Flags& f) {
   grpc::Status s;
   const std::string leader = AskLeaderOf(c.channel(), c.timeout(), &s);
   if (!s.ok()) return Fail(s);
@@ -231,11 +222,17 @@ int Leader(const Client& c, const Flags&) {
     std::fprintf(stderr, "metasrvctl: no leader is known\n");
     return kError;
   }
+  if (FlagOn(f, "json")) {
+    google::protobuf::Value out;
+    (*out.mutable_struct_value()->mutable_fields())["leader"].set_string_value(
+        leader);
+    return PrintJson(out);
+  }
   std::printf("%s\n", leader.c_str());
   return kOk;
 }
 
-int Peers(const Client& c, const Flags&) {
+int Peers(const Client& c, const Flags& f) {
   auto stub = meta::Cluster::NewStub(c.channel());
   grpc::ClientContext ctx;
   c.Prepare(&ctx);
@@ -252,70 +249,20 @@ int Peers(const Client& c, const Flags&) {
                  resp.header().error().err_msg().c_str());
     return kError;
   }
+  if (FlagOn(f, "json")) {
+    google::protobuf::Value out;
+    auto* fields = out.mutable_struct_value()->mutable_fields();
+    (*fields)["leader"].set_string_value(resp.leader().peer().addr());
+    auto* followers = (*fields)["followers"].mutable_list_value();
+    for (const auto& follower : resp.followers()) {
+      followers->add_values()->set_string_value(follower.peer().addr());
+    }
+    return PrintJson(out);
+  }
   if (resp.has_leader())
     std::printf("leader    %s\n", resp.leader().peer().addr().c_str());
-  for (const auto& f : resp.followers())
-    std::printf("follower  %s\n", f.peer().addr().c_str());
-  return kOk;
-}
-
-int Reset(const Client& c, const Flags& f) {
-  auto stub = metasrv::v1::Admin::NewStub(c.channel());
-  grpc::ClientContext ctx;
-  c.Prepare(&ctx);
-  if (!AddToken(f, "reset", &ctx)) return kUsage;
-  metasrv::v1::LeaderChangeResponse resp;
-  grpc::Status s = stub->LeaderChange(&ctx, {}, &resp);
-  if (!s.ok()) return Fail(s);
-  std::printf("leader change done; %llu keys dropped\n",
-              static_cast<unsigned long long>(resp.dropped_keys()));
-  return kOk;
-}
-
-namespace {
-
-// forget --node: ForgetNodes.
-int ForgetNodes(const Client& c, const Flags& f,
-                const std::vector<uint64_t>& nodes) {
-  metasrv::v1::ForgetNodesRequest req;
-  for (uint64_t id : nodes) req.add_node_ids(id);
-  auto stub = metasrv::v1::Admin::NewStub(c.channel());
-  grpc::ClientContext ctx;
-  c.Prepare(&ctx);
-  if (!AddToken(f, "forget", &ctx)) return kUsage;
-  metasrv::v1::ForgetNodesResponse resp;
-  grpc::Status s = stub->ForgetNodes(&ctx, req, &resp);
-  if (!s.ok()) return Fail(s);
-  std::printf("%llu flownodes forgotten\n",
-              static_cast<unsigned long long>(resp.forgotten_nodes()));
-  return kOk;
-}
-
-}  // namespace
-
-int Forget(const Client& c, const Flags& f) {
-  metasrv::v1::ForgetFlowsRequest req;
-  std::vector<uint32_t> ids;
-  std::vector<uint64_t> nodes;
-  if (!ParseFlowIds(f, "forget", &ids)) return kUsage;
-  if (!ParseIds(f, "forget", "node", &nodes)) return kUsage;
-  if (ids.empty() == nodes.empty()) {
-    std::fprintf(stderr,
-                 "metasrvctl forget: give --flow=ID,... or --node=ID,...\n");
-    return kUsage;
-  }
-  if (!nodes.empty()) return ForgetNodes(c, f, nodes);
-  for (uint32_t id : ids) req.add_flow_ids(id);
-  auto stub = metasrv::v1::Admin::NewStub(c.channel());
-  grpc::ClientContext ctx;
-  c.Prepare(&ctx);
-  if (!AddToken(f, "forget", &ctx)) return kUsage;
-  metasrv::v1::ForgetFlowsResponse resp;
-  grpc::Status s = stub->ForgetFlows(&ctx, req, &resp);
-  if (!s.ok()) return Fail(s);
-  std::printf("%llu flows forgotten; %llu node reports rewritten\n",
-              static_cast<unsigned long long>(resp.forgotten_flows()),
-              static_cast<unsigned long long>(resp.updated_nodes()));
+  for (const auto& follower : resp.followers())
+    std::printf("follower  %s\n", follower.peer().addr().c_str());
   return kOk;
 }
 
@@ -376,13 +323,94 @@ int Health(const Client& c, const Flags& f) {
   grpc::health::v1::HealthCheckResponse resp;
   grpc::Status s = stub->Check(&ctx, req, &resp);
   if (!s.ok()) return Fail(s);
-  std::printf("%s\n", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
-                          resp.status())
-                          .c_str());
+  const std::string status =
+      grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status());
+  if (FlagOn(f, "json")) {
+    google::protobuf::Value out;
+    (*out.mutable_struct_value()->mutable_fields())["status"].set_string_value(
+        status);
+    if (PrintJson(out) != kOk) return kError;
+  } else {
+    std::printf("%s\n", status.c_str());
+  }
   return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING
              ? kOk
              : kError;
 }
+
+namespace {
+
+// One line of `watch`: "TIME new flow ID VALUES" and the like, or with
+// `json` one object ({"time","event","flow_id","values"}).
+void Say(bool json, const std::string& time, const char* event, uint32_t id,
+         const std::string& values) {
+  if (json) {
+    google::protobuf::Value out;
+    auto* fields = out.mutable_struct_value()->mutable_fields();
+    (*fields)["time"].set_string_value(time);
+    (*fields)["event"].set_string_value(event);
+    if (std::string(event) != "reset") {
+      (*fields)["flow_id"].set_number_value(id);
+    }
+    if (!values.empty()) (*fields)["values"].set_string_value(values);
+    PrintJson(out);
+    return;
+  }
+  const std::string what = std::string(event) == "reset" ? "reset:"
+                           : std::string(event) == "new" ? "new flow"
+                                                         : "flow";
+  if (std::string(event) == "reset") {
+    std::printf("%s %s %s\n", time.c_str(), what.c_str(), values.c_str());
+  } else if (std::string(event) == "removed") {
+    std::printf("%s flow %u removed\n", time.c_str(), id);
+  } else {
+    std::printf("%s %s %u %s\n", time.c_str(), what.c_str(), id,
+                values.c_str());
+  }
+}
+
+// Says what `msg` changed in `known` (the state as the messages so far
+// say), and applies it. `first`: the first message of this subscriber.
+void SayChanges(const metasrv::v1::WatchFlowStateResponse& msg, bool json,
+                bool first, std::map<uint32_t, Row>* known_state) {
+  std::map<uint32_t, Row>& known = *known_state;
+  const std::string t =
+      absl::FormatTime("%H:%M:%E3S", absl::FromUnixMillis(msg.sent_at_ms()),
+                       absl::UTCTimeZone());
+  // The first state is all this subscriber knows: a reset before it
+  // subscribed is not news.
+  if (msg.reset() && !first) {
+    Say(json, t, "reset", 0, "all flow state dropped (leader change)");
+    known.clear();
+  }
+  // A whole state: flows known but absent from it are gone.
+  std::map<uint32_t, Row> rows = RowsOf(msg.state());
+  std::vector<uint32_t> removed(msg.removed_flow_ids().begin(),
+                                msg.removed_flow_ids().end());
+  if (!msg.delta()) {
+    for (const auto& [id, r] : known) {
+      if (!rows.count(id)) removed.push_back(id);
+    }
+  }
+  for (const auto& [id, r] : rows) {
+    auto old = known.find(id);
+    const std::string values = absl::StrCat(
+        "state_size=", Cell(r, 1, static_cast<int64_t>(r.state_size)),
+        " last_exec_time_ms=", Cell(r, 2, r.last_exec),
+        " start_time_ms=", Cell(r, 4, r.start));
+    if (old == known.end()) {
+      Say(json, t, "new", id, values);
+    } else if (old->second != r) {
+      Say(json, t, "changed", id, values);
+    }
+    known[id] = r;
+  }
+  for (uint32_t id : removed) {
+    if (known.erase(id) > 0) Say(json, t, "removed", id, "");
+  }
+}
+
+}  // namespace
 
 int Watch(const Client& c, const Flags& f) {
   int64_t count = -1;
@@ -392,6 +420,7 @@ int Watch(const Client& c, const Flags& f) {
       return kUsage;
     }
   }
+  const bool json = FlagOn(f, "json");
   auto stub = metasrv::v1::FlowState::NewStub(c.channel());
   grpc::ClientContext ctx;  // No deadline: it runs until stopped.
   metasrv::v1::WatchFlowStateRequest request;
@@ -402,40 +431,7 @@ int Watch(const Client& c, const Flags& f) {
   std::map<uint32_t, Row> known;  // The state, as the messages so far say.
   int64_t seen = 0;
   while (reader->Read(&msg)) {
-    const std::string t =
-        absl::FormatTime("%H:%M:%E3S", absl::FromUnixMillis(msg.sent_at_ms()),
-                         absl::UTCTimeZone());
-    if (msg.reset()) {
-      std::printf("%s reset: all flow state dropped (leader change)\n",
-                  t.c_str());
-      known.clear();
-    }
-    // A whole state: flows known but absent from it are gone.
-    std::map<uint32_t, Row> rows = RowsOf(msg.state());
-    std::vector<uint32_t> removed(msg.removed_flow_ids().begin(),
-                                  msg.removed_flow_ids().end());
-    if (!msg.delta()) {
-      for (const auto& [id, r] : known) {
-        if (!rows.count(id)) removed.push_back(id);
-      }
-    }
-    for (const auto& [id, r] : rows) {
-      auto old = known.find(id);
-      const std::string values = absl::StrCat(
-          "state_size=", Cell(r, 1, static_cast<int64_t>(r.state_size)),
-          " last_exec_time_ms=", Cell(r, 2, r.last_exec),
-          " start_time_ms=", Cell(r, 4, r.start));
-      if (old == known.end()) {
-        std::printf("%s new flow %u %s\n", t.c_str(), id, values.c_str());
-      } else if (old->second != r) {
-        std::printf("%s flow %u %s\n", t.c_str(), id, values.c_str());
-      }
-      known[id] = r;
-    }
-    for (uint32_t id : removed) {
-      if (known.erase(id) > 0)
-        std::printf("%s flow %u removed\n", t.c_str(), id);
-    }
+    SayChanges(msg, json, /*first=*/seen == 0, &known);
     std::fflush(stdout);
     if (++seen == count) {
       ctx.TryCancel();

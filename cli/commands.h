@@ -49,8 +49,17 @@ std::string AskLeaderOf(const std::shared_ptr<grpc::Channel>& channel,
 // `--json=true`; `--json=false` is off).
 bool FlagOn(const Flags& f, const std::string& name);
 
-// Says on stderr what failed (and what usually causes it); returns kError.
-int Fail(const grpc::Status& s);
+// Says on stderr what failed (and what usually causes it: for a refused
+// admin call, a missing token, or with `token_given` a wrong one); returns
+// kError.
+int Fail(const grpc::Status& s, bool token_given = false);
+
+// --flow=ID,... and --node=ID,... into `ids`; false (after saying why) if
+// malformed.
+bool ParseFlowIds(const Flags& f, const char* command,
+                  std::vector<uint32_t>* ids);
+bool ParseNodeIds(const Flags& f, const char* command,
+                  std::vector<uint64_t>* ids);
 
 // Prints `value` as JSON (protobuf's printer: escaping done right, numbers
 // exact up to 2^53) and a newline. kOk, or kError if it cannot.
@@ -65,8 +74,8 @@ int Get(const Client& c, const Flags& f);
 int Nodes(const Client& c, const Flags& f);
 int Leader(const Client& c, const Flags& f);
 int Peers(const Client& c, const Flags& f);
-int Reset(const Client& c, const Flags& f);
-int Forget(const Client& c, const Flags& f);
+int Reset(const Client& c, const Flags& f);   // In admin_commands.cc.
+int Forget(const Client& c, const Flags& f);  // In admin_commands.cc.
 int Watch(const Client& c, const Flags& f);
 int Health(const Client& c, const Flags& f);
 int Top(const Client& c, const Flags& f);  // In top.cc.

@@ -64,25 +64,25 @@ void AddReadCommands(std::vector<Command>* commands) {
            Nodes},
           {"leader",
            "print the leader's address",
-           "usage: metasrvctl leader\nPrints the leader's address "
+           "usage: metasrvctl leader [--json]\nPrints the leader's address "
            "(AskLeader).\n",
-           {},
+           {"json"},
            Leader},
           {"peers",
            "print the metasrv replicas",
-           "usage: metasrvctl peers\n"
+           "usage: metasrvctl peers [--json]\n"
            "Prints the leader and the followers (MetasrvPeers).\n",
-           {},
+           {"json"},
            Peers},
           {"health",
            "check that the server serves (gRPC health)",
-           "usage: metasrvctl health [--service=NAME]\n"
+           "usage: metasrvctl health [--service=NAME] [--json]\n"
            "Asks grpc.health.v1.Health/Check (the whole server, or one "
            "service)\n"
            "and prints SERVING or NOT_SERVING. Exit code 0 only when SERVING: "
            "usable\n"
            "as a container or load-balancer health check.\n",
-           {"service"},
+           {"service", "json"},
            Health,
            /*to_leader=*/false},
       });
@@ -95,19 +95,21 @@ void AddOtherCommands(std::vector<Command>* commands) {
       {
           {"reset",
            "leader change: drop all flow state (admin)",
-           "usage: metasrvctl reset [--token_file=FILE]\n"
+           "usage: metasrvctl reset [--token_file=FILE] [--json]\n"
            "Leader change: the in-memory KV is reset and all flow state "
            "dropped "
            "(with\n"
            "etcd, the leader resigns). Sends the admin token from FILE as\n"
            "'authorization: Bearer <token>'. Prints the number of keys "
            "dropped.\n",
-           {"token_file"},
+           {"token_file", "json"},
            Reset},
           {"forget",
            "remove dropped flows, or removed flownodes (admin)",
-           "usage: metasrvctl forget --flow=ID,... [--token_file=FILE]\n"
-           "       metasrvctl forget --node=ID,... [--token_file=FILE]\n"
+           "usage: metasrvctl forget --flow=ID,... [--token_file=FILE] "
+           "[--json]\n"
+           "       metasrvctl forget --node=ID,... [--token_file=FILE] "
+           "[--json]\n"
            "--flow removes the flows from every node's report and from the\n"
            "aggregate (ForgetFlows), e.g. after they were dropped; a node "
            "that\n"
@@ -115,11 +117,11 @@ void AddOtherCommands(std::vector<Command>* commands) {
            "for good (ForgetNodes): their reports, records and cluster info,\n"
            "so they no longer count as silent; one that heartbeats again\n"
            "comes back. Sends the admin token from FILE like reset.\n",
-           {"flow", "node", "token_file"},
+           {"flow", "node", "token_file", "json"},
            Forget},
           {"watch",
            "print flow-state changes as they happen",
-           "usage: metasrvctl watch [--count=N]\n"
+           "usage: metasrvctl watch [--count=N] [--json]\n"
            "Subscribes to the flow state (WatchFlowState, changes only after "
            "the\n"
            "first state) and prints one line per change: new, changed and "
@@ -127,8 +129,9 @@ void AddOtherCommands(std::vector<Command>* commands) {
            "flows, and resets. The server pushes at\n"
            "most once per its --watch_min_interval. Stops after N states "
            "(default:\n"
-           "never).\n",
-           {"count"},
+           "never). With --json, one object per change: time, event (new,\n"
+           "changed, removed, reset), flow_id, values.\n",
+           {"count", "json"},
            Watch},
           {"top",
            "the largest and the most lagging flows",
@@ -176,7 +179,8 @@ std::string UsageText() {
   }
   text +=
       "\n"
-      "metasrvctl COMMAND --help describes a command; metasrvctl --version.\n"
+      "metasrvctl help COMMAND (or COMMAND --help) describes a command;\n"
+      "metasrvctl --version. Every command takes --json.\n"
       "Exit codes: 0 ok, 1 error, 2 usage.\n";
   return text;
 }
@@ -340,6 +344,16 @@ int main(int argc, char** argv) {
   if (argc == 2 &&
       (std::string(argv[1]) == "-h" || std::string(argv[1]) == "help")) {
     std::printf("%s", UsageText().c_str());
+    return kOk;
+  }
+  if (argc == 3 && std::string(argv[1]) == "help") {
+    const Command* command = FindCommand(argv[2]);
+    if (command == nullptr) {
+      std::fprintf(stderr, "metasrvctl: unknown command '%s'\n%s", argv[2],
+                   UsageText().c_str());
+      return kUsage;
+    }
+    std::printf("%s", command->help);
     return kOk;
   }
   // Global flags come before the command: argv[1, i).

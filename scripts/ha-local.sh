@@ -2,25 +2,41 @@
 # HA on one machine without Docker: a store and three metasrv replicas on
 # loopback. Shows who leads, then keeps running until Ctrl-C, and stops
 # everything cleanly.
-#   scripts/ha-local.sh [--backend=B] [--once]
+#   scripts/ha-local.sh [--backend=B] [--base_port=P] [--store_port=S] [--once]
 #     --backend=etcd_store      etcd on 127.0.0.1:2379 (the default)
 #     --backend=postgres_store  PostgreSQL on 127.0.0.1:5432
 #     --backend=mysql_store     MariaDB on 127.0.0.1:3306
+#     --base_port=P             replicas on P, P+10, P+20 (default 3002),
+#                               metrics on each plus 1000
+#     --store_port=S            the store on S (etcd's peer port S+1)
 #     --once                    show the leader, then stop
 # Replicas: 127.0.0.1:3002, :3012, :3022 (metrics on :4002, :4012, :4022).
+# Only the server is built (into ${BUILD_DIR:-build}).
 # The store's data and the logs go to a temporary folder, removed at a clean
 # end and kept (and named) when something failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backend=etcd_store
 once=0
+base_port=3002
+store_port=""
+usage="usage: $0 [--backend=etcd_store|postgres_store|mysql_store] [--base_port=P] [--store_port=S] [--once]"
+port_arg() {  # A port number, or the usage and exit 2.
+  [[ $1 =~ ^[0-9]+$ ]] && (($1 > 0 && $1 < 65500)) || { echo "$usage" >&2; exit 2; }
+  echo "$1"
+}
 for arg in "$@"; do
   case $arg in
     --backend=etcd_store | --backend=postgres_store | --backend=mysql_store) backend=${arg#--backend=} ;;
+    --base_port=*) base_port=$(port_arg "${arg#--base_port=}") ;;
+    --store_port=*) store_port=$(port_arg "${arg#--store_port=}") ;;
     --once) once=1 ;;
-    *) echo "usage: $0 [--backend=etcd_store|postgres_store|mysql_store] [--once]" >&2; exit 2 ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
 done
+declare -A default_store_port=([etcd_store]=2379 [postgres_store]=5432 [mysql_store]=3306)
+store_port=${store_port:-${default_store_port[$backend]}}
+ports=("$base_port" $((base_port + 10)) $((base_port + 20)))
 bash scripts/deps.sh
 declare -A store_packages=([etcd_store]="etcd-server etcd-client" [postgres_store]="postgresql"
                            [mysql_store]="mariadb-server mariadb-client")
@@ -34,8 +50,10 @@ if [[ -n "$missing" ]]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
   rm -f /usr/sbin/policy-rc.d
 fi
-BUILD_DIR=${BUILD_DIR:-build} bash scripts/build.sh >/dev/null
-bin="${BUILD_DIR:-build}/server/metasrv"
+build_dir=${BUILD_DIR:-build}
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
+cmake --build "$build_dir" -j"$(nproc)" --target metasrv >/dev/null
+bin="$build_dir/server/metasrv"
 
 work=$(mktemp -d /tmp/metasrv-ha-XXXXXX)
 chmod 755 "$work"
@@ -60,19 +78,19 @@ trap stop_all EXIT INT TERM
 password=metasrv-local
 case $backend in
   etcd_store)
-    start_etcd "$work/etcd" 2379 2380 >"$work/etcd.log" 2>&1
-    store=127.0.0.1:2379 ;;
+    start_etcd "$work/etcd" "$store_port" $((store_port + 1)) >"$work/etcd.log" 2>&1
+    store=127.0.0.1:$store_port ;;
   postgres_store)
-    start_postgres "$work/postgres" 5432 "$password" >"$work/postgres.log" 2>&1
-    store="postgresql://metasrv:$password@127.0.0.1:5432/postgres" ;;
+    start_postgres "$work/postgres" "$store_port" "$password" >"$work/postgres.log" 2>&1
+    store="postgresql://metasrv:$password@127.0.0.1:$store_port/postgres" ;;
   mysql_store)
-    start_mariadb "$work/mariadb" 3306 "$password" >"$work/mariadb.log" 2>&1
-    store="mysql://metasrv:$password@127.0.0.1:3306/metasrv" ;;
+    start_mariadb "$work/mariadb" "$store_port" "$password" >"$work/mariadb.log" 2>&1
+    store="mysql://metasrv:$password@127.0.0.1:$store_port/metasrv" ;;
 esac
 store_pid=$started_pid
 
 declare -A replica_pid
-for port in 3002 3012 3022; do
+for port in "${ports[@]}"; do
   "$bin" --bind_addr=127.0.0.1:$port --backend="$backend" --store_addrs="$store" \
     --metrics_addr=127.0.0.1:$((port + 1000)) \
     >"$work/metasrv-$port.log" 2>&1 &
@@ -83,7 +101,7 @@ done
 # Every replica up: its process alive and its port answering. One that is
 # not (a port taken, a bad flag) is named, with the end of its log.
 replica_up() { kill -0 "${replica_pid[$1]}" 2>/dev/null && port_open "$1"; }
-for port in 3002 3012 3022; do
+for port in "${ports[@]}"; do
   if ! wait_until 100 0.1 replica_up "$port"; then
     echo "replica 127.0.0.1:$port is not up (log: $work/metasrv-$port.log):" >&2
     tail -n 5 "$work/metasrv-$port.log" >&2
@@ -106,7 +124,7 @@ leader=""
 leader_elected() {
   case $backend in
     etcd_store)  # The candidate with the oldest key.
-      leader=$(ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:2379 get --prefix \
+      leader=$(ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:$store_port get --prefix \
         --sort-by=CREATE --order=ASCEND --print-value-only __metasrv_election/ | sed -n 1p) ;;
     postgres_store)
       leader=$(psql "$store" -Atc "SELECT v FROM metasrv_election WHERE
@@ -121,7 +139,7 @@ leader_elected() {
 wait_until 100 0.1 leader_elected || { echo "no leader elected" >&2; exit 1; }
 # Each replica's own word (/ready) on its role.
 echo "store:    $backend at ${store/:$password@/:***@}"
-for port in 3002 3012 3022; do
+for port in "${ports[@]}"; do
   role=$(ready_of "$port")
   [[ "127.0.0.1:$port" == "$leader" && "$role" != leader ]] &&
     { echo "127.0.0.1:$port is the store's leader but says: $role" >&2; exit 1; }

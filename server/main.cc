@@ -18,46 +18,24 @@
 
 extern char** environ;
 
-int main(int argc, char** argv) {
+namespace {
+
+// The default logger as `given` says: stderr, and files with a log_dir.
+absl::Status SetUpLogging(const metasrv::server::ServerOptions& given) {
   namespace srv = metasrv::server;
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  srv::CommandLine command_line = srv::ReadCommandLine(argc, argv, env);
-  if (command_line.exit_code >= 0) return command_line.exit_code;
-  // Lock-order checking stays on in tests; in the server it costs time on
-  // every lock and would abort the process on a finding.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  // Logging first, as the settings say, so that every line from here on
-  // (a refused setting's too) is in the chosen format and files.
   spdlog::set_default_logger(spdlog::stderr_color_mt("metasrv"));
-  const srv::ServerOptions& given = command_line.options;
-  absl::Status logging =
-      given.log_dir.empty()
-          ? absl::OkStatus()
-          : srv::AddLogFiles(given.log_dir,
-                             static_cast<uint16_t>(std::clamp<uint64_t>(
-                                 given.log_max_files, 1, 65535)));
-  if (logging.ok()) {
-    logging = srv::ConfigureLogging(given.log_level, given.log_format);
+  if (!given.log_dir.empty()) {
+    absl::Status files = srv::AddLogFiles(
+        given.log_dir, static_cast<uint16_t>(std::clamp<uint64_t>(
+                           given.log_max_files, 1, 65535)));
+    if (!files.ok()) return files;
   }
-  if (!logging.ok()) {
-    std::fprintf(stderr, "metasrv: %s\n",
-                 std::string(logging.message()).c_str());
-    return srv::kExitUsage;
-  }
-  // Every setting is checked, and the files they name read, before
-  // anything starts: a configuration that cannot work exits 2.
-  absl::StatusOr<srv::CheckedOptions> checked =
-      srv::CheckOptions(std::move(command_line.options));
-  if (!checked.ok()) {
-    spdlog::error("{}", std::string(checked.status().message()));
-    return srv::kExitUsage;
-  }
-  srv::RouteGrpcLogsToSpdlog();
-  spdlog::info("{}", srv::VersionLine());
-  if (!command_line.ignored_keys.empty()) {
-    spdlog::warn("config: {}", command_line.ignored_keys);
-  }
+  return srv::ConfigureLogging(given.log_level, given.log_format);
+}
+
+// Serves `checked` until SIGTERM or SIGINT (SIGHUP reloads); the exit code.
+int Serve(const metasrv::server::CheckedOptions& checked) {
+  namespace srv = metasrv::server;
   // Block the stop signals in every thread (gRPC's inherit the mask) and
   // wait for them here, so shutdown runs on an ordinary thread.
   sigset_t stop_signals;
@@ -67,7 +45,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGHUP);  // Reload, not stop.
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto server = srv::MetasrvServer::Start(*checked);
+  auto server = srv::MetasrvServer::Start(checked);
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
     // A store that refuses the credentials at start is as much a usage
@@ -89,4 +67,39 @@ int main(int argc, char** argv) {
   (*server)->Wait();
   spdlog::info("stopped");
   return srv::kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace srv = metasrv::server;
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  srv::CommandLine command_line = srv::ReadCommandLine(argc, argv, env);
+  if (command_line.exit_code >= 0) return command_line.exit_code;
+  // Lock-order checking stays on in tests; in the server it costs time on
+  // every lock and would abort the process on a finding.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // Logging first, as the settings say, so that every line from here on
+  // (a refused setting's too) is in the chosen format and files.
+  if (absl::Status logging = SetUpLogging(command_line.options);
+      !logging.ok()) {
+    std::fprintf(stderr, "metasrv: %s\n",
+                 std::string(logging.message()).c_str());
+    return srv::kExitUsage;
+  }
+  // Every setting is checked, and the files they name read, before
+  // anything starts: a configuration that cannot work exits 2.
+  absl::StatusOr<srv::CheckedOptions> checked =
+      srv::CheckOptions(std::move(command_line.options));
+  if (!checked.ok()) {
+    spdlog::error("{}", std::string(checked.status().message()));
+    return srv::kExitUsage;
+  }
+  srv::RouteGrpcLogsToSpdlog();
+  spdlog::info("{}", srv::VersionLine());
+  if (!command_line.ignored_keys.empty()) {
+    spdlog::warn("config: {}", command_line.ignored_keys);
+  }
+  return Serve(*checked);
 }

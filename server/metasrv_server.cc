@@ -3,6 +3,8 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 #include <grpcpp/server_builder.h>
 #include <unistd.h>
 
@@ -415,14 +417,27 @@ HttpServer::Routes MetasrvServer::HttpRoutes() {
 std::shared_ptr<grpc::ServerCredentials> MetasrvServer::ServerCredentials()
     const {
   if (files_.tls_cert.empty()) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions ssl;
-  ssl.pem_key_cert_pairs.push_back({files_.tls_key, files_.tls_cert});
-  if (!files_.tls_client_ca.empty()) {
-    ssl.pem_root_certs = files_.tls_client_ca;
-    ssl.client_certificate_request =
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  // CheckOptions read the files once to refuse a bad start. From then on
+  // gRPC's provider re-reads them every kTlsRefreshSeconds: a certificate
+  // renewed in place (key, chain, client CA) serves every new connection,
+  // and the open ones stay as they are.
+  auto provider =
+      options_.tls_client_ca.empty()
+          ? std::make_shared<
+                grpc::experimental::FileWatcherCertificateProvider>(
+                options_.tls_key, options_.tls_cert, kTlsRefreshSeconds)
+          : std::make_shared<
+                grpc::experimental::FileWatcherCertificateProvider>(
+                options_.tls_key, options_.tls_cert, options_.tls_client_ca,
+                kTlsRefreshSeconds);
+  grpc::experimental::TlsServerCredentialsOptions tls(provider);
+  tls.watch_identity_key_cert_pairs();
+  if (!options_.tls_client_ca.empty()) {
+    tls.watch_root_certs();
+    tls.set_cert_request_type(
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   }
-  return grpc::SslServerCredentials(ssl);
+  return grpc::experimental::TlsServerCredentials(tls);
 }
 
 void MetasrvServer::Reload() {
@@ -442,10 +457,19 @@ void MetasrvServer::Reload() {
       spdlog::info("reload: the admin token changed; admin calls need it now");
     }
   }
-  const std::pair<const std::string SettingFiles::*, const char*> later[] = {
+  const std::pair<const std::string SettingFiles::*, const char*> watched[] = {
       {&SettingFiles::tls_cert, "--tls_cert"},
       {&SettingFiles::tls_key, "--tls_key"},
-      {&SettingFiles::tls_client_ca, "--tls_client_ca"},
+      {&SettingFiles::tls_client_ca, "--tls_client_ca"}};
+  for (const auto& [file, flag] : watched) {
+    if (now.*file != reloaded_files_.*file) {
+      spdlog::info(
+          "reload: the file of {} changed; new connections use it within {} "
+          "s (open ones keep theirs)",
+          flag, kTlsRefreshSeconds);
+    }
+  }
+  const std::pair<const std::string SettingFiles::*, const char*> later[] = {
       {&SettingFiles::store_password, "--store_password_file"},
       {&SettingFiles::store_tls_ca, "--backend_tls_ca_cert_path"},
       {&SettingFiles::store_tls_cert, "--backend_tls_cert_path"},

@@ -18,8 +18,8 @@
 #include "core/clock.h"
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
-#include "server/config/server_options.h"
 #include "server/config/checked_options.h"
+#include "server/config/server_options.h"
 #include "server/election/election.h"
 #include "server/election/etcd_election.h"
 #include "server/ops/http_server.h"
@@ -61,9 +61,11 @@ class MetasrvServer final : public core::LeadershipListener {
   void Wait();
 
   // Re-reads the files the options name (SIGHUP): a new admin token applies
-  // to the next admin call; a changed certificate or password is logged as
-  // applying at the next start. An unreadable or bad file is logged and
-  // nothing changes. Never stops the server. Thread-safe; one at a time.
+  // to the next admin call; TLS files are watched anyway (new connections
+  // use a renewed certificate within kTlsRefreshSeconds); a changed store
+  // password or certificate is logged as applying at the next start. An
+  // unreadable or bad file is logged and nothing changes. Never stops the
+  // server. Thread-safe; one at a time.
   void Reload() ABSL_LOCKS_EXCLUDED(reload_mu_);
 
   int port() const { return port_; }
@@ -106,7 +108,9 @@ class MetasrvServer final : public core::LeadershipListener {
   void SetLimits(grpc::ServerBuilder* builder);
   // Says where it serves.
   void LogServing() const;
-  // Plaintext, TLS or mTLS, as the options say.
+  // How often the TLS files are read again, seconds.
+  static constexpr unsigned int kTlsRefreshSeconds = 2;
+  // Plaintext, TLS or mTLS, as the options say; TLS files are watched.
   std::shared_ptr<grpc::ServerCredentials> ServerCredentials() const;
   // /metrics, /health and /ready.
   HttpServer::Routes HttpRoutes();

@@ -313,7 +313,7 @@ void LimitRows(Rows* r) {
       &ServerOptions::max_queued_reads, InRange<uint64_t>(1, kNoMax));
 }
 
-// Node expiry, alerting series and logging.
+// Node expiry and the alerting series.
 void OpsRows(Rows* r) {
   Add(r,
       {"node_report_ttl", nullptr,
@@ -351,6 +351,10 @@ void OpsRows(Rows* r) {
             false},
            &FlowAlertOptions::silent_after,
            Between(absl::Milliseconds(1), kTenYears));
+}
+
+// The log: level, format, files.
+void LogRows(Rows* r) {
   Add(r,
       {"log_level", "logging.level", "trace, debug, info, warn, error or off",
        true},
@@ -394,6 +398,7 @@ const std::vector<std::unique_ptr<Setting>>& Settings() {
     StoreAccessRows(all);
     LimitRows(all);
     OpsRows(all);
+    LogRows(all);
     return all;
   }();
   return *rows;

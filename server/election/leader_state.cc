@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "server/election/candidate_info.h"
+#include "server/ops/logging.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -75,23 +77,33 @@ bool LeaderState::BecomeLeader(const std::function<bool()>& may_lead) {
   if (!lease_.Valid()) return false;  // Too late: about to step down.
   // Start from an empty state before accepting anything.
   const uint64_t term = listener_->OnBecomeLeader();
-  absl::MutexLock lock(&mu_);
-  leading_ = true;
-  state_term_ = term;
+  {
+    absl::MutexLock lock(&mu_);
+    leading_ = true;
+    state_term_ = term;
+  }
+  const LogFields fields({{"term", absl::StrCat(term)}});
+  spdlog::info("leading on {}: flow-state term {}", store_name_, term);
   return true;
 }
 
 uint64_t LeaderState::StepDown(const char* why) {
   absl::MutexLock transition(&transition_mu_);
+  uint64_t term = 0;
   {
     absl::MutexLock lock(&mu_);
     if (!leading_) return 0;
     leading_ = false;
+    term = state_term_;
     observed_.clear();
   }
   // Not leading from here on; now end the streams and drop the state.
   const uint64_t dropped = listener_->OnStepDown();
-  spdlog::warn("stepped down as leader: {}; {} keys dropped", why, dropped);
+  const LogFields fields({{"term", absl::StrCat(term)}});
+  spdlog::warn(
+      "stepped down as leader of flow-state term {}: {}; {} keys "
+      "dropped",
+      term, why, dropped);
   return dropped;
 }
 

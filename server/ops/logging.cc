@@ -19,11 +19,14 @@ namespace metasrv::server {
 namespace {
 
 // One JSON object per record: time (UTC, RFC 3339, ms), level, message.
+// This thread's LogFields, outermost first.
+thread_local std::vector<std::pair<const char*, std::string>> tls_fields;
+
 class JsonFormatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg,
               spdlog::memory_buf_t& dest) override {
-    const std::string line = absl::StrCat(
+    std::string line = absl::StrCat(
         "{\"time\":\"",
         absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromChrono(msg.time),
                          absl::UTCTimeZone()),
@@ -31,8 +34,11 @@ class JsonFormatter final : public spdlog::formatter {
         std::string(spdlog::level::to_string_view(msg.level).data(),
                     spdlog::level::to_string_view(msg.level).size()),
         "\",\"msg\":\"",
-        JsonEscape(std::string(msg.payload.data(), msg.payload.size())),
-        "\"}\n");
+        JsonEscape(std::string(msg.payload.data(), msg.payload.size())), "\"");
+    for (const auto& [name, value] : tls_fields) {
+      absl::StrAppend(&line, ",\"", name, "\":\"", JsonEscape(value), "\"");
+    }
+    line += "}\n";
     dest.append(line.data(), line.data() + line.size());
   }
   std::unique_ptr<spdlog::formatter> clone() const override {
@@ -133,6 +139,14 @@ std::string JsonEscape(const std::string& text) {
   AppendLogSafe(text, /*json=*/true, &out);
   return out;
 }
+
+LogFields::LogFields(
+    std::initializer_list<std::pair<const char*, std::string>> fields)
+    : outer_(tls_fields.size()) {
+  tls_fields.insert(tls_fields.end(), fields.begin(), fields.end());
+}
+
+LogFields::~LogFields() { tls_fields.resize(outer_); }
 
 absl::Status AddLogFiles(const std::string& dir, uint16_t max_files) {
   std::error_code error;

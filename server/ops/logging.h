@@ -4,7 +4,10 @@
 #define METASRV_SERVER_OPS_LOGGING_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -23,6 +26,21 @@ absl::Status ConfigureLogging(const std::string& level,
 // kInvalidArgument naming --log_dir if the folder cannot be made or written.
 // Call before ConfigureLogging, before other threads log.
 absl::Status AddLogFiles(const std::string& dir, uint16_t max_files);
+
+// Fields the JSON lines logged on this thread carry, besides time, level
+// and msg, while this lives ("node_id", "peer", "role", "term"): what a log
+// pipeline filters on without parsing the message. The text format shows
+// only the message, which names them too. Scopes nest; not copyable.
+class LogFields {
+ public:
+  LogFields(std::initializer_list<std::pair<const char*, std::string>> fields);
+  ~LogFields();
+  LogFields(const LogFields&) = delete;
+  LogFields& operator=(const LogFields&) = delete;
+
+ private:
+  size_t outer_;  // How many fields the enclosing scopes set.
+};
 
 // `text` as the inside of a JSON string: quotes, backslashes, control bytes,
 // DEL and every byte of broken UTF-8 escaped, so the line is valid JSON

@@ -226,6 +226,19 @@ std::array<prometheus::Counter*, N> Labelled(
   return out;
 }
 
+// metasrv_build_info: 1, labelled with the build.
+void RegisterBuildInfo(prometheus::Registry* r) {
+  const BuildInfo build = GetBuildInfo();
+  prometheus::BuildGauge()
+      .Name("metasrv_build_info")
+      .Help("Always 1; the labels say which build this is.")
+      .Register(*r)
+      .Add({{"version", build.version},
+            {"commit", build.commit},
+            {"build_type", build.build_type}})
+      .Set(1);
+}
+
 // A counter without labels.
 prometheus::Counter* Single(prometheus::Registry* registry, const char* name,
                             const char* help) {
@@ -268,15 +281,7 @@ Metrics::Metrics(Sources sources)
       r, "metasrv_leader_changes_total",
       "Leadership changes, each of which reset the flow state, by cause.",
       "cause", {"elected", "stepped_down", "admin"});
-  const BuildInfo build = GetBuildInfo();
-  prometheus::BuildGauge()
-      .Name("metasrv_build_info")
-      .Help("Always 1; the labels say which build this is.")
-      .Register(*r)
-      .Add({{"version", build.version},
-            {"commit", build.commit},
-            {"build_type", build.build_type}})
-      .Set(1);
+  RegisterBuildInfo(r);
   watch_published_ = Single(r, "metasrv_watch_published_total",
                             "Flow states built and offered to watchers.");
   watch_skipped_ = Single(

@@ -4,7 +4,9 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "server/ops/log_limit.h"
+#include "server/ops/logging.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/request_decoder.h"
 #include "spdlog/spdlog.h"
@@ -69,6 +71,9 @@ void HeartbeatStream::HandleRead() {
     // Bounded: 10,000 flownodes reconnecting after a failover are one line
     // per interval, the rest counted (metasrv_log_lines_suppressed_total).
     if (flownode_.has_value()) {
+      const LogFields fields({{"node_id", absl::StrCat(*flownode_)},
+                              {"peer", peer_},
+                              {"role", "flownode"}});
       LogLimited(spdlog::level::info, "flownode_connected",
                  "flownode {} connected from {}", *flownode_, peer_);
     }
@@ -146,6 +151,9 @@ void HeartbeatStream::FinishOnce(const absl::Status& status) {
 
 void HeartbeatStream::OnDone() {
   if (flownode_.has_value()) {
+    const LogFields fields({{"node_id", absl::StrCat(*flownode_)},
+                            {"peer", peer_},
+                            {"role", "flownode"}});
     LogLimited(spdlog::level::info, "flownode_disconnected",
                "flownode {} (from {}) disconnected", *flownode_, peer_);
   }

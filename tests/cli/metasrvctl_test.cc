@@ -44,9 +44,13 @@ google::protobuf::Value ParseJson(const std::string& json) {
   return ::testing::AssertionFailure() << got << " is not " << want;
 }
 
-// Runs metasrvctl with `args` and collects its stdout and exit code.
-CtlRun Ctl(const std::vector<std::string>& args) {
+// Runs metasrvctl with `args` and collects its stdout (with `and_stderr`,
+// its stderr too) and exit code.
+CtlRun Ctl(const std::vector<std::string>& args, bool and_stderr = false) {
   std::vector<std::string> argv = {METASRVCTL_BINARY};
+  if (and_stderr) {
+    argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", METASRVCTL_BINARY};
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   ChildProcess p(argv);
   CtlRun run;
@@ -122,6 +126,16 @@ TEST(MetasrvctlTest, GetLeaderPeersAndWatch) {
   auto removed = watch.ReadLine();
   ASSERT_TRUE(removed.has_value());
   EXPECT_NE(removed->find("flow 7 removed"), std::string::npos) << *removed;
+  // --json: one object per change; the first state's flows are new.
+  CtlRun watch_json = Ctl({addr, "watch", "--count=1", "--json"});
+  EXPECT_EQ(watch_json.exit_code, 0);
+  const std::vector<std::string> lines =
+      absl::StrSplit(watch_json.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << watch_json.out;  // Flows 8 and 9.
+  const google::protobuf::Value first_value = ParseJson(lines[0]);
+  const auto& first_change = first_value.struct_value().fields();
+  EXPECT_EQ(first_change.at("event").string_value(), "new");
+  EXPECT_EQ(first_change.at("flow_id").number_value(), 8);
 }
 
 TEST(MetasrvctlTest, NodesAndForget) {
@@ -180,10 +194,26 @@ TEST(MetasrvctlTest, ResetSendsTheTokenFromAFile) {
                   .fields()
                   .at("found")
                   .bool_value());
-  CtlRun reset = Ctl({addr, "reset", absl::StrCat("--token_file=", path)});
+  // No token: the hint says to pass one; a wrong one: that it was refused.
+  EXPECT_NE(Ctl({addr, "reset"}, true).out.find("need the server's token"),
+            std::string::npos);
+  char wrong[] = "/tmp/metasrvctl-wrong-XXXXXX";
+  const int wrong_fd = mkstemp(wrong);
+  ASSERT_GE(wrong_fd, 0);
+  close(wrong_fd);
+  std::ofstream(wrong) << "not-it\n";
+  CtlRun refused_token =
+      Ctl({addr, "reset", absl::StrCat("--token_file=", wrong)}, true);
+  EXPECT_EQ(refused_token.exit_code, 1);
+  EXPECT_NE(refused_token.out.find("the server refused the token"),
+            std::string::npos)
+      << refused_token.out;
+  unlink(wrong);
+  CtlRun reset =
+      Ctl({addr, "reset", absl::StrCat("--token_file=", path), "--json"});
   EXPECT_EQ(reset.exit_code, 0);
   // The report, the aggregate.
-  EXPECT_NE(reset.out.find("2 keys dropped"), std::string::npos) << reset.out;
+  EXPECT_TRUE(SameJson(reset.out, "{\"dropped_keys\":2}")) << reset.out;
   EXPECT_TRUE(SameJson(Ctl({addr, "get", "--json"}).out,
                        "{\"found\":false,\"flows\":[]}"));
   unlink(path);
@@ -198,6 +228,9 @@ TEST(MetasrvctlTest, ExitCodesAndHelp) {
   EXPECT_EQ(Ctl({"--help"}).exit_code, 0);
   EXPECT_EQ(Ctl({"-h"}).exit_code, 0);
   EXPECT_EQ(Ctl({"help"}).exit_code, 0);
+  // help COMMAND is COMMAND --help.
+  EXPECT_EQ(Ctl({"help", "watch"}).out, Ctl({"watch", "--help"}).out);
+  EXPECT_EQ(Ctl({"help", "bogus"}).exit_code, 2);
   CtlRun version = Ctl({"--version"});
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_EQ(version.out.find("metasrvctl 0.1.0 (commit "), 0u) << version.out;
@@ -224,6 +257,18 @@ TEST(MetasrvctlTest, HealthOfAServingServer) {
   CtlRun health = Ctl({"--addr=" + server.addr(), "health"});
   EXPECT_EQ(health.exit_code, 0);
   EXPECT_EQ(health.out, "SERVING\n");
+  EXPECT_TRUE(SameJson(Ctl({"--addr=" + server.addr(), "health", "--json"}).out,
+                       "{\"status\":\"SERVING\"}"));
+  EXPECT_TRUE(SameJson(Ctl({"--addr=" + server.addr(), "leader", "--json"}).out,
+                       "{\"leader\":\"" + server.addr() + "\"}"));
+  EXPECT_TRUE(
+      SameJson(Ctl({"--addr=" + server.addr(), "peers", "--json"}).out,
+               "{\"leader\":\"" + server.addr() + "\",\"followers\":[]}"));
+  // The address from the environment when --addr is not given.
+  ChildProcess from_env({"/usr/bin/env", "METASRVCTL_ADDR=" + server.addr(),
+                         METASRVCTL_BINARY, "leader"});
+  EXPECT_EQ(from_env.ReadLine().value_or(""), server.addr());
+  EXPECT_EQ(from_env.Wait(absl::Seconds(20)).value_or(-1), 0);
   CtlRun unknown = Ctl({"--addr=" + server.addr(), "health", "--service=nope"});
   EXPECT_EQ(unknown.exit_code, 1);  // NOT_FOUND: no such service.
 }

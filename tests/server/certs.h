@@ -30,6 +30,11 @@ class Certs {
   }
   ~Certs() { std::filesystem::remove_all(dir_); }
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  // Another server certificate for 127.0.0.1 from ca1, with its own key:
+  // NAME.pem and NAME.key (a renewal).
+  void IssueServer(const std::string& name) {
+    Issue(name, "ca1", "subjectAltName=IP:127.0.0.1,DNS:localhost");
+  }
   std::string Read(const std::string& name) const {
     std::ifstream in(Path(name));
     std::stringstream s;

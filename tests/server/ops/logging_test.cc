@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "spdlog/sinks/ostream_sink.h"
@@ -75,6 +76,38 @@ TEST_F(LoggingTest, JsonIsOneObjectPerLineWithEscaping) {
       << f.at("time").string_value();
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(second, &v).ok())
       << second;
+}
+
+// LogFields: JSON lines carry them as fields of their own while they are in
+// scope, escaped; scopes nest.
+TEST_F(LoggingTest, JsonLinesCarryTheScopesFields) {
+  ASSERT_TRUE(ConfigureLogging("info", "json").ok());
+  {
+    const LogFields node({{"node_id", "7"}, {"peer", "ipv4:\"x\""}});
+    {
+      const LogFields term({{"term", "3"}});
+      spdlog::info("inner");
+    }
+    spdlog::info("outer");
+  }
+  spdlog::info("none");
+  std::istringstream lines(out_.str());
+  std::vector<google::protobuf::Value> values;
+  for (std::string line; std::getline(lines, line);) {
+    google::protobuf::Value v;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &v).ok())
+        << line;
+    values.push_back(v);
+  }
+  ASSERT_EQ(values.size(), 3u);
+  const auto& inner = values[0].struct_value().fields();
+  EXPECT_EQ(inner.at("node_id").string_value(), "7");
+  EXPECT_EQ(inner.at("peer").string_value(), "ipv4:\"x\"");
+  EXPECT_EQ(inner.at("term").string_value(), "3");
+  const auto& outer = values[1].struct_value().fields();
+  EXPECT_EQ(outer.at("node_id").string_value(), "7");
+  EXPECT_EQ(outer.count("term"), 0u);
+  EXPECT_EQ(values[2].struct_value().fields().count("node_id"), 0u);
 }
 
 TEST_F(LoggingTest, UnknownLevelOrFormatChangesNothing) {

@@ -204,6 +204,59 @@ std::shared_ptr<grpc::ChannelCredentials> Tls(const Certs& certs,
   return grpc::SslCredentials(o);
 }
 
+// The certificate the server at `addr` presents to a new connection (PEM);
+// empty if the call fails.
+std::string PresentedCertificate(const std::string& addr, const Certs& certs) {
+  grpc::ChannelArguments args;
+  args.SetInt("metasrv.test.unique", rand());  // A connection of its own.
+  auto channel = grpc::CreateCustomChannel(addr, Tls(certs), args);
+  auto stub = metasrv::v1::FlowState::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  metasrv::v1::GetFlowStateResponse resp;
+  if (!stub->GetFlowState(&ctx, {}, &resp).ok()) return "";
+  std::vector<grpc::string_ref> pem =
+      ctx.auth_context()->FindPropertyValues("x509_pem_cert");
+  return pem.empty() ? "" : std::string(pem[0].data(), pem[0].size());
+}
+
+// A certificate renewed in place (cert-manager, certbot): new connections
+// get it within the refresh interval, with no restart; an open stream
+// stays open.
+TEST(TlsTest, ARenewedCertificateServesNewConnectionsAndOpenOnesStay) {
+  Certs certs;
+  certs.IssueServer("renewed");
+  char dir[] = "/tmp/metasrv-tls-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string cert = std::string(dir) + "/tls.pem";
+  const std::string key = std::string(dir) + "/tls.key";
+  std::ofstream(cert) << certs.Read("server.pem");
+  std::ofstream(key) << certs.Read("server.key");
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
+  options.tls_cert = cert;
+  options.tls_key = key;
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  const std::string addr = server->advertised_addr();
+  ASSERT_EQ(PresentedCertificate(addr, certs), certs.Read("server.pem"));
+  HeartbeatClient open(grpc::CreateChannel(addr, Tls(certs)));
+  ASSERT_TRUE(open.Call(Request(meta::FLOWNODE, 1)).has_value());
+  // Renewed: each file replaced whole (written aside, then renamed).
+  std::ofstream(key + ".new") << certs.Read("renewed.key");
+  std::ofstream(cert + ".new") << certs.Read("renewed.pem");
+  ASSERT_EQ(rename((key + ".new").c_str(), key.c_str()), 0);
+  ASSERT_EQ(rename((cert + ".new").c_str(), cert.c_str()), 0);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return PresentedCertificate(addr, certs) == certs.Read("renewed.pem");
+      },
+      absl::Seconds(15)));
+  // The stream opened before is still open and answered.
+  EXPECT_TRUE(open.Call(FlowReport(1, {{1, 10, 1}})).has_value());
+  EXPECT_TRUE(open.Close().ok());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TlsTest, TlsClientConnectsPlaintextClientIsRefused) {
   Certs certs;
   ServerOptions options = ::metasrv::testing::LoopbackOptions();
