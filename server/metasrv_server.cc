@@ -457,29 +457,32 @@ void MetasrvServer::Reload() {
       spdlog::info("reload: the admin token changed; admin calls need it now");
     }
   }
-  const std::pair<const std::string SettingFiles::*, const char*> watched[] = {
-      {&SettingFiles::tls_cert, "--tls_cert"},
-      {&SettingFiles::tls_key, "--tls_key"},
-      {&SettingFiles::tls_client_ca, "--tls_client_ca"}};
-  for (const auto& [file, flag] : watched) {
-    if (now.*file != reloaded_files_.*file) {
+  // Every other file: what a change means. gRPC's TLS files are watched.
+  struct File {
+    const std::string SettingFiles::*contents;  // What it held.
+    const char* flag;                           // The setting naming it.
+    bool watched;  // Used by new connections already, or at next start.
+  };
+  const File files[] = {
+      {&SettingFiles::tls_cert, "--tls_cert", true},
+      {&SettingFiles::tls_key, "--tls_key", true},
+      {&SettingFiles::tls_client_ca, "--tls_client_ca", true},
+      {&SettingFiles::store_password, "--store_password_file", false},
+      {&SettingFiles::store_tls_ca, "--backend_tls_ca_cert_path", false},
+      {&SettingFiles::store_tls_cert, "--backend_tls_cert_path", false},
+      {&SettingFiles::store_tls_key, "--backend_tls_key_path", false}};
+  for (const File& file : files) {
+    if (now.*file.contents == reloaded_files_.*file.contents) continue;
+    if (file.watched) {
       spdlog::info(
           "reload: the file of {} changed; new connections use it within {} "
           "s (open ones keep theirs)",
-          flag, kTlsRefreshSeconds);
-    }
-  }
-  const std::pair<const std::string SettingFiles::*, const char*> later[] = {
-      {&SettingFiles::store_password, "--store_password_file"},
-      {&SettingFiles::store_tls_ca, "--backend_tls_ca_cert_path"},
-      {&SettingFiles::store_tls_cert, "--backend_tls_cert_path"},
-      {&SettingFiles::store_tls_key, "--backend_tls_key_path"}};
-  for (const auto& [file, flag] : later) {
-    if (now.*file != reloaded_files_.*file) {
+          file.flag, kTlsRefreshSeconds);
+    } else {
       spdlog::warn(
           "reload: the file of {} changed; it applies at the next "
           "start",
-          flag);
+          file.flag);
     }
   }
   reloaded_files_ = now;
