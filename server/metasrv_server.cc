@@ -29,6 +29,9 @@
 namespace metasrv::server {
 namespace {
 
+// Counts its own call metrics (see CallMetricsInterceptorFactory).
+constexpr char kHeartbeatMethod[] = "/greptime.v1.meta.Heartbeat/Heartbeat";
+
 ServerOptions BoundTo(ServerOptions options, std::string bind_addr) {
   options.bind_addr = std::move(bind_addr);
   return options;
@@ -233,7 +236,8 @@ absl::Status MetasrvServer::MakeServices() {
                           &replies_};
   gate_ = std::make_unique<CallGate>(leadership_.get(), std::move(auth));
   heartbeat_service_ = std::make_unique<HeartbeatService>(
-      handler_.get(), &streams_, gate_.get(), limits);
+      handler_.get(), &streams_, gate_.get(), limits,
+      metrics_->calls().For(kHeartbeatMethod, CallMetrics::Type::kBidiStream));
   cluster_service_ = std::make_unique<ClusterService>(
       &flow_state_, gate_.get(), &reads_, self_description_.get(),
       metrics_.get(), limits);
@@ -304,8 +308,8 @@ absl::Status MetasrvServer::Serve() {
   std::vector<
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
-  interceptors.push_back(
-      std::make_unique<CallMetricsInterceptorFactory>(&metrics_->calls()));
+  interceptors.push_back(std::make_unique<CallMetricsInterceptorFactory>(
+      &metrics_->calls(), std::vector<std::string>{kHeartbeatMethod}));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Connections come from our listener (GrpcAcceptor), not gRPC's own.
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> into =

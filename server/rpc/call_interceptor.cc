@@ -53,6 +53,9 @@ class CallMetricsInterceptor final : public grpc::experimental::Interceptor {
 
 grpc::experimental::Interceptor*
 CallMetricsInterceptorFactory::CreateServerInterceptor(ServerRpcInfo* info) {
+  for (const std::string& method : self_counted_) {
+    if (method == info->method()) return nullptr;
+  }
   return new CallMetricsInterceptor(
       metrics_->For(info->method(), TypeOf(info->type())));
 }

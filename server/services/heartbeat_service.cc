@@ -10,13 +10,18 @@ using greptime::v1::meta::AskLeaderResponse;
 
 HeartbeatService::HeartbeatService(HeartbeatHandler* handler,
                                    StreamRegistry* registry,
-                                   const CallGate* gate, CallLimits limits)
-    : handler_(handler), registry_(registry), gate_(gate), limits_(limits) {}
+                                   const CallGate* gate, CallLimits limits,
+                                   CallSeries* series)
+    : handler_(handler),
+      registry_(registry),
+      gate_(gate),
+      limits_(limits),
+      series_(series) {}
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 HeartbeatService::Heartbeat(grpc::CallbackServerContext* context) {
   return new HeartbeatStream(handler_, registry_, limits_.max_request_bytes,
-                             context);
+                             context, series_);
 }
 
 grpc::ServerUnaryReactor* HeartbeatService::AskLeader(

@@ -6,6 +6,7 @@
 
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.grpc.pb.h"
+#include "server/ops/call_metrics.h"
 #include "server/rpc/call_gate.h"
 #include "server/rpc/stream_registry.h"
 #include "server/rpc/unary_call.h"
@@ -23,8 +24,10 @@ class HeartbeatService final
  public:
   // Borrows all three; they must outlive the service. Requests inflate to at
   // most `limits.max_request_bytes`.
+  // Every stream is counted in `series` (null: not counted).
   HeartbeatService(HeartbeatHandler* handler, StreamRegistry* registry,
-                   const CallGate* gate, CallLimits limits);
+                   const CallGate* gate, CallLimits limits,
+                   CallSeries* series = nullptr);
 
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Heartbeat(
       grpc::CallbackServerContext* context) override;
@@ -38,6 +41,7 @@ class HeartbeatService final
   StreamRegistry* const registry_;   // Open streams.
   const CallGate* const gate_;       // Who may call; who leads.
   const CallLimits limits_;          // Request size, reply budget.
+  CallSeries* const series_;         // The streams' call metrics; or null.
 };
 
 }  // namespace metasrv::server

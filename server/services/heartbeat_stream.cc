@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "server/ops/log_limit.h"
 #include "server/ops/logging.h"
 #include "server/rpc/grpc_status.h"
@@ -27,13 +28,17 @@ google::protobuf::ArenaOptions BlockOptions(char* block, size_t size) {
 HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
                                  StreamRegistry* registry,
                                  size_t max_request_bytes,
-                                 grpc::CallbackServerContext* context)
+                                 grpc::CallbackServerContext* context,
+                                 CallSeries* series)
     : handler_(handler),
       registry_(registry),
       context_(context),
       max_request_bytes_(max_request_bytes),
       peer_(context->peer()),
+      series_(series),
+      started_(absl::Now()),
       arena_(BlockOptions(arena_block_, sizeof(arena_block_))) {
+  if (series_ != nullptr) series_->Started();
   absl::Status added = registry_->Add(this);
   if (!added.ok()) {
     LogLimited(spdlog::level::warn, "heartbeat_stream_refused",
@@ -127,7 +132,7 @@ void HeartbeatStream::Abort(const grpc::Status& status) {
     // Decided under the lock, so OnReadDone() cannot start a write now.
     if (!end_.Abort(status)) return;
   }
-  Finish(status);
+  FinishWith(status);
 }
 
 void HeartbeatStream::FinishOnce(const grpc::Status& status) {
@@ -135,7 +140,7 @@ void HeartbeatStream::FinishOnce(const grpc::Status& status) {
     absl::MutexLock lock(&mu_);
     if (!end_.TryFinish()) return;
   }
-  Finish(status);
+  FinishWith(status);
 }
 
 void HeartbeatStream::FinishOnce(const absl::Status& status) {
@@ -146,10 +151,17 @@ void HeartbeatStream::FinishOnce(const absl::Status& status) {
     // The error's metadata goes into the trailers before anyone can finish.
     finish = ToGrpcStatus(status, context_);
   }
-  Finish(finish);
+  FinishWith(finish);
+}
+
+void HeartbeatStream::FinishWith(const grpc::Status& status) {
+  code_.store(static_cast<int>(status.error_code()));
+  Finish(status);
 }
 
 void HeartbeatStream::OnDone() {
+  if (series_ != nullptr)
+    series_->Handled(code_.load(), absl::Now() - started_);
   if (flownode_.has_value()) {
     const LogFields fields({{"node_id", absl::StrCat(*flownode_)},
                             {"peer", peer_},

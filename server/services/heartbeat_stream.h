@@ -13,13 +13,16 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
+#include <atomic>
 #include <cstddef>
 #include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
+#include "server/ops/call_metrics.h"
 #include "server/rpc/stream_end.h"
 #include "server/rpc/stream_registry.h"
 #include "server/services/heartbeat_handler.h"
@@ -33,9 +36,12 @@ class HeartbeatStream final
   // Borrows all three (`context`, the call's, lives until OnDone()). A
   // request may inflate to `max_request_bytes`. Deletes itself when gRPC is
   // done with it.
+  // Counted in `series` (started now, handled with its status in OnDone)
+  // unless it is null.
   HeartbeatStream(HeartbeatHandler* handler, StreamRegistry* registry,
                   size_t max_request_bytes,
-                  grpc::CallbackServerContext* context);
+                  grpc::CallbackServerContext* context,
+                  CallSeries* series = nullptr);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -43,6 +49,8 @@ class HeartbeatStream final
   void Abort(const grpc::Status& status) override;
 
  private:
+  // Finish(), its code kept for the call metrics.
+  void FinishWith(const grpc::Status& status);
   // Finishes with `status` unless already finishing. Call without mu_ held.
   void FinishOnce(const grpc::Status& status);
   // The same with an error of ours, its GreptimeDB metadata in the trailers.
@@ -58,7 +66,11 @@ class HeartbeatStream final
   const size_t max_request_bytes_;  // Limit of an inflated request.
   const std::string peer_;          // The client's address, for logs.
   bool registered_ = false;         // Whether Add() succeeded.
-  bool handshake_ = true;           // The next request is the first.
+  CallSeries* const series_;        // Call metrics; or null.
+  const absl::Time started_;        // When the call came, for them.
+  // The status code it finished with (CANCELLED until it does).
+  std::atomic<int> code_{static_cast<int>(grpc::StatusCode::CANCELLED)};
+  bool handshake_ = true;  // The next request is the first.
   // The flownode this stream is of, once its first request said so; for
   // the connect and disconnect lines.
   std::optional<uint64_t> flownode_;
