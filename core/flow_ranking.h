@@ -7,6 +7,7 @@
 #include <queue>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "core/flow_aggregate.h"
 
@@ -26,24 +27,30 @@ struct FlowRanking {
   uint64_t flows = 0;                    // Flows seen.
   std::vector<RankedFlow> largest;       // By state size, largest first.
   std::vector<RankedFlow> most_lagging;  // By lag, longest first.
+  // The stalled flows of most_lagging: the `keep` of the next ranking.
+  absl::flat_hash_set<uint32_t> stalled_listed;
   uint64_t stalled = 0;  // Flows whose lag exceeds the stall threshold.
   // Lag over every flow with an execution time: counts per bucket upper
-  // bound (cumulative, as Prometheus wants; the last is +Inf), and the sum.
+  // bound, cumulative (the last, +Inf, counts them all).
   std::vector<uint64_t> lag_cumulative;
-  double lag_sum = 0;
-  uint64_t lag_count = 0;
 };
 
 // One pass over the aggregate's flows: O(flows * log top_n) time, O(top_n)
 // memory. Ties rank the lower flow id first. Flows without a state size are
 // not in `largest`; without an execution time, not in the lag figures.
+//
+// `most_lagging` is sticky for stalled flows: a flow in `keep` (the stalled
+// flows of the previous ranking) that is still stalled stays in the list
+// whatever lags more, so that its series, and an alert's timer on it, live
+// as long as it stays stalled. The other places go by lag.
 // Not thread-safe (one pass, one thread).
 class FlowRanker {
  public:
   // `now`: the time lags are measured to. `lag_buckets`: histogram upper
   // bounds in seconds, ascending.
   FlowRanker(absl::Time now, size_t top_n, absl::Duration stall_after,
-             std::vector<double> lag_buckets);
+             std::vector<double> lag_buckets,
+             absl::flat_hash_set<uint32_t> keep = {});
 
   void Add(const AggregateFlow& flow);
   // The result; the ranker is spent.
@@ -69,13 +76,15 @@ class FlowRanker {
   void Offer(Heap* heap, Entry entry);
   std::vector<RankedFlow> Drain(Heap* heap);
 
-  const int64_t now_ms_;                   // Lags are measured to this.
-  const size_t top_n_;                     // List lengths.
-  const double stall_after_seconds_;       // Stall threshold.
-  const std::vector<double> lag_buckets_;  // Histogram bounds, seconds.
-  Heap largest_;                           // The top_n largest so far.
-  Heap lagging_;                           // The top_n most lagging so far.
-  FlowRanking out_;                        // Counts so far.
+  const int64_t now_ms_;                      // Lags are measured to this.
+  const size_t top_n_;                        // List lengths.
+  const double stall_after_seconds_;          // Stall threshold.
+  const std::vector<double> lag_buckets_;     // Histogram bounds, seconds.
+  const absl::flat_hash_set<uint32_t> keep_;  // Stalled flows to keep listed.
+  std::vector<Entry> kept_;                   // Those still stalled.
+  Heap largest_;                              // The top_n largest so far.
+  Heap lagging_;                              // The top_n most lagging so far.
+  FlowRanking out_;                           // Counts so far.
 };
 
 }  // namespace metasrv::core

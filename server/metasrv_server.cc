@@ -181,10 +181,7 @@ absl::Status MetasrvServer::StartSupport() {
       [this] {
         return election_ != nullptr ? election_->Health() : StoreHealth{};
       },
-      [this] {
-        return ComputeFlowAlerts(flow_state_, options_.clock->Now(),
-                                 options_.flow_alerts);
-      }});
+      [this] { return flow_alerts_.Compute(options_.clock->Now()); }});
   watch_ = std::make_unique<WatchHub>(
       &flow_state_,
       WatchHub::Options{options_.watch_min_interval, options_.max_streams},
@@ -442,55 +439,6 @@ std::shared_ptr<grpc::ServerCredentials> MetasrvServer::ServerCredentials()
         GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   }
   return grpc::experimental::TlsServerCredentials(tls);
-}
-
-void MetasrvServer::Reload() {
-  absl::MutexLock lock(&reload_mu_);
-  absl::StatusOr<CheckedOptions> checked = CheckOptions(options_);
-  if (!checked.ok()) {
-    spdlog::error("reload: {}; nothing changed",
-                  std::string(checked.status().message()));
-    return;
-  }
-  const SettingFiles& now = checked->files();
-  if (now.admin_token != reloaded_files_.admin_token) {
-    absl::StatusOr<AdminAuth> auth =
-        AdminAuth::FromToken(now.admin_token, options_.admin_token_file);
-    if (auth.ok()) {
-      gate_->SetAdminAuth(*std::move(auth));
-      spdlog::info("reload: the admin token changed; admin calls need it now");
-    }
-  }
-  // Every other file: what a change means. gRPC's TLS files are watched.
-  struct File {
-    const std::string SettingFiles::*contents;  // What it held.
-    const char* flag;                           // The setting naming it.
-    bool watched;  // Used by new connections already, or at next start.
-  };
-  const File files[] = {
-      {&SettingFiles::tls_cert, "--tls_cert", true},
-      {&SettingFiles::tls_key, "--tls_key", true},
-      {&SettingFiles::tls_client_ca, "--tls_client_ca", true},
-      {&SettingFiles::store_password, "--store_password_file", false},
-      {&SettingFiles::store_tls_ca, "--backend_tls_ca_cert_path", false},
-      {&SettingFiles::store_tls_cert, "--backend_tls_cert_path", false},
-      {&SettingFiles::store_tls_key, "--backend_tls_key_path", false}};
-  for (const File& file : files) {
-    if (now.*file.contents == reloaded_files_.*file.contents) continue;
-    if (file.watched) {
-      spdlog::info(
-          "reload: the file of {} changed; new connections use it within {} "
-          "s (open ones keep theirs)",
-          file.flag, kTlsRefreshSeconds);
-    } else {
-      spdlog::warn(
-          "reload: the file of {} changed; it applies at the next "
-          "start",
-          file.flag);
-    }
-  }
-  reloaded_files_ = now;
-  spdlog::info("reload: done");
 }
 
 uint64_t MetasrvServer::OnBecomeLeader() {

@@ -63,7 +63,8 @@ class MetasrvServer final : public core::LeadershipListener {
   // Re-reads the files the options name (SIGHUP): a new admin token applies
   // to the next admin call; TLS files are watched anyway (new connections
   // use a renewed certificate within kTlsRefreshSeconds); a changed store
-  // password or certificate is logged as applying at the next start. An
+  // password applies at the store's next login or connection, as do the
+  // SQL stores' certificates (etcd's apply at the next start). An
   // unreadable or bad file is logged and nothing changes. Never stops the
   // server. Thread-safe; one at a time.
   void Reload() ABSL_LOCKS_EXCLUDED(reload_mu_);
@@ -134,6 +135,8 @@ class MetasrvServer final : public core::LeadershipListener {
   core::FlowStateManager flow_state_{
       {options_.clock, options_.node_report_ttl, options_.max_nodes,
        options_.max_total_flows, options_.node_max_idle_time}};
+  // The alerting metrics of each scrape, over flow_state_.
+  FlowAlertsSource flow_alerts_{&flow_state_, options_.flow_alerts};
   std::unique_ptr<core::Leadership> leadership_;  // Who leads.
   Election* election_ = nullptr;  // leadership_ when elected, else null.
   StreamRegistry streams_{options_.max_streams};  // Open heartbeat streams.

@@ -5,6 +5,7 @@
 #define METASRV_SERVER_ELECTION_ELECTION_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -38,6 +39,10 @@ class Election : public core::Leadership {
   virtual absl::StatusOr<uint64_t> Resign() = 0;
   // The store's health and the leader's lease, for the metrics.
   virtual StoreHealth Health() const = 0;
+  // The store password from now on (its file was re-read): etcd's next
+  // login, or the database's next connection, uses it; the session open now
+  // stays. Safe during Start()..Stop().
+  virtual void SetPassword(std::string password) = 0;
 };
 
 }  // namespace metasrv::server

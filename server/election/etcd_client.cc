@@ -18,7 +18,7 @@ void SetTimeout(grpc::ClientContext* ctx, absl::Duration timeout) {
 
 EtcdClient::EtcdClient(std::vector<std::string> endpoints,
                        EtcdSecurity security)
-    : security_(std::move(security)) {
+    : security_(std::move(security)), password_(security_.password) {
   std::shared_ptr<grpc::ChannelCredentials> credentials =
       grpc::InsecureChannelCredentials();
   if (security_.tls) {
@@ -47,16 +47,18 @@ absl::Status EtcdClient::Authorize(grpc::ClientContext* ctx,
                                    absl::Duration timeout) {
   if (security_.username.empty()) return absl::OkStatus();
   std::string token;
+  std::string password;
   {
     absl::MutexLock lock(&mu_);
     token = token_;
+    password = password_;
   }
   if (token.empty()) {
     grpc::ClientContext auth_ctx;
     SetTimeout(&auth_ctx, timeout);
     etcdserverpb::AuthenticateRequest req;
     req.set_name(security_.username);
-    req.set_password(security_.password);
+    req.set_password(password);
     etcdserverpb::AuthenticateResponse resp;
     const grpc::Status s = Current().auth->Authenticate(&auth_ctx, req, &resp);
     if (!s.ok()) {
@@ -98,6 +100,11 @@ absl::Status EtcdClient::CheckAccess(absl::Duration timeout) {
                      s.message()));
   }
   return s;
+}
+
+void EtcdClient::SetPassword(std::string password) {
+  absl::MutexLock lock(&mu_);
+  password_ = std::move(password);
 }
 
 EtcdClient::Endpoint& EtcdClient::Current() {

@@ -77,6 +77,9 @@ class EtcdClient {
   // current one looks down. A refused token (by code or by etcd's message)
   // is dropped, and the error is kUnavailable: the next call logs in again.
   absl::Status Check(const grpc::Status& status);
+  // The password of the next login (the token in use stays until etcd
+  // refuses it). For a password file re-read on SIGHUP.
+  void SetPassword(std::string password);
   // Opens an Observe stream of election `name` on `context`.
   std::unique_ptr<grpc::ClientReader<v3electionpb::LeaderResponse>> Observe(
       const std::string& name, grpc::ClientContext* context);
@@ -98,9 +101,11 @@ class EtcdClient {
 
   std::vector<Endpoint>
       endpoints_;                // One per address; fixed after construction.
-  const EtcdSecurity security_;  // TLS material and credentials.
-  absl::Mutex mu_;               // Guards current_ and token_.
+  const EtcdSecurity security_;  // TLS material and user (password below).
+  absl::Mutex mu_;               // Guards the fields below.
   size_t current_ ABSL_GUARDED_BY(mu_) = 0;  // Index into endpoints_.
+  // The password the next login sends (SetPassword() replaces it).
+  std::string password_ ABSL_GUARDED_BY(mu_);
   // The auth token; empty until authenticated, and after etcd refused it.
   std::string token_ ABSL_GUARDED_BY(mu_);
 };

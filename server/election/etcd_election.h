@@ -69,6 +69,9 @@ class EtcdElection final : public Election {
   // Returns the keys dropped. kFailedPrecondition when not leading.
   absl::StatusOr<uint64_t> Resign() override;
   StoreHealth Health() const override { return state_.Health(); }
+  void SetPassword(std::string password) override {
+    client_.SetPassword(std::move(password));
+  }
 
  private:
   void SessionLoop();

@@ -45,6 +45,11 @@ void LeaseElection::Start() {
   session_thread_ = std::thread([this] { SessionLoop(); });
 }
 
+void LeaseElection::SetPassword(std::string password) {
+  absl::MutexLock lock(&mu_);
+  new_password_ = std::move(password);
+}
+
 void LeaseElection::Stop() {
   {
     absl::MutexLock lock(&mu_);
@@ -134,6 +139,10 @@ absl::Status LeaseElection::Round(absl::Time sent) {
     yielding = sent < yield_until_;
     last_round_ = sent;
     refresh_requested_ = false;
+    if (new_password_.has_value()) {
+      store_->SetPassword(*std::move(new_password_));
+      new_password_.reset();
+    }
   }
   // While yielding (after a resignation) the row is left alone, even if
   // the step-down is still in progress.

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +58,8 @@ class LeaseElection final : public Election {
   // two rounds so that another candidate takes it.
   absl::StatusOr<uint64_t> Resign() override;
   StoreHealth Health() const override { return state_.Health(); }
+  // Handed to the store by the session thread before its next round.
+  void SetPassword(std::string password) override;
 
   Term CurrentTerm() const override;
   // The leader row's value as last read, or empty when there is none or its
@@ -93,6 +96,8 @@ class LeaseElection final : public Election {
   absl::Time last_round_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // A reader met an expired leader row: read the store now.
   mutable bool refresh_requested_ ABSL_GUARDED_BY(mu_) = false;
+  // A password for the store, not yet handed to it.
+  std::optional<std::string> new_password_ ABSL_GUARDED_BY(mu_);
   std::thread session_thread_;  // Runs SessionLoop().
 };
 

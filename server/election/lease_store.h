@@ -71,6 +71,8 @@ class LeaseStore {
                                                   absl::Duration timeout) = 0;
   // Drops the session (the next call reconnects).
   virtual void Close() = 0;
+  // The password of the next connection (the open session stays).
+  virtual void SetPassword(std::string password) = 0;
 };
 
 // Waits until `fd` is readable (`read`) and/or writable (`write`), until

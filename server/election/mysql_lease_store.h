@@ -50,6 +50,9 @@ class MysqlLeaseStore final : public LeaseStore {
   absl::StatusOr<std::vector<Entry>> Scan(const std::string& prefix,
                                           absl::Duration timeout) override;
   void Close() override;
+  void SetPassword(std::string password) override {
+    options_.password = std::move(password);
+  }
 
  private:
   // Connects until `deadline`.
@@ -69,8 +72,8 @@ class MysqlLeaseStore final : public LeaseStore {
   // An error for the session's last failure; closes the session.
   absl::Status Fail(const std::string& what);
 
-  const LeaseStoreOptions options_;  // As given.
-  st_mysql* conn_ = nullptr;         // The session; null when closed.
+  LeaseStoreOptions options_;  // As given (the password may change).
+  st_mysql* conn_ = nullptr;   // The session; null when closed.
 };
 
 }  // namespace metasrv::server

@@ -40,6 +40,9 @@ class PostgresLeaseStore final : public LeaseStore {
   absl::StatusOr<std::vector<Entry>> Scan(const std::string& prefix,
                                           absl::Duration timeout) override;
   void Close() override;
+  void SetPassword(std::string password) override {
+    options_.password = std::move(password);
+  }
 
  private:
   struct ResultDeleter {
@@ -62,9 +65,9 @@ class PostgresLeaseStore final : public LeaseStore {
                                     const std::vector<std::string>& params,
                                     absl::Duration timeout);
 
-  const LeaseStoreOptions options_;  // As given.
-  pg_conn* conn_ = nullptr;          // The session; null when closed.
-  std::string table_;                // The table name, quoted.
+  LeaseStoreOptions options_;  // As given (the password may change).
+  pg_conn* conn_ = nullptr;    // The session; null when closed.
+  std::string table_;          // The table name, quoted.
 };
 
 }  // namespace metasrv::server

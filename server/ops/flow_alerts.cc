@@ -1,6 +1,7 @@
 #include "server/ops/flow_alerts.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace metasrv::server {
 
@@ -13,12 +14,13 @@ const std::vector<double>& LagBuckets() {
 }
 
 FlowAlerts ComputeFlowAlerts(const core::FlowStateManager& state,
-                             absl::Time now, const FlowAlertOptions& options) {
+                             absl::Time now, const FlowAlertOptions& options,
+                             absl::flat_hash_set<uint32_t> keep) {
   FlowAlerts out;
   out.stall_after_seconds = absl::ToDoubleSeconds(options.stall_after);
   out.silent_after_seconds = absl::ToDoubleSeconds(options.silent_after);
   core::FlowRanker ranker(now, options.top_flows, options.stall_after,
-                          LagBuckets());
+                          LagBuckets(), std::move(keep));
   state.Visit({}, [&](absl::Span<const core::AggregateFlow> flows) {
     for (const core::AggregateFlow& flow : flows) ranker.Add(flow);
   });
@@ -33,6 +35,14 @@ FlowAlerts ComputeFlowAlerts(const core::FlowStateManager& state,
         std::max(out.max_silence_seconds, silence / 1000.0);
   }
   return out;
+}
+
+FlowAlerts FlowAlertsSource::Compute(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  FlowAlerts alerts =
+      ComputeFlowAlerts(*state_, now, options_, std::move(listed_));
+  listed_ = alerts.ranking.stalled_listed;
+  return alerts;
 }
 
 }  // namespace metasrv::server

@@ -110,24 +110,22 @@ void AddFlowAlerts(const FlowAlerts& alerts,
   AddGauge("metasrv_flows_stalled",
            "Flows whose last execution is older than --flow_stall_after.",
            static_cast<double>(r.stalled), out);
-  // A snapshot of every flow's lag now (not a running count): use it as is,
-  // without rate().
+  // How lag spreads over all flows now: a gauge per bound (it falls as
+  // flows catch up, so not a histogram, which rate() would misread; the
+  // `le` label still serves histogram_quantile()).
   prometheus::MetricFamily lag = Family(
-      "metasrv_flows_exec_lag_seconds",
-      "Lag (now minus last execution) over all flows, as of this scrape.",
-      prometheus::MetricType::Histogram);
-  prometheus::ClientMetric metric;
+      "metasrv_flows_by_exec_lag",
+      "Flows whose lag (now minus last execution) is at most `le` seconds, "
+      "as of this scrape.",
+      prometheus::MetricType::Gauge);
   const std::vector<double>& bounds = LagBuckets();
   for (size_t i = 0; i < r.lag_cumulative.size(); ++i) {
-    prometheus::ClientMetric::Bucket bucket;
-    bucket.cumulative_count = r.lag_cumulative[i];
-    bucket.upper_bound =
-        i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity();
-    metric.histogram.bucket.push_back(bucket);
+    prometheus::ClientMetric metric;
+    metric.label.push_back(
+        {"le", i < bounds.size() ? absl::StrCat(bounds[i]) : "+Inf"});
+    metric.gauge.value = static_cast<double>(r.lag_cumulative[i]);
+    lag.metric.push_back(std::move(metric));
   }
-  metric.histogram.sample_count = r.lag_count;
-  metric.histogram.sample_sum = r.lag_sum;
-  lag.metric.push_back(std::move(metric));
   out->push_back(std::move(lag));
   AddGauge("metasrv_flownodes_silent",
            "Flownodes not heard from for longer than --flownode_silent_after.",

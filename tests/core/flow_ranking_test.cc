@@ -53,8 +53,43 @@ TEST(FlowRankerTest, TopNByEachFieldTiesToTheLowerIdMissingFieldsLeftOut) {
   EXPECT_EQ(r.stalled, 2u);  // 700 s and 400 s > 300 s.
   // Buckets <= 60, <= 600, +Inf, cumulative: {1, 0}, {400}, {700}.
   EXPECT_EQ(r.lag_cumulative, (std::vector<uint64_t>{2, 3, 4}));
-  EXPECT_EQ(r.lag_count, 4u);
-  EXPECT_DOUBLE_EQ(r.lag_sum, 1 + 700 + 400 + 0);
+  EXPECT_EQ(r.stalled_listed, (absl::flat_hash_set<uint32_t>{2, 4}));
+}
+
+// A stalled flow listed once stays listed while it is stalled, though more
+// flows lag more; one that executes again gives its place back.
+TEST(FlowRankerTest, AListedStalledFlowKeepsItsPlaceWhileStalled) {
+  auto rank = [](int64_t now_ms, absl::flat_hash_set<uint32_t> keep,
+                 const std::vector<AggregateFlow>& flows) {
+    FlowRanker ranker(absl::FromUnixMillis(now_ms), 2, absl::Minutes(5), {60},
+                      std::move(keep));
+    for (const AggregateFlow& f : flows) ranker.Add(f);
+    return ranker.Finish();
+  };
+  // Flow 9 has stalled for 400 s; flows 1 and 2 lag less.
+  FlowRanking first =
+      rank(kNowMs, {},
+           {Flow(1, 1, kNowMs - 10000), Flow(2, 1, kNowMs - 20000),
+            Flow(9, 1, kNowMs - 400000)});
+  EXPECT_EQ(Ids(first.most_lagging), (std::vector<uint32_t>{9, 2}));
+  EXPECT_EQ(first.stalled_listed, (absl::flat_hash_set<uint32_t>{9}));
+  // Two flows now lag more than 9 does (a load whose clock is far behind):
+  // by lag alone 9 would drop out; it is kept, the top other fills up.
+  const int64_t later = kNowMs + 60000;
+  const std::vector<AggregateFlow> flows = {Flow(1, 1, 1000), Flow(2, 1, 2000),
+                                            Flow(9, 1, kNowMs - 400000)};
+  FlowRanking second = rank(later, first.stalled_listed, flows);
+  EXPECT_EQ(Ids(second.most_lagging), (std::vector<uint32_t>{1, 9}));
+  EXPECT_DOUBLE_EQ(second.most_lagging[1].lag_seconds, 460);
+  EXPECT_EQ(second.stalled_listed, (absl::flat_hash_set<uint32_t>{1, 9}));
+  // Without the memory, lag alone decides.
+  EXPECT_EQ(Ids(rank(later, {}, flows).most_lagging),
+            (std::vector<uint32_t>{1, 2}));
+  // Flow 9 executes again: no longer stalled, so no longer kept.
+  FlowRanking third =
+      rank(later, second.stalled_listed,
+           {Flow(1, 1, 1000), Flow(2, 1, 2000), Flow(9, 1, later)});
+  EXPECT_EQ(Ids(third.most_lagging), (std::vector<uint32_t>{1, 2}));
 }
 
 TEST(FlowRankerTest, ZeroTopNKeepsOnlyTheCounts) {

@@ -50,6 +50,18 @@ EtcdProcess::EtcdProcess(Options options) : options_(std::move(options)) {
   data_dir_ = dir;
   endpoint_ = absl::StrCat("127.0.0.1:", FreePort());
   peer_url_ = absl::StrCat("http://127.0.0.1:", FreePort());
+  if (!options_.jwt_ttl.empty()) {
+    const std::string key = data_dir_ + "/jwt.key";
+    const std::string pub = data_dir_ + "/jwt.pub";
+    EXPECT_TRUE(RunCommand({"/usr/bin/openssl", "genrsa", "-out", key, "2048"},
+                           absl::Seconds(30)));
+    EXPECT_TRUE(RunCommand(
+        {"/usr/bin/openssl", "rsa", "-in", key, "-pubout", "-out", pub},
+        absl::Seconds(30)));
+    options_.extra_args.push_back(
+        absl::StrCat("--auth-token=jwt,pub-key=", pub, ",priv-key=", key,
+                     ",sign-method=RS256,ttl=", options_.jwt_ttl));
+  }
   Start();
   if (!options_.root_password.empty()) {
     EXPECT_TRUE(Etcdctl({"user", "add", "root:" + options_.root_password}));
@@ -66,6 +78,18 @@ std::shared_ptr<grpc::ChannelCredentials> EtcdProcess::Credentials() const {
     ssl.pem_private_key = ReadAll(options_.client_key);
   }
   return grpc::SslCredentials(ssl);
+}
+
+bool EtcdProcess::ChangeRootPassword(const std::string& old_password,
+                                     const std::string& new_password) {
+  // etcdctl reads a new password from its standard input.
+  return RunCommand(
+      {"/bin/sh", "-c",
+       absl::StrCat("echo '", new_password,
+                    "' | ETCDCTL_API=3 /usr/bin/etcdctl --endpoints=http://",
+                    endpoint_, " --user='root:", old_password,
+                    "' user passwd root --interactive=false")},
+      absl::Seconds(20));
 }
 
 bool EtcdProcess::Etcdctl(const std::vector<std::string>& args) {

@@ -27,6 +27,9 @@ class EtcdProcess final : public StoreProcess {
     bool client_cert_auth = false;        // mTLS.
     std::string client_cert, client_key;  // For etcdctl, with mTLS.
     std::string root_password;            // Auth when set.
+    // With auth: JWT tokens that expire this long after login (etcd's
+    // syntax, "2s"); keys made in its data folder. Empty: simple tokens.
+    std::string jwt_ttl;
     std::vector<std::string> extra_args;  // More etcd flags.
   };
 
@@ -38,6 +41,10 @@ class EtcdProcess final : public StoreProcess {
   const std::string& endpoint() const { return endpoint_; }
   std::string backend() const override { return "etcd_store"; }
   std::string address() const override { return endpoint_; }
+
+  // Changes user root's password (with auth on); whether etcdctl did.
+  bool ChangeRootPassword(const std::string& old_password,
+                          const std::string& new_password);
 
   // SIGSTOP / SIGCONT.
   void Pause() override;
@@ -53,7 +60,7 @@ class EtcdProcess final : public StoreProcess {
   // Credentials that reach it (TLS as configured; no auth token).
   std::shared_ptr<grpc::ChannelCredentials> Credentials() const;
 
-  const Options options_;                  // TLS and auth.
+  Options options_;                        // TLS and auth (+ JWT keys).
   std::string data_dir_;                   // Its data; removed at the end.
   std::string endpoint_;                   // Client endpoint.
   std::string peer_url_;                   // Peer URL.

@@ -56,11 +56,14 @@ int OneLeader(const std::vector<std::unique_ptr<MetasrvServer>>& replicas) {
 class EtcdTlsTest : public ::testing::Test {
  protected:
   EtcdTlsTest()
-      : etcd_(EtcdProcess::Options{
-            certs_.Path("ca1.pem"), certs_.Path("server.pem"),
-            certs_.Path("server.key"),
-            /*client_cert_auth=*/true, certs_.Path("client1.pem"),
-            certs_.Path("client1.key"), "", {}}) {}
+      : etcd_(EtcdProcess::Options{certs_.Path("ca1.pem"),
+                                   certs_.Path("server.pem"),
+                                   certs_.Path("server.key"),
+                                   /*client_cert_auth=*/true,
+                                   certs_.Path("client1.pem"),
+                                   certs_.Path("client1.key"),
+                                   "",
+                                   {}}) {}
   ServerOptions Tls() {
     ServerOptions options = OnEtcd(etcd_);
     options.store_tls_mode = "verify_full";
@@ -172,6 +175,55 @@ TEST_F(EtcdAuthTest, TheRightPasswordLeadsAWrongOneIsRefusedAtStart) {
       absl::Seconds(10)));
 }
 
+// SIGHUP re-reads --store_password_file and etcd's next login uses it.
+// Tokens expire two seconds after login; once the leader's has (shown by a
+// probe that logged in later), a resignation makes it campaign again, which
+// needs a login: with the new password, it leads again.
+TEST(EtcdPasswordReloadTest, AReloadedPasswordIsUsedAtTheNextLogin) {
+  EtcdProcess::Options etcd_options;
+  etcd_options.root_password = "s3cret";
+  etcd_options.jwt_ttl = "2s";
+  EtcdProcess etcd(etcd_options);
+  const std::string password_file =
+      ::testing::TempDir() + "/etcd-password-" + std::to_string(getpid());
+  std::ofstream(password_file) << "s3cret\n";
+  ServerOptions options = OnEtcd(etcd);
+  options.store_username = "root";
+  options.store_password_file = password_file;
+  auto started = MetasrvServer::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  MetasrvServer& server = **started;
+  ASSERT_TRUE(WaitFor([&] { return server.leadership_for_test().IsLeader(); },
+                      absl::Seconds(10)));
+  EtcdClient probe({etcd.endpoint()}, [] {
+    EtcdSecurity security;
+    security.username = "root";
+    security.password = "s3cret";
+    return security;
+  }());
+  ASSERT_TRUE(probe.CheckAccess(absl::Seconds(5)).ok());
+
+  std::ofstream(password_file) << "n3w\n";
+  server.Reload();
+  ASSERT_TRUE(etcd.ChangeRootPassword("s3cret", "n3w"));
+  // The probe's token expires, and the old password no longer logs in.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return probe.CheckAccess(absl::Seconds(2)).code() ==
+               absl::StatusCode::kFailedPrecondition;
+      },
+      absl::Seconds(15)));
+  auto admin = metasrv::v1::Admin::NewStub(
+      ::metasrv::testing::Connect(server.advertised_addr()));
+  grpc::ClientContext ctx;
+  metasrv::v1::LeaderChangeResponse resp;
+  ASSERT_TRUE(admin->LeaderChange(&ctx, {}, &resp).ok());
+  // Alone, it campaigns again and leads: it logged in with the new password.
+  EXPECT_TRUE(WaitFor([&] { return server.leadership_for_test().IsLeader(); },
+                      absl::Seconds(15)));
+  unlink(password_file.c_str());
+}
+
 // store_key_prefix: two clusters on one etcd, each with its own leader.
 TEST(EtcdKeyPrefixTest, ClustersWithDifferentPrefixesLeadSeparately) {
   EtcdProcess etcd;
@@ -215,7 +267,8 @@ TEST(EtcdKeyPrefixTest, NestedElectionNamesAreRefused) {
     auto b = MetasrvServer::Start(inner);
     ASSERT_FALSE(b.ok());
     EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(b.status().message(), HasSubstr("lies under election 'metasrv'"));
+    EXPECT_THAT(b.status().message(),
+                HasSubstr("lies under election 'metasrv'"));
   }
   // A's lease is revoked as it stops; now the inner one starts first.
   auto b = ::metasrv::testing::StartInProcess(inner);

@@ -89,9 +89,9 @@ TEST_P(HaBinaryTest, KilledLeaderIsReplacedWithinTtlPlusTwoSeconds) {
     if (i == leader || replicas[i]->addr() == new_leader) continue;
     EXPECT_NE(AskLeader(replicas[i]->channel()), leader_addr)
         << "replica " << i << " named the killed leader";
-    EXPECT_TRUE(WaitFor(
-        [&] { return AskLeader(replicas[i]->channel()) == new_leader; },
-        absl::Seconds(2)));
+    EXPECT_TRUE(
+        WaitFor([&] { return AskLeader(replicas[i]->channel()) == new_leader; },
+                absl::Seconds(2)));
   }
   // Its report is there, on the new leader.
   auto state = GetFlowState(Connect(new_leader));
@@ -109,26 +109,16 @@ TEST_P(HaBinaryTest, KilledLeaderIsReplacedWithinTtlPlusTwoSeconds) {
 class EtcdTokenTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EtcdTokenTest, FailoverOutlivesExpiredTokens) {
-  const std::string dir = ::testing::TempDir() + "/etcd-jwt-" +
-                          std::to_string(getpid());
-  std::vector<std::string> token_args;
-  if (GetParam() == "simple") {
-    token_args = {"--auth-token-ttl=2"};
-  } else {
-    ASSERT_EQ(std::system(("mkdir -p " + dir + " && openssl genrsa -out " +
-                           dir + "/jwt.key 2048 2>/dev/null && openssl rsa -in " +
-                           dir + "/jwt.key -pubout -out " + dir +
-                           "/jwt.pub 2>/dev/null")
-                              .c_str()),
-              0);
-    token_args = {"--auth-token=jwt,pub-key=" + dir + "/jwt.pub,priv-key=" +
-                  dir + "/jwt.key,sign-method=RS256,ttl=2s"};
-  }
   EtcdProcess::Options etcd_options;
   etcd_options.root_password = "s3cret";
-  etcd_options.extra_args = token_args;
+  if (GetParam() == "simple") {
+    etcd_options.extra_args = {"--auth-token-ttl=2"};
+  } else {
+    etcd_options.jwt_ttl = "2s";
+  }
   EtcdProcess etcd(etcd_options);
-  const std::string password = dir + "-password";
+  const std::string password =
+      ::testing::TempDir() + "/etcd-password-" + std::to_string(getpid());
   std::ofstream(password) << "s3cret\n";
   const std::vector<std::string> args = {
       "--store_addrs=" + etcd.address(), "--lease_ttl=2s",
@@ -157,13 +147,12 @@ TEST_P(EtcdTokenTest, FailoverOutlivesExpiredTokens) {
   // Every survivor names the new leader.
   for (int i = 0; i < 3; ++i) {
     if (i == leader) continue;
-    EXPECT_TRUE(WaitFor(
-        [&] { return AskLeader(replicas[i]->channel()) == new_leader; },
-        absl::Seconds(5)))
+    EXPECT_TRUE(
+        WaitFor([&] { return AskLeader(replicas[i]->channel()) == new_leader; },
+                absl::Seconds(5)))
         << "replica " << i;
   }
   unlink(password.c_str());
-  std::system(("rm -rf " + dir).c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokens, EtcdTokenTest,

@@ -203,6 +203,40 @@ TEST_P(LeaseStoreTest, APasswordFileWinsOverTheAddresssPassword) {
       WaitFor([&] { return (*started)->leadership_for_test().IsLeader(); }));
 }
 
+// SIGHUP re-reads --store_password_file; the next connection uses it (the
+// one open stays). A wrong one, once the database restarts, loses the lease;
+// the right one, re-read, wins it back.
+TEST_P(LeaseStoreTest, AReloadedPasswordIsUsedAtTheNextConnection) {
+  char path[] = "/tmp/metasrv-sql-password-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << ::metasrv::testing::kSqlPassword << "\n";
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
+  options.backend = GetParam();
+  options.store_addrs = {server_->AddressWithPassword("wrong")};
+  options.store_password_file = path;
+  options.lease_ttl = absl::Seconds(2);
+  absl::StatusOr<std::unique_ptr<MetasrvServer>> started =
+      MetasrvServer::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  MetasrvServer& metasrv = **started;
+  ASSERT_TRUE(
+      WaitFor([&] { return metasrv.leadership_for_test().IsLeader(); }));
+
+  std::ofstream(path) << "wrong\n";
+  metasrv.Reload();
+  server_->Stop();
+  server_->Start();
+  EXPECT_TRUE(WaitFor([&] { return !metasrv.leadership_for_test().IsLeader(); },
+                      absl::Seconds(10)));
+  std::ofstream(path) << ::metasrv::testing::kSqlPassword << "\n";
+  metasrv.Reload();
+  EXPECT_TRUE(WaitFor([&] { return metasrv.leadership_for_test().IsLeader(); },
+                      absl::Seconds(15)));
+  unlink(path);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, LeaseStoreTest,
                          ::testing::Values("postgres_store", "mysql_store"),
                          [](const auto& info) { return info.param; });
