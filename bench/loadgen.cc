@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,6 +53,10 @@ ABSL_FLAG(absl::Duration, interval, absl::Seconds(3),
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(2), "not measured");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(10), "measured");
 ABSL_FLAG(int, state_readers, 0, "threads calling GetFlowState");
+ABSL_FLAG(bool, state_read_raw, false,
+          "state readers take GetFlowState's answer as bytes and only count "
+          "its flow ids, without parsing it (the server's part alone: a "
+          "frontend's parse runs on its own machine)");
 ABSL_FLAG(int, range_readers, 0,
           "threads calling Cluster.Range of __flow/state");
 ABSL_FLAG(absl::Duration, reader_interval, absl::Milliseconds(100),
@@ -336,6 +341,33 @@ class Flownode final
   Samples samples_;
 };
 
+bool CountFlowIds(google::protobuf::io::CodedInputStream* in, uint32_t size,
+                  int64_t* flows);
+
+// GetFlowState of every flow, its answer kept as bytes: the flow ids it
+// holds, or -1 on a malformed answer.
+int64_t RawGetFlowState(grpc::GenericStub* stub, grpc::ClientContext* ctx,
+                        grpc::Status* status) {
+  // An empty GetFlowStateRequest (all flows) is no bytes.
+  static const grpc::ByteBuffer* const request = [] {
+    grpc::Slice none("");
+    return new grpc::ByteBuffer(&none, 1);
+  }();
+  grpc::ByteBuffer reply;
+  std::promise<grpc::Status> done;
+  stub->UnaryCall(ctx, "/metasrv.v1.FlowState/GetFlowState",
+                  grpc::StubOptions(), request, &reply,
+                  [&done](grpc::Status s) { done.set_value(std::move(s)); });
+  *status = done.get_future().get();
+  if (!status->ok()) return 0;
+  grpc::ProtoBufferReader reader(&reply);
+  google::protobuf::io::CodedInputStream in(&reader);
+  int64_t flows = 0;
+  return CountFlowIds(&in, static_cast<uint32_t>(reply.Length()), &flows)
+             ? flows
+             : -1;
+}
+
 void Reader(std::shared_ptr<grpc::Channel> channel, bool range, Shared* shared,
             Samples* out, std::atomic<int64_t>* flows_seen) {
   // A frontend runs on another machine; here it shares the CPU with the
@@ -343,6 +375,8 @@ void Reader(std::shared_ptr<grpc::Channel> channel, bool range, Shared* shared,
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 5);
   auto state = metasrv::v1::FlowState::NewStub(channel);
   auto cluster = meta::Cluster::NewStub(channel);
+  grpc::GenericStub raw(channel);
+  const bool raw_reads = absl::GetFlag(FLAGS_state_read_raw);
   const absl::Duration pause = absl::GetFlag(FLAGS_reader_interval);
   while (!shared->stopping.load()) {
     grpc::ClientContext ctx;
@@ -357,6 +391,8 @@ void Reader(std::shared_ptr<grpc::Channel> channel, bool range, Shared* shared,
       s = cluster->Range(&ctx, req, &resp);
       n = resp.kvs_size() > 0 ? static_cast<int64_t>(resp.kvs(0).value().size())
                               : 0;
+    } else if (raw_reads) {
+      n = RawGetFlowState(&raw, &ctx, &s);
     } else {
       // As a frontend that parses into an arena (or prost's flat vectors).
       google::protobuf::Arena arena;
