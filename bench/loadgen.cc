@@ -113,6 +113,7 @@ struct Shared {
   bool follow_leader = false;          // See --follow_leader.
   std::atomic<int64_t> redirects{0};   // Streams a step-down ended.
   std::atomic<int64_t> not_leader{0};  // Answers "not leader" (followed).
+  std::atomic<int64_t> read_bytes{0};  // Size of the last raw state read.
 };
 
 // Counts how a stream or call ended: with --follow_leader a step-down
@@ -347,7 +348,7 @@ bool CountFlowIds(google::protobuf::io::CodedInputStream* in, uint32_t size,
 // GetFlowState of every flow, its answer kept as bytes: the flow ids it
 // holds, or -1 on a malformed answer.
 int64_t RawGetFlowState(grpc::GenericStub* stub, grpc::ClientContext* ctx,
-                        grpc::Status* status) {
+                        grpc::Status* status, std::atomic<int64_t>* bytes) {
   // An empty GetFlowStateRequest (all flows) is no bytes.
   static const grpc::ByteBuffer* const request = [] {
     grpc::Slice none("");
@@ -360,6 +361,7 @@ int64_t RawGetFlowState(grpc::GenericStub* stub, grpc::ClientContext* ctx,
                   [&done](grpc::Status s) { done.set_value(std::move(s)); });
   *status = done.get_future().get();
   if (!status->ok()) return 0;
+  bytes->store(static_cast<int64_t>(reply.Length()));
   grpc::ProtoBufferReader reader(&reply);
   google::protobuf::io::CodedInputStream in(&reader);
   int64_t flows = 0;
@@ -392,7 +394,7 @@ void Reader(std::shared_ptr<grpc::Channel> channel, bool range, Shared* shared,
       n = resp.kvs_size() > 0 ? static_cast<int64_t>(resp.kvs(0).value().size())
                               : 0;
     } else if (raw_reads) {
-      n = RawGetFlowState(&raw, &ctx, &s);
+      n = RawGetFlowState(&raw, &ctx, &s, &shared->read_bytes);
     } else {
       // As a frontend that parses into an arena (or prost's flat vectors).
       google::protobuf::Arena arena;
@@ -778,7 +780,8 @@ int main(int argc, char** argv) {
       "\"p99_us\":%.1f,\"p999_us\":%.1f,\"errors\":%lld,\"late\":%lld,"
       "\"state_reads\":%zu,\"state_p50_us\":%.1f,\"state_p99_us\":%.1f,"
       "\"range_reads\":%zu,\"range_p50_us\":%.1f,\"range_p99_us\":%.1f,"
-      "\"read_flows\":%lld,\"watchers\":%zu,\"watch_msgs\":%zu,"
+      "\"read_flows\":%lld,\"read_bytes\":%lld,\"watchers\":%zu,\"watch_msgs\":"
+      "%zu,"
       "\"watch_age_p50_ms\":%.1f,\"watch_age_p99_ms\":%.1f,\"watch_flows\":%"
       "lld,\"watch_deltas\":%lld,\"watch_delta_flows_avg\":%.1f,"
       "\"redirects\":%lld,\"not_leader\":%lld}\n",
@@ -790,7 +793,8 @@ int main(int argc, char** argv) {
       Percentile(state_reads, 0.50), Percentile(state_reads, 0.99),
       range_reads.size(), Percentile(range_reads, 0.50),
       Percentile(range_reads, 0.99),
-      static_cast<long long>(reader_flows.load()), watchers.size(),
+      static_cast<long long>(reader_flows.load()),
+      static_cast<long long>(shared.read_bytes.load()), watchers.size(),
       watch_ages.size(), Percentile(watch_ages, 0.50) / 1000.0,
       Percentile(watch_ages, 0.99) / 1000.0,
       static_cast<long long>(watch_flows), static_cast<long long>(watch_deltas),

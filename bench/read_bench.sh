@@ -2,7 +2,10 @@
 # GetFlowState of every flow of an unchanged 100,000-flow state (10,000
 # flownodes x 10 flows), against a bare gRPC server answering a prebuilt reply
 # of the same shape (echo_server --state_flows), interleaved, REPS times. One
-# reader calling back to back; server CPU per call from /proc.
+# reader calling back to back; server CPU per call from /proc. Each server is
+# read twice: `raw` takes the answer as bytes and only counts its flow ids
+# (the server's part alone), `parse` parses it into an arena as a frontend
+# does (its parse, on this machine, is in the figure).
 #   bash bench/read_bench.sh       # writes ${OUT:-build/bench-results}/read.csv
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,20 +28,23 @@ start_reader_target() {  # start_reader_target echo|metasrv PORT
       --reports=1 --warmup=0s --duration=60s >/dev/null
   fi
 }
-echo "rep,target,calls,p50_us,p99_us,server_cpu_us_per_call,flows" >"$OUT/read.csv"
+echo "rep,target,client,calls,p50_us,p99_us,server_cpu_us_per_call,flows,bytes" >"$OUT/read.csv"
 for rep in $(seq "$REPS"); do
   for target in echo metasrv; do
     port=$((port + 1)); start_reader_target $target $port
-    before=$(cpu_ticks)
-    r=$(loadgen $target --streams=0 --state_readers=1 --reader_interval=0 \
-      --warmup=0s --duration=$DUR)
-    after=$(cpu_ticks)
+    for client in raw parse; do
+      before=$(cpu_ticks)
+      r=$(loadgen $target --streams=0 --state_readers=1 --reader_interval=0 \
+        --state_read_raw=$([[ $client == raw ]] && echo true || echo false) \
+        --warmup=0s --duration=$DUR)
+      after=$(cpu_ticks)
+      calls=$(json "$r" state_reads)
+      # Ticks are 1/100 s; no warm-up, so every call in the window is
+      # counted (metasrv's first encodes the cold state).
+      cpu=$(python3 -c "print(round(($after-$before)*10000/max(1,$calls),1))")
+      echo "$rep,$target,$client,$calls,$(json "$r" state_p50_us),$(json "$r" state_p99_us),$cpu,$(json "$r" read_flows),$(json "$r" read_bytes)" >>"$OUT/read.csv"
+    done
     stop_server
-    calls=$(json "$r" state_reads)
-    # Ticks are 1/100 s; no warm-up, so every call in the window is counted
-    # (the first one of metasrv encodes the cold state).
-    cpu=$(python3 -c "print(round(($after-$before)*10000/max(1,$calls),1))")
-    echo "$rep,$target,$calls,$(json "$r" state_p50_us),$(json "$r" state_p99_us),$cpu,$(json "$r" read_flows)" >>"$OUT/read.csv"
   done
 done
 cat "$OUT/read.csv"

@@ -49,6 +49,12 @@ std::shared_ptr<const std::string> ChunkView::Encoded(
   return bytes;
 }
 
+std::shared_ptr<const std::string> ChunkView::Cached(
+    ChunkEncoding encoding) const {
+  MutexLock lock(&mu_);
+  return encoded_[static_cast<int>(encoding)];
+}
+
 PinnedChunk::PinnedChunk(std::shared_ptr<const ChunkView> view)
     : view_(std::move(view)) {
   view_->pins_.fetch_add(1, std::memory_order_relaxed);
@@ -168,7 +174,8 @@ void FlowAggregate::Replace(uint64_t node, const FlowStateValue& old_report,
 std::vector<PinnedChunk> FlowAggregate::Snapshot() const {
   std::vector<PinnedChunk> out;
   out.reserve(chunks_.size());
-  for (const auto& [id, chunk] : chunks_) out.push_back(PinnedChunk(chunk.view));
+  for (const auto& [id, chunk] : chunks_)
+    out.push_back(PinnedChunk(chunk.view));
   return out;
 }
 
@@ -179,7 +186,8 @@ std::vector<PinnedChunk> FlowAggregate::Snapshot(
     const uint32_t chunk_id = sorted_ids[i] >> kChunkBits;
     auto it = chunks_.find(chunk_id);
     if (it != chunks_.end()) out.push_back(PinnedChunk(it->second.view));
-    while (i < sorted_ids.size() && sorted_ids[i] >> kChunkBits == chunk_id) ++i;
+    while (i < sorted_ids.size() && sorted_ids[i] >> kChunkBits == chunk_id)
+      ++i;
   }
   return out;
 }
@@ -204,10 +212,9 @@ std::vector<AggregateFlow> FlowAggregate::Select(
     if (c == chunks.size()) break;
     if (chunks[c]->chunk_id() != chunk_id) continue;
     absl::Span<const AggregateFlow> flows = chunks[c]->flows();
-    auto it = std::lower_bound(flows.begin(), flows.end(), id,
-                               [](const AggregateFlow& f, uint32_t v) {
-                                 return f.stat.flow_id < v;
-                               });
+    auto it = std::lower_bound(
+        flows.begin(), flows.end(), id,
+        [](const AggregateFlow& f, uint32_t v) { return f.stat.flow_id < v; });
     if (it != flows.end() && it->stat.flow_id == id) out.push_back(*it);
   }
   return out;

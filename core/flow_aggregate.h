@@ -56,6 +56,8 @@ class ChunkView {
   // every time: made on the first call for that encoding, then cached.
   std::shared_ptr<const std::string> Encoded(ChunkEncoding encoding,
                                              ChunkEncoder encoder) const;
+  // The bytes of `encoding` if made already, else null (nothing is made).
+  std::shared_ptr<const std::string> Cached(ChunkEncoding encoding) const;
 
  private:
   friend class FlowAggregate;
@@ -127,7 +129,8 @@ class FlowAggregate {
   // at this instant. O(chunks).
   std::vector<PinnedChunk> Snapshot() const;
   // The views of the chunks that hold any of `sorted_ids` (ascending).
-  std::vector<PinnedChunk> Snapshot(absl::Span<const uint32_t> sorted_ids) const;
+  std::vector<PinnedChunk> Snapshot(
+      absl::Span<const uint32_t> sorted_ids) const;
 
   // The flows of `sorted_ids` (ascending, unique) found in `chunks` (a
   // Snapshot), ascending; all of their flows when `sorted_ids` is empty.

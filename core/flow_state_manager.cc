@@ -231,6 +231,25 @@ FlowStateManager::EncodeChunks(ChunkEncoding encoding,
   return out;
 }
 
+bool FlowStateManager::CachedChunks(
+    ChunkEncoding encoding,
+    std::optional<std::vector<std::shared_ptr<const std::string>>>* out) const {
+  AggregateSnapshot snapshot = Snapshot();
+  if (!snapshot.found) {
+    *out = std::nullopt;
+    return true;
+  }
+  std::vector<std::shared_ptr<const std::string>> chunks;
+  chunks.reserve(snapshot.chunks.size());
+  for (const PinnedChunk& chunk : snapshot.chunks) {
+    std::shared_ptr<const std::string> bytes = chunk->Cached(encoding);
+    if (bytes == nullptr) return false;
+    chunks.push_back(std::move(bytes));
+  }
+  *out = std::move(chunks);
+  return true;
+}
+
 std::vector<kv::KeyValue> FlowStateManager::ToKeyValues(Found found) {
   std::string aggregate_json;
   if (found.encode_aggregate) {

@@ -169,6 +169,14 @@ class FlowStateManager final : public kv::KvBackend {
   // the others are encoded without the manager's lock.
   std::optional<std::vector<std::shared_ptr<const std::string>>> EncodeChunks(
       ChunkEncoding encoding, ChunkEncoder encoder) const;
+  // EncodeChunks()'s answer, of one instant, when every chunk's bytes are
+  // cached for `encoding` already: made without encoding anything, so cheap
+  // enough for a gRPC thread (O(chunks) pointer copies). false, and `*out`
+  // untouched, when some chunk would need encoding.
+  bool CachedChunks(
+      ChunkEncoding encoding,
+      std::optional<std::vector<std::shared_ptr<const std::string>>>* out)
+      const;
 
   // Flownodes known, and flows in the aggregate.
   uint64_t node_count() const;

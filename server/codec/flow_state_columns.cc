@@ -120,8 +120,8 @@ size_t EncodedFlowState::size() const {
   return bytes;
 }
 
-EncodedFlowState EncodeFlowStateColumns(const core::FlowStateManager& flow_state,
-                                 bool with_nodes) {
+EncodedFlowState EncodeFlowStateColumns(
+    const core::FlowStateManager& flow_state, bool with_nodes) {
   EncodedFlowState out;
   auto chunks =
       with_nodes
@@ -129,6 +129,22 @@ EncodedFlowState EncodeFlowStateColumns(const core::FlowStateManager& flow_state
                                     &EncodeColumnsWithNodesChunk)
           : flow_state.EncodeChunks(core::ChunkEncoding::kColumns,
                                     &EncodeColumnsChunk);
+  if (!chunks.has_value()) return out;
+  out.found = true;
+  out.chunks = *std::move(chunks);
+  return out;
+}
+
+std::optional<EncodedFlowState> CachedFlowStateColumns(
+    const core::FlowStateManager& flow_state, bool with_nodes) {
+  std::optional<std::vector<std::shared_ptr<const std::string>>> chunks;
+  if (!flow_state.CachedChunks(with_nodes
+                                   ? core::ChunkEncoding::kColumnsWithNodes
+                                   : core::ChunkEncoding::kColumns,
+                               &chunks)) {
+    return std::nullopt;
+  }
+  EncodedFlowState out;
   if (!chunks.has_value()) return out;
   out.found = true;
   out.chunks = *std::move(chunks);

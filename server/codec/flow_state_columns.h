@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,14 @@ struct EncodedFlowState {
 
 // The aggregate's columns (with `with_nodes`, the node columns too). Encodes
 // only chunks that changed since the last call; thread-safe.
-EncodedFlowState EncodeFlowStateColumns(const core::FlowStateManager& flow_state,
-                                 bool with_nodes);
+EncodedFlowState EncodeFlowStateColumns(
+    const core::FlowStateManager& flow_state, bool with_nodes);
+
+// EncodeFlowStateColumns()'s answer when no chunk needs encoding (every one
+// is cached): cheap enough to make on a gRPC thread. nullopt when some chunk
+// would need encoding (then call EncodeFlowStateColumns off it).
+std::optional<EncodedFlowState> CachedFlowStateColumns(
+    const core::FlowStateManager& flow_state, bool with_nodes);
 
 // `state` as a serialized GetFlowStateResponse, after `prefix` (the bytes of
 // an enclosing message that come before it, if any): the chunks are

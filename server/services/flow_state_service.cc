@@ -60,11 +60,21 @@ grpc::ServerUnaryReactor* FlowStateService::GetFlowState(
                                                 limits_, &reactor, &admission);
   if (call == nullptr) return reactor;
   if (call->request().flow_ids_size() == 0) {
-    // All flows: the cached chunk encodings, sent without a copy.
+    // All flows: the cached chunk encodings, sent without a copy. When every
+    // chunk is cached (an unchanged state) there is nothing to encode: the
+    // answer is made here, without the hop to a read thread and back.
+    if (std::optional<EncodedFlowState> cached = CachedFlowStateColumns(
+            *flow_state_, call->request().with_nodes())) {
+      call->SetResponseBytes(
+          full_state_.Get(*cached, call->request().with_nodes()));
+      call->Finish(absl::OkStatus());
+      return reactor;
+    }
     ScheduleRead(reads_, ReadCost::kLarge, call,
                  [this, call](const Request& req, Response*) {
-                   call->SetResponseBytes(ToByteBuffer(
-                       EncodeFlowStateColumns(*flow_state_, req.with_nodes())));
+                   call->SetResponseBytes(full_state_.Get(
+                       EncodeFlowStateColumns(*flow_state_, req.with_nodes()),
+                       req.with_nodes()));
                    return absl::OkStatus();
                  });
     return reactor;

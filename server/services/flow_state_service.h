@@ -7,6 +7,7 @@
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
+#include "server/codec/full_state_reply.h"
 #include "server/ops/metrics.h"
 #include "server/rpc/call_gate.h"
 #include "server/rpc/read_executor.h"
@@ -59,8 +60,9 @@ class FlowStateService final
   const CallGate* const gate_;                      // Who may call; borrowed.
   ReadExecutor* const reads_;                       // Runs reads; borrowed.
   WatchHub* const watch_;                           // Watchers; borrowed.
-  Metrics* const metrics_;   // Borrowed; never null (Metrics::OrDiscard).
-  const CallLimits limits_;  // Request size, replies.
+  Metrics* const metrics_;     // Borrowed; never null (Metrics::OrDiscard).
+  const CallLimits limits_;    // Request size, replies.
+  FullStateReply full_state_;  // The last all-flows answers, shared.
 };
 
 }  // namespace metasrv::server

@@ -27,10 +27,10 @@ class EtcdProcess final : public StoreProcess {
     bool client_cert_auth = false;        // mTLS.
     std::string client_cert, client_key;  // For etcdctl, with mTLS.
     std::string root_password;            // Auth when set.
+    std::vector<std::string> extra_args;  // More etcd flags.
     // With auth: JWT tokens that expire this long after login (etcd's
     // syntax, "2s"); keys made in its data folder. Empty: simple tokens.
     std::string jwt_ttl;
-    std::vector<std::string> extra_args;  // More etcd flags.
   };
 
   EtcdProcess() : EtcdProcess(Options{}) {}

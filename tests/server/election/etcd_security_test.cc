@@ -63,7 +63,8 @@ class EtcdTlsTest : public ::testing::Test {
                                    certs_.Path("client1.pem"),
                                    certs_.Path("client1.key"),
                                    "",
-                                   {}}) {}
+                                   {},
+                                   ""}) {}
   ServerOptions Tls() {
     ServerOptions options = OnEtcd(etcd_);
     options.store_tls_mode = "verify_full";
@@ -137,7 +138,8 @@ TEST_F(EtcdTlsTest, AWrongCaIsRefusedAtStartNoClientCertHasNoAccess) {
 class EtcdAuthTest : public ::testing::Test {
  protected:
   EtcdAuthTest()
-      : etcd_(EtcdProcess::Options{"", "", "", false, "", "", "s3cret", {}}) {}
+      : etcd_(EtcdProcess::Options{
+            "", "", "", false, "", "", "s3cret", {}, ""}) {}
   ~EtcdAuthTest() override { unlink(password_file_.c_str()); }
   ServerOptions WithPassword(const std::string& password) {
     std::ofstream(password_file_) << password << "\n";
