@@ -23,10 +23,10 @@ if [[ $QUICK == 1 ]]; then dur=3s; odur=6s; owarm=2s; else dur=8s; odur=20s; owa
 
 . bench/lib.sh
 
-echo "== closed loop, 1,000 streams x 10 flows, metasrv (plain and zstd requests) and echo interleaved"
+echo "== closed loop, 1,000 streams x 10 flows, metasrv (plain and zstd requests) and the callback and completion-queue echoes interleaved"
 echo "rep,target,msgs_per_s,p50_us,p99_us,p999_us,errors" >"$OUT/closed.csv"
 for rep in $(seq "$REPS"); do
-  for target in echo metasrv metasrv-zstd; do
+  for target in echo echo-cq metasrv metasrv-zstd; do
     port=$((port + 1)); start_server ${target%-zstd} $port
     extra=()
     [[ $target == *-zstd ]] && extra=(--zstd)

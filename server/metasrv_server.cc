@@ -29,8 +29,10 @@
 namespace metasrv::server {
 namespace {
 
-// Counts its own call metrics (see CallMetricsInterceptorFactory).
+// The streams that count their own call metrics (an interceptor would run
+// on each of their messages; see CallMetricsInterceptorFactory).
 constexpr char kHeartbeatMethod[] = "/greptime.v1.meta.Heartbeat/Heartbeat";
+constexpr char kWatchMethod[] = "/metasrv.v1.FlowState/WatchFlowState";
 
 ServerOptions BoundTo(ServerOptions options, std::string bind_addr) {
   options.bind_addr = std::move(bind_addr);
@@ -239,7 +241,8 @@ absl::Status MetasrvServer::MakeServices() {
       &flow_state_, gate_.get(), &reads_, self_description_.get(),
       metrics_.get(), limits);
   flow_state_service_ = std::make_unique<FlowStateService>(
-      &flow_state_, gate_.get(), &reads_, watch_.get(), metrics_.get(), limits);
+      &flow_state_, gate_.get(), &reads_, watch_.get(), metrics_.get(), limits,
+      metrics_->calls().For(kWatchMethod, CallMetrics::Type::kServerStream));
   admin_service_ = std::make_unique<AdminService>(
       [this] { return LeaderChange(); }, &flow_state_, gate_.get(), limits);
   const std::vector<std::string> services = {
@@ -306,7 +309,8 @@ absl::Status MetasrvServer::Serve() {
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
   interceptors.push_back(std::make_unique<CallMetricsInterceptorFactory>(
-      &metrics_->calls(), std::vector<std::string>{kHeartbeatMethod}));
+      &metrics_->calls(),
+      std::vector<std::string>{kHeartbeatMethod, kWatchMethod}));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Connections come from our listener (GrpcAcceptor), not gRPC's own.
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> into =

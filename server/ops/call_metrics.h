@@ -6,6 +6,7 @@
 #define METASRV_SERVER_OPS_CALL_METRICS_H_
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -35,6 +36,32 @@ class CallSeries {
   prometheus::Counter* started_ = nullptr;  // grpc_server_started_total.
   std::array<prometheus::Counter*, 17> handled_{};  // By code.
   prometheus::Histogram* seconds_ = nullptr;  // grpc_server_handling_seconds.
+};
+
+// One call of a method that counts itself rather than through the
+// interceptor (a stream, on which an interceptor would run for every
+// message): started when made, handled at Done() with the code given to
+// Finishing(), or CANCELLED if it never finished (the client went away).
+// Thread safety: Finishing() and Done() may run on any thread.
+class SelfCountedCall {
+ public:
+  // `series` is borrowed; null: nothing is counted.
+  explicit SelfCountedCall(CallSeries* series)
+      : series_(series), started_(absl::Now()) {
+    if (series_ != nullptr) series_->Started();
+  }
+  // The call is about to finish with gRPC status `code`.
+  void Finishing(int code) { code_.store(code); }
+  // gRPC is done with the call (its reactor's OnDone).
+  void Done() {
+    if (series_ != nullptr)
+      series_->Handled(code_.load(), absl::Now() - started_);
+  }
+
+ private:
+  CallSeries* const series_;  // The method's series; borrowed, or null.
+  const absl::Time started_;  // When the call came.
+  std::atomic<int> code_{1};  // CANCELLED until Finishing() says otherwise.
 };
 
 // Thread-safe.

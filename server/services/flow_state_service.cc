@@ -12,13 +12,14 @@ namespace metasrv::server {
 FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
                                    const CallGate* gate, ReadExecutor* reads,
                                    WatchHub* watch, Metrics* metrics,
-                                   CallLimits limits)
+                                   CallLimits limits, CallSeries* watch_series)
     : flow_state_(flow_state),
       gate_(gate),
       reads_(reads),
       watch_(watch),
       metrics_(Metrics::OrDiscard(metrics)),
-      limits_(limits) {}
+      limits_(limits),
+      watch_series_(watch_series) {}
 
 namespace {
 
@@ -134,12 +135,23 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* FlowStateService::WatchFlowState(
     // A reactor that only finishes.
     class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
      public:
-      explicit Refusal(const grpc::Status& status) { Finish(status); }
-      void OnDone() override { delete this; }
+      Refusal(const grpc::Status& status, CallSeries* series)
+          : counted_(series) {
+        counted_.Finishing(static_cast<int>(status.error_code()));
+        Finish(status);
+      }
+      void OnDone() override {
+        counted_.Done();
+        delete this;
+      }
+
+     private:
+      SelfCountedCall counted_;  // Its call metrics.
     };
-    return new Refusal(ToGrpcStatus(refused, context));
+    return new Refusal(ToGrpcStatus(refused, context), watch_series_);
   }
-  return new WatchStream(watch_, context, parsed.deltas(), metrics_);
+  return new WatchStream(watch_, context, parsed.deltas(), metrics_,
+                         watch_series_);
 }
 
 }  // namespace metasrv::server

@@ -26,10 +26,13 @@ class FlowStateService final
                   metasrv::v1::FlowState::Service>>> {
  public:
   // Borrows all; they must outlive the service. Reads run on `reads`.
-  // Null `metrics`: none kept. Calls are held to `limits`.
+  // Null `metrics`: none kept. Calls are held to `limits`. `watch_series`:
+  // WatchFlowState's call metrics, which its streams count themselves (the
+  // interceptor must skip the method); null: none.
   FlowStateService(const core::FlowStateManager* flow_state,
                    const CallGate* gate, ReadExecutor* reads, WatchHub* watch,
-                   Metrics* metrics, CallLimits limits);
+                   Metrics* metrics, CallLimits limits,
+                   CallSeries* watch_series = nullptr);
 
   grpc::ServerUnaryReactor* GetFlowState(grpc::CallbackServerContext* context,
                                          const grpc::ByteBuffer* request,
@@ -60,9 +63,10 @@ class FlowStateService final
   const CallGate* const gate_;                      // Who may call; borrowed.
   ReadExecutor* const reads_;                       // Runs reads; borrowed.
   WatchHub* const watch_;                           // Watchers; borrowed.
-  Metrics* const metrics_;     // Borrowed; never null (Metrics::OrDiscard).
-  const CallLimits limits_;    // Request size, replies.
-  FullStateReply full_state_;  // The last all-flows answers, shared.
+  Metrics* const metrics_;   // Borrowed; never null (Metrics::OrDiscard).
+  const CallLimits limits_;  // Request size, replies.
+  CallSeries* const watch_series_;  // WatchFlowState's metrics; or null.
+  FullStateReply full_state_;       // The last all-flows answers, shared.
 };
 
 }  // namespace metasrv::server

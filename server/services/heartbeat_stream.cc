@@ -35,10 +35,8 @@ HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
       context_(context),
       max_request_bytes_(max_request_bytes),
       peer_(context->peer()),
-      series_(series),
-      started_(absl::Now()),
+      counted_(series),
       arena_(BlockOptions(arena_block_, sizeof(arena_block_))) {
-  if (series_ != nullptr) series_->Started();
   absl::Status added = registry_->Add(this);
   if (!added.ok()) {
     LogLimited(spdlog::level::warn, "heartbeat_stream_refused",
@@ -155,13 +153,12 @@ void HeartbeatStream::FinishOnce(const absl::Status& status) {
 }
 
 void HeartbeatStream::FinishWith(const grpc::Status& status) {
-  code_.store(static_cast<int>(status.error_code()));
+  counted_.Finishing(static_cast<int>(status.error_code()));
   Finish(status);
 }
 
 void HeartbeatStream::OnDone() {
-  if (series_ != nullptr)
-    series_->Handled(code_.load(), absl::Now() - started_);
+  counted_.Done();
   if (flownode_.has_value()) {
     const LogFields fields({{"node_id", absl::StrCat(*flownode_)},
                             {"peer", peer_},

@@ -66,11 +66,8 @@ class HeartbeatStream final
   const size_t max_request_bytes_;  // Limit of an inflated request.
   const std::string peer_;          // The client's address, for logs.
   bool registered_ = false;         // Whether Add() succeeded.
-  CallSeries* const series_;        // Call metrics; or null.
-  const absl::Time started_;        // When the call came, for them.
-  // The status code it finished with (CANCELLED until it does).
-  std::atomic<int> code_{static_cast<int>(grpc::StatusCode::CANCELLED)};
-  bool handshake_ = true;  // The next request is the first.
+  SelfCountedCall counted_;         // Its call metrics.
+  bool handshake_ = true;           // The next request is the first.
   // The flownode this stream is of, once its first request said so; for
   // the connect and disconnect lines.
   std::optional<uint64_t> flownode_;

@@ -8,10 +8,10 @@
 
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
-#include "server/rpc/grpc_status.h"
-#include "server/ops/log_limit.h"
 #include "server/codec/flow_state_columns.h"
 #include "server/codec/flow_state_response.h"
+#include "server/ops/log_limit.h"
+#include "server/rpc/grpc_status.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -168,8 +168,8 @@ void WatchHub::Run() {
       mu_.Await(absl::Condition(&changed_or_stopping));
       // Coalesce: no push sooner than min_interval after the previous one,
       // as the clock tells (a test's manual clock too: hence the slices).
-      for (absl::Duration left = last_push + options_.min_interval -
-                                 clock_->Monotonic();
+      for (absl::Duration left =
+               last_push + options_.min_interval - clock_->Monotonic();
            !stopping_ && left > absl::ZeroDuration();
            left = last_push + options_.min_interval - clock_->Monotonic()) {
         mu_.AwaitWithTimeout(absl::Condition(&stopping_),
@@ -229,12 +229,13 @@ bool WatchHub::OfferInWaves(
 }
 
 WatchStream::WatchStream(WatchHub* hub, grpc::CallbackServerContext* context,
-                         bool deltas, Metrics* metrics)
+                         bool deltas, Metrics* metrics, CallSeries* series)
     : hub_(hub),
       context_(context),
       deltas_(deltas),
       ordinal_(hub->NextOrdinal()),
-      metrics_(Metrics::OrDiscard(metrics)) {
+      metrics_(Metrics::OrDiscard(metrics)),
+      counted_(series) {
   absl::Status added = hub_->OverBudget()
                            ? absl::ResourceExhaustedError(
                                  "watchers that do not read hold more than "
@@ -342,6 +343,7 @@ void WatchStream::Abort(const grpc::Status& status) {
     next_.reset();
     if (!end_.Abort(status)) return;
   }
+  counted_.Finishing(static_cast<int>(status.error_code()));
   Finish(status);
 }
 
@@ -350,11 +352,13 @@ void WatchStream::FinishOnce(const grpc::Status& status) {
     absl::MutexLock lock(&mu_);
     if (!end_.TryFinish()) return;
   }
+  counted_.Finishing(static_cast<int>(status.error_code()));
   Finish(status);
 }
 
 void WatchStream::OnDone() {
   if (registered_) hub_->Remove(this);
+  counted_.Done();
   delete this;
 }
 

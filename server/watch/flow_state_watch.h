@@ -140,10 +140,10 @@ class WatchHub final : public core::FlowStateListener {
   const absl::Duration stall_limit_;
   Metrics* const metrics_;      // Borrowed; never null (Metrics::OrDiscard).
   ReplyBudget* const replies_;  // What states are charged to; may be null.
-  const core::Clock* const clock_;  // Times pushes and stalls; borrowed.
-  StreamRegistry streams_;      // The open watchers (all WatchStreams).
-  std::atomic<uint64_t> ordinals_{0};           // Next NextOrdinal().
-  absl::Mutex mu_;                              // Guards the fields below.
+  const core::Clock* const clock_;     // Times pushes and stalls; borrowed.
+  StreamRegistry streams_;             // The open watchers (all WatchStreams).
+  std::atomic<uint64_t> ordinals_{0};  // Next NextOrdinal().
+  absl::Mutex mu_;                     // Guards the fields below.
   uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;   // Changes seen so far.
   uint64_t watchers_ ABSL_GUARDED_BY(mu_) = 0;  // Registered watchers.
   // A new watcher found no state of this term: publish one now.
@@ -169,8 +169,10 @@ class WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   // messages are changes where they can be. Ends at once with
   // RESOURCE_EXHAUSTED while the hub is over its budget. Deletes itself when
   // gRPC is done with it.
+  // `series`: its call metrics (borrowed; null: none), counted here rather
+  // than by the interceptor, which would run on every message.
   WatchStream(WatchHub* hub, grpc::CallbackServerContext* context, bool deltas,
-              Metrics* metrics);
+              Metrics* metrics, CallSeries* series = nullptr);
 
   // Sends `snapshot` if no write is in flight, else keeps it as the next to
   // send (replacing, and so skipping, any older one waiting). States not
@@ -204,6 +206,7 @@ class WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   const uint64_t ordinal_;   // Its number; picks its wave.
   Metrics* const metrics_;   // Borrowed; never null (Metrics::OrDiscard).
   bool registered_ = false;  // Whether Add() succeeded.
+  SelfCountedCall counted_;  // Its call metrics.
 
   absl::Mutex mu_;  // Guards the fields below; never held into gRPC calls.
   // The state being written; assigned only while no write is in flight,

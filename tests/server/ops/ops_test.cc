@@ -27,6 +27,7 @@
 #include "tests/server/certs.h"
 #include "tests/server/in_process_server.h"
 #include "tests/server/test_util.h"
+#include "tests/server/watch_client.h"
 
 namespace metasrv::server {
 namespace {
@@ -101,6 +102,44 @@ TEST(MetricsTest, GreptimeDbsMetricsAndCallsByMethodAndCode) {
   EXPECT_EQ(m["metasrv_has_leader"], 1);
   // Standalone: no store.
   EXPECT_EQ(m.count("metasrv_store_healthy"), 0u);
+  ASSERT_TRUE(a.Close().ok());
+}
+
+// WatchFlowState counts itself (the interceptor would run on each message it
+// pushes): one start per watcher, handled with the code it ended with.
+TEST(MetricsTest, WatchersAreCountedOnceWithTheirEndingCode) {
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
+  options.metrics_addr = "127.0.0.1:0";
+  options.max_streams = 1;  // A second watcher is refused.
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->advertised_addr());
+  auto stub = metasrv::v1::FlowState::NewStub(channel);
+  HeartbeatClient a(channel);
+  ASSERT_TRUE(a.Call(Request(meta::FLOWNODE, 1)).has_value());
+  ASSERT_TRUE(a.Call(FlowReport(1, {{1, 10, 1}})).has_value());
+  const std::string watch =
+      "grpc_method=\"WatchFlowState\",grpc_service=\"metasrv.v1.FlowState\","
+      "grpc_type=\"server_stream\"";
+  {
+    ::metasrv::testing::WatchClient first(stub.get());
+    ASSERT_TRUE(first.WaitFor([](const auto& m) { return !m.empty(); }));
+    ::metasrv::testing::WatchClient second(stub.get());
+    ASSERT_TRUE(second.WaitDone());
+    EXPECT_EQ(second.status()->error_code(),
+              grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }  // The first is cancelled by its client.
+  std::map<std::string, double> m;
+  ASSERT_TRUE(WaitFor([&] {
+    m = Scrape(server->metrics_port());
+    return m["grpc_server_handled_total{grpc_code=\"Canceled\"," + watch +
+             "}"] == 1;
+  }));
+  EXPECT_EQ(m["grpc_server_started_total{" + watch + "}"], 2);
+  EXPECT_EQ(m["grpc_server_handled_total{grpc_code=\"ResourceExhausted\"," +
+              watch + "}"],
+            1);
+  EXPECT_EQ(m["grpc_server_handling_seconds_count{" + watch + "}"], 2);
   ASSERT_TRUE(a.Close().ok());
 }
 
