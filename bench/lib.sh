@@ -1,13 +1,13 @@
 # Helpers of the benchmark scripts; sourced with B (build dir) set.
 . scripts/lib.sh
 server_pid=""
-start_server() {  # start_server metasrv|echo|echo-cq PORT
+start_server() {  # start_server metasrv|echo|echo-cq PORT [metasrv flags...]
   if [[ $1 == echo ]]; then
     "$B/bench/echo_server" --bind_addr=127.0.0.1:$2 &
   elif [[ $1 == echo-cq ]]; then
     "$B/bench/echo_server" --bind_addr=127.0.0.1:$2 --api=cq &
   else
-    "$B/server/metasrv" --bind_addr=127.0.0.1:$2 --log_level=warn &
+    "$B/server/metasrv" --bind_addr=127.0.0.1:$2 --log_level=warn "${@:3}" &
   fi
   server_pid=$!
   wait_for_port "$2" || { echo "server $1 did not start" >&2; exit 1; }

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,9 @@ ABSL_FLAG(int, changing_flows, -1,
           "of each report's --flows, how many change from one report to the "
           "next (the others repeat their values); -1: all");
 ABSL_FLAG(uint64_t, node_offset, 0, "first node id");
+ABSL_FLAG(int, server_pid, 0,
+          "a local server's pid: its CPU time over the measured window is "
+          "reported (server_cpu_s), read from /proc at the window's ends");
 ABSL_FLAG(bool, follow_leader, false,
           "HA: --target lists every replica; streams go to the leader, and a "
           "stream ended by a step-down (ABORTED) reconnects to the new one, "
@@ -344,6 +348,24 @@ class Flownode final
 
 bool CountFlowIds(google::protobuf::io::CodedInputStream* in, uint32_t size,
                   int64_t* flows);
+
+// User plus system CPU time of process `pid` so far, seconds; -1 if unknown.
+double ProcessCpuSeconds(int pid) {
+  std::FILE* f = std::fopen(absl::StrCat("/proc/", pid, "/stat").c_str(), "r");
+  if (f == nullptr) return -1;
+  char buf[1024];
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  // Fields after the command name (which may hold spaces) start past ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return -1;
+  std::vector<std::string> fields = absl::StrSplit(p + 2, ' ');
+  if (fields.size() < 13) return -1;
+  // utime and stime are fields 14 and 15 of the line: 11 and 12 here.
+  return (std::stod(fields[11]) + std::stod(fields[12])) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
+}
 
 // GetFlowState of every flow, its answer kept as bytes: the flow ids it
 // holds, or -1 on a malformed answer.
@@ -662,6 +684,18 @@ int main(int argc, char** argv) {
   const Clock::time_point t0 = Clock::now();
   shared.measure_from = t0 + warmup;
   if (reports == 0) shared.measure_to = shared.measure_from + duration;
+  // The server's CPU over exactly the measured window.
+  double server_cpu_s = -1;
+  std::thread cpu_sampler;
+  if (const int pid = absl::GetFlag(FLAGS_server_pid); pid > 0 && reports == 0) {
+    cpu_sampler = std::thread([&shared, pid, &server_cpu_s] {
+      std::this_thread::sleep_until(shared.measure_from);
+      const double from = ProcessCpuSeconds(pid);
+      std::this_thread::sleep_until(shared.measure_to);
+      const double to = ProcessCpuSeconds(pid);
+      if (from >= 0 && to >= 0) server_cpu_s = to - from;
+    });
+  }
 
   std::vector<std::thread> readers;
   std::vector<Samples> reader_samples(absl::GetFlag(FLAGS_state_readers) +
@@ -723,6 +757,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_until(end);
   }
   const Clock::time_point stop_at = Clock::now();
+  if (cpu_sampler.joinable()) cpu_sampler.join();
   shared.stopping = true;
   if (leader_tracker.joinable()) leader_tracker.join();
   for (auto& t : readers) t.join();
@@ -784,7 +819,7 @@ int main(int argc, char** argv) {
       "%zu,"
       "\"watch_age_p50_ms\":%.1f,\"watch_age_p99_ms\":%.1f,\"watch_flows\":%"
       "lld,\"watch_deltas\":%lld,\"watch_delta_flows_avg\":%.1f,"
-      "\"redirects\":%lld,\"not_leader\":%lld}\n",
+      "\"redirects\":%lld,\"not_leader\":%lld,\"server_cpu_s\":%.2f}\n",
       absl::GetFlag(FLAGS_label).c_str(), closed ? "closed" : "open", n, flows,
       window_s, msgs, msgs / window_s, Percentile(all, 0.50),
       Percentile(all, 0.99), Percentile(all, 0.999),
@@ -802,6 +837,6 @@ int main(int argc, char** argv) {
                              static_cast<double>(watch_deltas)
                        : 0.0,
       static_cast<long long>(shared.redirects.load()),
-      static_cast<long long>(shared.not_leader.load()));
+      static_cast<long long>(shared.not_leader.load()), server_cpu_s);
   return shared.errors.load() == 0 ? 0 : 1;
 }

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Open loop, each flownode reporting every 3 s: the metasrv's server CPU per
+# heartbeat and its p99, beside the callback echo and the completion-queue
+# echo at the same load in the same round (ratios per round; medians over
+# REPS rounds), at 1,000, 10,000 and 30,000 flownodes. The server's CPU is
+# read from /proc at the ends of the measured window (loadgen --server_pid).
+#   REPS=3 bash bench/open_bench.sh   # writes ${OUT:-build/bench-results}/open_api.csv
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${REPS:-3}
+B=${BUILD_DIR:-build}
+OUT=${OUT:-$B/bench-results}
+STREAMS=${STREAMS:-"1000 10000 30000"}
+DUR=${DUR:-15s}
+WARM=${WARM:-5s}
+mkdir -p "$OUT"
+. bench/lib.sh
+port=39600
+csv="$OUT/open_api.csv"
+echo "rep,streams,target,msgs,msgs_per_s,p50_us,p99_us,late,errors,server_cpu_s,cpu_us_per_msg,rss_kib" >"$csv"
+for rep in $(seq "$REPS"); do
+  for streams in $STREAMS; do
+    for target in echo echo-cq metasrv; do
+      # 30,000 flownodes are more than --max_nodes' default.
+      port=$((port + 1)); start_server $target $port --max_nodes=100000
+      r=$(loadgen $target --mode=open --interval=3s --streams=$streams --flows=10 \
+            --channels=16 --duration=$DUR --warmup=$WARM --server_pid=$server_pid)
+      rss=$(rss_kib)
+      stop_server
+      msgs=$(json "$r" msgs); cpu=$(json "$r" server_cpu_s)
+      per=$(python3 -c "print(round($cpu*1e6/max(1,$msgs),1))")
+      echo "$rep,$streams,$target,$msgs,$(json "$r" msgs_per_s),$(json "$r" p50_us),$(json "$r" p99_us),$(json "$r" late),$(json "$r" errors),$cpu,$per,$rss" >>"$csv"
+    done
+  done
+done
+cat "$csv"
+# Per load: median over the rounds of the metasrv's ratio to each echo.
+python3 - "$csv" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+by = {}
+for r in rows:
+    by.setdefault((r["rep"], r["streams"]), {})[r["target"]] = r
+print("streams,vs,cpu_per_msg_ratio_median,p99_ratio_median")
+for streams in sorted({r["streams"] for r in rows}, key=int):
+    for echo in ("echo", "echo-cq"):
+        cpu, p99 = [], []
+        for (rep, s), t in by.items():
+            if s != streams or echo not in t or "metasrv" not in t:
+                continue
+            cpu.append(float(t["metasrv"]["cpu_us_per_msg"]) / max(1e-9, float(t[echo]["cpu_us_per_msg"])))
+            p99.append(float(t["metasrv"]["p99_us"]) / max(1e-9, float(t[echo]["p99_us"])))
+        if cpu:
+            print(f"{streams},{echo},{statistics.median(cpu):.2f},{statistics.median(p99):.2f}")
+PY
