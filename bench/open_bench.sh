@@ -23,8 +23,11 @@ for rep in $(seq "$REPS"); do
     for target in echo echo-cq metasrv; do
       # 30,000 flownodes are more than --max_nodes' default.
       port=$((port + 1)); start_server $target $port --max_nodes=100000
+      # The metasrv takes 1,000 streams per connection (and gRPC's default
+      # for the echoes is larger): a connection per 1,000 flownodes at least.
+      channels=$(( streams / 1000 > 16 ? streams / 1000 : 16 ))
       r=$(loadgen $target --mode=open --interval=3s --streams=$streams --flows=10 \
-            --channels=16 --duration=$DUR --warmup=$WARM --server_pid=$server_pid)
+            --channels=$channels --duration=$DUR --warmup=$WARM --server_pid=$server_pid)
       rss=$(rss_kib)
       stop_server
       msgs=$(json "$r" msgs); cpu=$(json "$r" server_cpu_s)

@@ -19,11 +19,11 @@ bool FullStateReply::Same(const Entry& entry, const EncodedFlowState& state) {
 
 grpc::ByteBuffer FullStateReply::Get(const EncodedFlowState& state,
                                      bool with_nodes) {
-  std::shared_ptr<const Entry>* slot = &entries_[with_nodes ? 1 : 0];
+  const int slot = with_nodes ? 1 : 0;
   std::shared_ptr<const Entry> last;
   {
     absl::MutexLock lock(&mu_);
-    last = *slot;
+    last = entries_[slot];
   }
   const bool again = last != nullptr && Same(*last, state);
   if (again && last->flat) return last->bytes;
@@ -40,7 +40,7 @@ grpc::ByteBuffer FullStateReply::Get(const EncodedFlowState& state,
   }
   grpc::ByteBuffer out = made->flat ? made->bytes : pieces;
   absl::MutexLock lock(&mu_);
-  *slot = std::move(made);
+  entries_[slot] = std::move(made);
   return out;
 }
 

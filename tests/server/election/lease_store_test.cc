@@ -62,6 +62,24 @@ class LeaseStoreTest : public ::testing::TestWithParam<std::string> {
     return NewStore(server_->address());
   }
 
+  // A replica's options: its address has a wrong password, its
+  // --store_password_file (a new temporary file, named in `*path`) the
+  // right one.
+  ServerOptions WithPasswordFile(std::string* path) {
+    char name[] = "/tmp/metasrv-sql-password-XXXXXX";
+    const int fd = mkstemp(name);
+    EXPECT_GE(fd, 0);
+    if (fd >= 0) close(fd);
+    *path = name;
+    std::ofstream(*path) << ::metasrv::testing::kSqlPassword << "\n";
+    ServerOptions options = ::metasrv::testing::LoopbackOptions();
+    options.backend = GetParam();
+    options.store_addrs = {server_->AddressWithPassword("wrong")};
+    options.store_password_file = *path;
+    options.lease_ttl = absl::Seconds(2);
+    return options;
+  }
+
   SqlProcess* server_ = nullptr;  // The suite's server for the backend.
   std::string prefix_;            // This test's keys; has a LIKE wildcard.
 };
@@ -185,19 +203,10 @@ TEST_P(LeaseStoreTest, MetasrvRefusesToStartWithAWrongPassword) {
 // --store_password_file works for the SQL stores too: its password wins
 // over the one in the address, and the replica leads.
 TEST_P(LeaseStoreTest, APasswordFileWinsOverTheAddresssPassword) {
-  char path[] = "/tmp/metasrv-sql-password-XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  std::ofstream(path) << ::metasrv::testing::kSqlPassword << "\n";
-  ServerOptions options = ::metasrv::testing::LoopbackOptions();
-  options.backend = GetParam();
-  options.store_addrs = {server_->AddressWithPassword("wrong")};
-  options.store_password_file = path;
-  options.lease_ttl = absl::Seconds(2);
+  std::string path;
   absl::StatusOr<std::unique_ptr<MetasrvServer>> started =
-      MetasrvServer::Start(options);
-  unlink(path);
+      MetasrvServer::Start(WithPasswordFile(&path));
+  unlink(path.c_str());
   ASSERT_TRUE(started.ok()) << started.status();
   EXPECT_TRUE(
       WaitFor([&] { return (*started)->leadership_for_test().IsLeader(); }));
@@ -207,18 +216,9 @@ TEST_P(LeaseStoreTest, APasswordFileWinsOverTheAddresssPassword) {
 // one open stays). A wrong one, once the database restarts, loses the lease;
 // the right one, re-read, wins it back.
 TEST_P(LeaseStoreTest, AReloadedPasswordIsUsedAtTheNextConnection) {
-  char path[] = "/tmp/metasrv-sql-password-XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  std::ofstream(path) << ::metasrv::testing::kSqlPassword << "\n";
-  ServerOptions options = ::metasrv::testing::LoopbackOptions();
-  options.backend = GetParam();
-  options.store_addrs = {server_->AddressWithPassword("wrong")};
-  options.store_password_file = path;
-  options.lease_ttl = absl::Seconds(2);
+  std::string path;
   absl::StatusOr<std::unique_ptr<MetasrvServer>> started =
-      MetasrvServer::Start(options);
+      MetasrvServer::Start(WithPasswordFile(&path));
   ASSERT_TRUE(started.ok()) << started.status();
   MetasrvServer& metasrv = **started;
   ASSERT_TRUE(
@@ -234,7 +234,7 @@ TEST_P(LeaseStoreTest, AReloadedPasswordIsUsedAtTheNextConnection) {
   metasrv.Reload();
   EXPECT_TRUE(WaitFor([&] { return metasrv.leadership_for_test().IsLeader(); },
                       absl::Seconds(15)));
-  unlink(path);
+  unlink(path.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, LeaseStoreTest,
