@@ -120,35 +120,39 @@ size_t EncodedFlowState::size() const {
   return bytes;
 }
 
-EncodedFlowState EncodeFlowStateColumns(
-    const core::FlowStateManager& flow_state, bool with_nodes) {
+namespace {
+
+core::ChunkEncoding ColumnsEncoding(bool with_nodes) {
+  return with_nodes ? core::ChunkEncoding::kColumnsWithNodes
+                    : core::ChunkEncoding::kColumns;
+}
+
+// The answer of the manager's chunks (nullopt: no flow state).
+EncodedFlowState FromChunks(
+    std::optional<std::vector<std::shared_ptr<const std::string>>> chunks) {
   EncodedFlowState out;
-  auto chunks =
-      with_nodes
-          ? flow_state.EncodeChunks(core::ChunkEncoding::kColumnsWithNodes,
-                                    &EncodeColumnsWithNodesChunk)
-          : flow_state.EncodeChunks(core::ChunkEncoding::kColumns,
-                                    &EncodeColumnsChunk);
   if (!chunks.has_value()) return out;
   out.found = true;
   out.chunks = *std::move(chunks);
   return out;
 }
 
+}  // namespace
+
+EncodedFlowState EncodeFlowStateColumns(
+    const core::FlowStateManager& flow_state, bool with_nodes) {
+  return FromChunks(flow_state.EncodeChunks(
+      ColumnsEncoding(with_nodes),
+      with_nodes ? &EncodeColumnsWithNodesChunk : &EncodeColumnsChunk));
+}
+
 std::optional<EncodedFlowState> CachedFlowStateColumns(
     const core::FlowStateManager& flow_state, bool with_nodes) {
   std::optional<std::vector<std::shared_ptr<const std::string>>> chunks;
-  if (!flow_state.CachedChunks(with_nodes
-                                   ? core::ChunkEncoding::kColumnsWithNodes
-                                   : core::ChunkEncoding::kColumns,
-                               &chunks)) {
+  if (!flow_state.CachedChunks(ColumnsEncoding(with_nodes), &chunks)) {
     return std::nullopt;
   }
-  EncodedFlowState out;
-  if (!chunks.has_value()) return out;
-  out.found = true;
-  out.chunks = *std::move(chunks);
-  return out;
+  return FromChunks(std::move(chunks));
 }
 
 grpc::ByteBuffer ToByteBuffer(const EncodedFlowState& state,
