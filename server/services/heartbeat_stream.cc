@@ -158,6 +158,9 @@ void HeartbeatStream::FinishWith(const grpc::Status& status) {
 }
 
 void HeartbeatStream::OnDone() {
+  // Out of the open count before it is counted handled, so a scrape that
+  // sees it handled never still sees it open.
+  if (registered_) registry_->Remove(this);
   counted_.Done();
   if (flownode_.has_value()) {
     const LogFields fields({{"node_id", absl::StrCat(*flownode_)},
@@ -166,7 +169,6 @@ void HeartbeatStream::OnDone() {
     LogLimited(spdlog::level::info, "flownode_disconnected",
                "flownode {} (from {}) disconnected", *flownode_, peer_);
   }
-  if (registered_) registry_->Remove(this);
   delete this;
 }
 
