@@ -38,11 +38,7 @@ void FlowStateManager::Notify() const {
 absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
                                          NodeHeartbeat heartbeat,
                                          std::optional<uint64_t> term) {
-  // Encoding the report is O(report) and needs no lock.
-  kv::Bytes report_json;
   const bool has_report = heartbeat.report.has_value();
-  if (has_report)
-    report_json = kv::MakeBytes(EncodeFlowState(*heartbeat.report));
   const int64_t now = absl::ToUnixMillis(options_.clock->Now());
   const int64_t mono = absl::ToUnixMillis(options_.clock->Monotonic());
   {
@@ -54,8 +50,8 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
                        "since term ",
                        *term, " (leadership changed)"));
     }
-    absl::Status stored = store_.Heartbeat(node_id, std::move(heartbeat),
-                                           std::move(report_json), now, mono);
+    absl::Status stored =
+        store_.Heartbeat(node_id, std::move(heartbeat), now, mono);
     if (!stored.ok()) return stored;
   }
   if (has_report) Notify();
@@ -262,7 +258,7 @@ std::vector<kv::KeyValue> FlowStateManager::ToKeyValues(Found found) {
     kv::KeyValue& kv = out.emplace_back();
     kv.key = std::move(entry.key);
     if (entry.value != nullptr) {
-      kv.value = *entry.value;
+      kv.value = entry.value->bytes();
     } else if (found.encode_aggregate && kv.key == kFlowStateKey) {
       kv.value = aggregate_json;
     }

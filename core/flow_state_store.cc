@@ -41,7 +41,7 @@ absl::Status FlowStateStore::CheckCapacity(uint64_t node,
                      limits_.max_nodes));
   }
   const uint64_t old_flows =
-      entry == nullptr ? 0 : entry->report.flows().size();
+      entry == nullptr ? 0 : ReportOf(*entry).flows().size();
   if (limits_.max_total_flows != 0 && report_flows > old_flows &&
       total_flows_ - old_flows + report_flows > limits_.max_total_flows) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -53,16 +53,25 @@ absl::Status FlowStateStore::CheckCapacity(uint64_t node,
   return absl::OkStatus();
 }
 
+const FlowStateValue& FlowStateStore::ReportOf(const NodeEntry& entry) {
+  static const FlowStateValue* const kNone = new FlowStateValue();
+  return entry.report == nullptr ? *kNone : *entry.report;
+}
+
 void FlowStateStore::SetReport(uint64_t node, NodeEntry& entry,
-                               FlowStateValue report, kv::Bytes json) {
-  total_flows_ += report.flows().size();
-  total_flows_ -= entry.report.flows().size();
-  aggregate_.Replace(node, entry.report, report);
-  entry.report = std::move(report);
+                               FlowStateValue report) {
+  auto shared = std::make_shared<const FlowStateValue>(std::move(report));
+  total_flows_ += shared->flows().size();
+  total_flows_ -= ReportOf(entry).flows().size();
+  aggregate_.Replace(node, ReportOf(entry), *shared);
   if (entry.report_slot == nullptr) {
     entry.report_slot = &node_keys_.Slot(FlowStateNodeKey(node));
   }
-  *entry.report_slot = std::move(json);
+  // Encoded when somebody reads the key, from this report, which no one
+  // changes: every reader of this value sees the same bytes.
+  *entry.report_slot = kv::MakeLazyBytes(
+      [report = shared]() { return EncodeFlowState(*report); });
+  entry.report = std::move(shared);
   has_aggregate_ = true;
 }
 
@@ -107,7 +116,9 @@ void FlowStateStore::WriteClusterNode(const ClusterNode& node, int64_t now_ms,
   }
   if (limits_.track_idle) clusters_by_silence_.insert({mono_ms, id});
   entry.seen_mono = mono_ms;
-  *entry.slot = kv::MakeBytes(EncodeClusterNodeInfo(node, now_ms));
+  // Encoded when read (a node says the same each heartbeat; its time moves).
+  *entry.slot = kv::MakeLazyBytes(
+      [node, now_ms]() { return EncodeClusterNodeInfo(node, now_ms); });
 }
 
 absl::Status FlowStateStore::RecordClusterNode(const ClusterNode& node,
@@ -120,8 +131,7 @@ absl::Status FlowStateStore::RecordClusterNode(const ClusterNode& node,
 }
 
 absl::Status FlowStateStore::Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
-                                       kv::Bytes report_json, int64_t now_ms,
-                                       int64_t mono_ms) {
+                                       int64_t now_ms, int64_t mono_ms) {
   auto it = nodes_.find(node);
   const bool has_report = heartbeat.report.has_value();
   absl::Status capacity =
@@ -145,8 +155,7 @@ absl::Status FlowStateStore::Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
   }
   if (heartbeat.info.has_value()) record.info = std::move(heartbeat.info);
   if (has_report) {
-    SetReport(node, entry, *std::move(heartbeat.report),
-              std::move(report_json));
+    SetReport(node, entry, *std::move(heartbeat.report));
   }
   return absl::OkStatus();
 }
@@ -156,10 +165,9 @@ ForgetResult FlowStateStore::ForgetFlows(
   ForgetResult result;
   result.forgotten_flows = aggregate_.CountPresent(sorted_ids);
   for (auto& [node, entry] : nodes_) {
-    std::optional<FlowStateValue> kept = Without(entry.report, sorted_ids);
+    std::optional<FlowStateValue> kept = Without(ReportOf(entry), sorted_ids);
     if (!kept.has_value()) continue;
-    kv::Bytes json = kv::MakeBytes(EncodeFlowState(*kept));
-    SetReport(node, entry, *std::move(kept), std::move(json));
+    SetReport(node, entry, *std::move(kept));
     ++result.updated_nodes;
   }
   return result;
@@ -172,8 +180,8 @@ void FlowStateStore::RemoveNode(
   if (limits_.track_silence) by_silence_.erase({entry.heartbeat_mono, node});
   if (limits_.track_idle)
     records_by_silence_.erase({entry.heartbeat_mono, node});
-  total_flows_ -= entry.report.flows().size();
-  aggregate_.Replace(node, entry.report, FlowStateValue());
+  total_flows_ -= ReportOf(entry).flows().size();
+  aggregate_.Replace(node, ReportOf(entry), FlowStateValue());
   node_keys_.Apply(FlowStateNodeKey(node), nullptr);
   nodes_.erase(it);
 }
@@ -235,7 +243,7 @@ std::vector<FlownodeView> FlowStateStore::ListFlownodes(
   std::vector<FlownodeView> out;
   auto add = [&out](uint64_t node, const NodeEntry& entry) {
     if (!entry.record.has_value()) return;
-    out.push_back({node, *entry.record, entry.report.flows().size()});
+    out.push_back({node, *entry.record, ReportOf(entry).flows().size()});
   };
   if (node_ids.empty()) {
     out.reserve(nodes_.size());

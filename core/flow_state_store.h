@@ -3,6 +3,7 @@
 #define METASRV_CORE_FLOW_STATE_STORE_H_
 
 #include <array>
+#include <memory>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -81,15 +82,14 @@ class FlowStateStore {
   FlowStateStore& operator=(FlowStateStore&&) = default;
 
   // Records a heartbeat of `node` at `now_ms` (unix ms; `mono_ms` on the
-  // monotonic clock, for the silence order). With a report, `report_json` is
-  // its encoding; the report replaces the node's previous one and the
-  // aggregate follows. kResourceExhausted, naming the limit and changing
+  // monotonic clock, for the silence order). With a report, the report
+  // replaces the node's previous one and the aggregate follows; its KV value
+  // is the report's JSON, encoded when first read (kv::Value). kResourceExhausted, naming the limit and changing
   // nothing, for a new node past Limits::max_nodes (of flownodes, and of
   // cluster-info keys of its role) or a report that would grow the entries
   // past Limits::max_total_flows.
   absl::Status Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
-                         kv::Bytes report_json, int64_t now_ms,
-                         int64_t mono_ms);
+                         int64_t now_ms, int64_t mono_ms);
 
   // Writes the cluster info of a node of another role (a frontend or a
   // datanode) heard from at `now_ms`. kResourceExhausted (nothing written)
@@ -140,7 +140,9 @@ class FlowStateStore {
     // Its record; nullopt once idle past ExpireIdle()'s cutoff, while its
     // report lingers.
     std::optional<FlownodeRecord> record;
-    FlowStateValue report;       // Its latest report (empty if none).
+    // Its latest report (null if none), shared with its KV value, which
+    // encodes it when read.
+    std::shared_ptr<const FlowStateValue> report;
     int64_t heartbeat_mono = 0;  // Its last heartbeat, monotonic ms.
     // Its report key's slot in node_keys_ (KvStore::Slot); null until
     // written.
@@ -157,9 +159,10 @@ class FlowStateStore {
   // `report_flows` flows (0: no report); else kResourceExhausted.
   absl::Status CheckCapacity(uint64_t node, const NodeEntry* entry,
                              uint64_t report_flows) const;
-  // Replaces `node`'s report with `report` (encoded as `json`) everywhere.
-  void SetReport(uint64_t node, NodeEntry& entry, FlowStateValue report,
-                 kv::Bytes json);
+  // Replaces `node`'s report with `report` everywhere.
+  void SetReport(uint64_t node, NodeEntry& entry, FlowStateValue report);
+  // `entry`'s report; empty if it has none.
+  static const FlowStateValue& ReportOf(const NodeEntry& entry);
   // Moves `node` to `mono_ms` in the silence orders.
   void Touch(uint64_t node, NodeEntry& entry, int64_t mono_ms);
   // Removes the node at `it`: its report (from the aggregate and the KV), its

@@ -13,17 +13,9 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "kv/kv_backend.h"
+#include "kv/value.h"
 
 namespace metasrv::kv {
-
-// A stored value: immutable bytes, shared so that a reader copies the pointer
-// under its owner's lock and the bytes after releasing it.
-using Bytes = std::shared_ptr<const std::string>;
-
-// Wraps bytes in a shared value.
-inline Bytes MakeBytes(std::string bytes) {
-  return std::make_shared<const std::string>(std::move(bytes));
-}
 
 // A key with its value, as a range found it.
 struct StoredEntry {

@@ -96,7 +96,7 @@ TEST_F(KvStoreTest, KeysAreByteOrdered) {
 
 TEST_F(KvStoreTest, ApplyReportsWhetherKeyExisted) {
   EXPECT_TRUE(store_.Apply("a", MakeBytes("new")));
-  EXPECT_EQ(*store_.Find("a"), "new");
+  EXPECT_EQ(store_.Find("a")->bytes(), "new");
   EXPECT_FALSE(store_.Apply("zz", MakeBytes("x")));
   EXPECT_TRUE(store_.Apply("zz", nullptr));
   EXPECT_FALSE(store_.Apply("zz", nullptr));
@@ -105,15 +105,15 @@ TEST_F(KvStoreTest, ApplyReportsWhetherKeyExisted) {
 
 TEST_F(KvStoreTest, SlotIsTheKeysValueAndSurvivesAMove) {
   Bytes& slot = store_.Slot("a/2");
-  EXPECT_EQ(*slot, "v:a/2");
+  EXPECT_EQ(slot->bytes(), "v:a/2");
   slot = MakeBytes("changed");
-  EXPECT_EQ(*store_.Find("a/2"), "changed");
+  EXPECT_EQ(store_.Find("a/2")->bytes(), "changed");
   Bytes& fresh = store_.Slot("d");  // A new key: in ranges at once.
   fresh = MakeBytes("new");
   EXPECT_THAT(Keys({"c", kZero}), ElementsAre("c", "d"));
   KvStore moved = std::move(store_);
   fresh = MakeBytes("after the move");
-  EXPECT_EQ(*moved.Find("d"), "after the move");
+  EXPECT_EQ(moved.Find("d")->bytes(), "after the move");
 }
 
 }  // namespace
