@@ -45,12 +45,29 @@ FlowStateValue::Builder& FlowStateValue::Builder::Set(const FlowStat& stat) {
 
 FlowStateValue FlowStateValue::Builder::Build(bool* had_duplicate) {
   // Stable, so that for a repeated (flow, field) the last one set comes last.
-  std::stable_sort(
-      items_.begin(), items_.end(),
-      [](const Item& a, const Item& b) { return a.flow_id < b.flow_id; });
+  auto by_flow = [](const Item& a, const Item& b) {
+    return a.flow_id < b.flow_id;
+  };
+  if (items_.size() <= kInsertionSortMax) {
+    // A heartbeat's report: std::stable_sort would allocate a buffer.
+    for (size_t i = 1; i < items_.size(); ++i) {
+      const Item item = items_[i];
+      size_t j = i;
+      for (; j > 0 && by_flow(item, items_[j - 1]); --j) {
+        items_[j] = items_[j - 1];
+      }
+      items_[j] = item;
+    }
+  } else {
+    std::stable_sort(items_.begin(), items_.end(), by_flow);
+  }
+  size_t flows = 0;
+  for (size_t i = 0; i < items_.size(); ++i) {
+    flows += i == 0 || items_[i].flow_id != items_[i - 1].flow_id;
+  }
   bool dup = false;
   FlowStateValue out;
-  out.flows_.reserve(items_.size());
+  out.flows_.reserve(flows);
   for (const Item& item : items_) {
     if (out.flows_.empty() || out.flows_.back().flow_id != item.flow_id) {
       out.flows_.push_back(FlowStat{item.flow_id});
@@ -70,7 +87,6 @@ FlowStateValue FlowStateValue::Builder::Build(bool* had_duplicate) {
         break;
     }
   }
-  out.flows_.shrink_to_fit();
   items_.clear();
   if (had_duplicate != nullptr) *had_duplicate = dup;
   return out;

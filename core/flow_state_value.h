@@ -61,10 +61,17 @@ class FlowStateValue::Builder {
   // Sets every field `stat` has.
   Builder& Set(const FlowStat& stat);
   void Reserve(size_t n) { items_.reserve(n); }
+  // Fields set since the builder was made or last built.
+  size_t size() const { return items_.size(); }
+  // Fields it has room for without allocating.
+  size_t capacity() const { return items_.capacity(); }
+  // Forgets every field set after the first `n` (n <= size()).
+  void Truncate(size_t n) { items_.erase(items_.begin() + n, items_.end()); }
 
-  // Sorts and combines what was set, and empties the builder. Sets
-  // *had_duplicate (if given) to whether any flow's field was set more than
-  // once. O(n log n).
+  // Sorts and combines what was set, and empties the builder (keeping its
+  // room). Sets *had_duplicate (if given) to whether any flow's field was
+  // set more than once. O(n log n); no allocation but the value's for up to
+  // kInsertionSortMax fields.
   FlowStateValue Build(bool* had_duplicate = nullptr);
 
  private:
@@ -73,6 +80,8 @@ class FlowStateValue::Builder {
     FlowField field;   // Which field.
     uint64_t bits;  // The value's bits (int64 stored as its two's complement).
   };
+  // Up to this many fields are sorted in place (a report of tens of flows).
+  static constexpr size_t kInsertionSortMax = 64;
   std::vector<Item> items_;  // In the order they were set.
 };
 

@@ -1,6 +1,9 @@
 #include "server/rpc/request_decoder.h"
 
-#include <grpcpp/support/proto_buffer_reader.h>
+#include <google/protobuf/io/zero_copy_stream.h>
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/slice.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -11,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 
 namespace metasrv::server {
 namespace {
@@ -55,12 +59,12 @@ absl::Status ZstdError(size_t code, size_t max_bytes) {
 // one (kResourceExhausted if it is past `max_bytes`), else a guess from the
 // input size. Only sizes the first allocation: the decoder's output is
 // bounded whatever the frame declares.
-absl::StatusOr<size_t> FirstAllocation(const std::vector<grpc::Slice>& slices,
+absl::StatusOr<size_t> FirstAllocation(absl::Span<const grpc_slice> slices,
                                        size_t max_bytes) {
   size_t input_bytes = 0;
-  for (const grpc::Slice& s : slices) input_bytes += s.size();
-  const unsigned long long declared =
-      ZSTD_getFrameContentSize(slices.front().begin(), slices.front().size());
+  for (const grpc_slice& s : slices) input_bytes += GRPC_SLICE_LENGTH(s);
+  const unsigned long long declared = ZSTD_getFrameContentSize(
+      GRPC_SLICE_START_PTR(slices.front()), GRPC_SLICE_LENGTH(slices.front()));
   if (declared == ZSTD_CONTENTSIZE_UNKNOWN ||
       declared == ZSTD_CONTENTSIZE_ERROR) {
     return std::max<size_t>(input_bytes * 4, 16 << 10);
@@ -74,7 +78,7 @@ absl::StatusOr<size_t> FirstAllocation(const std::vector<grpc::Slice>& slices,
 }
 
 // Inflates the zstd frames in `slices` into `inflater->out`.
-absl::Status Inflate(const std::vector<grpc::Slice>& slices, size_t max_bytes,
+absl::Status Inflate(absl::Span<const grpc_slice> slices, size_t max_bytes,
                      Inflater* inflater) {
   ZSTD_DCtx* dctx = inflater->dctx.get();
   if (dctx == nullptr) return absl::ResourceExhaustedError("out of memory");
@@ -105,8 +109,8 @@ absl::Status Inflate(const std::vector<grpc::Slice>& slices, size_t max_bytes,
     produced = o.pos;
     return absl::OkStatus();
   };
-  for (const grpc::Slice& s : slices) {
-    ZSTD_inBuffer in{s.begin(), s.size(), 0};
+  for (const grpc_slice& s : slices) {
+    ZSTD_inBuffer in{GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s), 0};
     while (in.pos < in.size) {
       if (absl::Status stepped = step(&in); !stepped.ok()) return stepped;
     }
@@ -130,48 +134,90 @@ absl::Status Inflate(const std::vector<grpc::Slice>& slices, size_t max_bytes,
   return absl::OkStatus();
 }
 
-absl::Status Malformed(const google::protobuf::MessageLite& message) {
-  const std::string type = message.GetTypeName();
+absl::Status Malformed(absl::string_view type) {
   const size_t dot = type.rfind('.');
-  return absl::InvalidArgumentError(absl::StrCat(
-      "malformed ", dot == std::string::npos ? type : type.substr(dot + 1),
-      ": the bytes do not parse as ", type));
+  return absl::InvalidArgumentError(
+      absl::StrCat("malformed ",
+                   dot == absl::string_view::npos ? type : type.substr(dot + 1),
+                   ": the bytes do not parse as ", type));
 }
 
-}  // namespace
+// The bytes of several slices as one stream, without copying them.
+class SliceInput final : public google::protobuf::io::ZeroCopyInputStream {
+ public:
+  explicit SliceInput(absl::Span<const grpc_slice> slices) : slices_(slices) {}
 
-bool IsZstdFrame(const grpc::ByteBuffer& raw) {
-  if (raw.Length() < sizeof(kZstdMagic)) return false;
-  // Fast path, without allocating: a small message is one slice.
-  grpc::Slice single;
-  if (raw.TrySingleSlice(&single).ok()) {
-    return std::equal(kZstdMagic, kZstdMagic + sizeof(kZstdMagic),
-                      single.begin());
+  bool Next(const void** data, int* size) override {
+    while (index_ < slices_.size()) {
+      const grpc_slice& s = slices_[index_];
+      const size_t length = GRPC_SLICE_LENGTH(s);
+      if (offset_ < length) {
+        *data = GRPC_SLICE_START_PTR(s) + offset_;
+        *size = static_cast<int>(length - offset_);
+        count_ += length - offset_;
+        offset_ = length;
+        return true;
+      }
+      ++index_;
+      offset_ = 0;
+    }
+    return false;
   }
-  std::vector<grpc::Slice> slices;
-  if (!raw.Dump(&slices).ok()) return false;
+  void BackUp(int count) override {
+    offset_ -= static_cast<size_t>(count);
+    count_ -= count;
+  }
+  bool Skip(int count) override {
+    const void* data = nullptr;
+    int size = 0;
+    while (count > 0 && Next(&data, &size)) {
+      if (size > count) {
+        BackUp(size - count);
+        return true;
+      }
+      count -= size;
+    }
+    return count == 0;
+  }
+  int64_t ByteCount() const override { return count_; }
+
+ private:
+  absl::Span<const grpc_slice> slices_;  // The bytes, in order; borrowed.
+  size_t index_ = 0;                     // The slice being read.
+  size_t offset_ = 0;                    // Bytes of it handed out.
+  int64_t count_ = 0;                    // Bytes handed out in all.
+};
+
+bool StartsWithZstdMagic(absl::Span<const grpc_slice> slices) {
   unsigned char head[sizeof(kZstdMagic)];
   size_t got = 0;
-  for (const grpc::Slice& s : slices) {
-    for (size_t i = 0; i < s.size() && got < sizeof(head); ++i) {
-      head[got++] = s.begin()[i];
+  for (const grpc_slice& s : slices) {
+    const uint8_t* p = GRPC_SLICE_START_PTR(s);
+    for (size_t i = 0; i < GRPC_SLICE_LENGTH(s) && got < sizeof(head); ++i) {
+      head[got++] = p[i];
     }
     if (got == sizeof(head)) break;
   }
-  return std::equal(head, head + sizeof(head), kZstdMagic);
+  return got == sizeof(head) &&
+         std::equal(head, head + sizeof(head), kZstdMagic);
 }
 
-absl::Status DecodeRequest(grpc::ByteBuffer* raw, size_t max_bytes,
-                           google::protobuf::MessageLite* message) {
-  if (!IsZstdFrame(*raw)) {
-    grpc::ProtoBufferReader reader(raw);
-    if (!reader.status().ok() || !message->ParseFromZeroCopyStream(&reader)) {
-      return Malformed(*message);
+// Parses the request in `slices` (zstd or not) into `message`.
+absl::Status DecodeSlices(absl::Span<const grpc_slice> slices,
+                          size_t max_bytes,
+                          google::protobuf::MessageLite* message,
+                          absl::string_view type) {
+  if (!StartsWithZstdMagic(slices)) {
+    bool parsed = false;
+    if (slices.size() == 1) {
+      parsed = message->ParseFromArray(GRPC_SLICE_START_PTR(slices[0]),
+                                       GRPC_SLICE_LENGTH(slices[0]));
+    } else {
+      SliceInput input(slices);
+      parsed = message->ParseFromZeroCopyStream(&input);
     }
-    return absl::OkStatus();
+    return parsed ? absl::OkStatus() : Malformed(type);
   }
-  std::vector<grpc::Slice> slices;
-  if (!raw->Dump(&slices).ok() || slices.empty()) return Malformed(*message);
   thread_local Inflater inflater;
   absl::Status inflated = Inflate(slices, max_bytes, &inflater);
   const bool parsed =
@@ -180,7 +226,66 @@ absl::Status DecodeRequest(grpc::ByteBuffer* raw, size_t max_bytes,
                               static_cast<int>(inflater.out.size()));
   if (inflater.out.capacity() > kKeepBytes) std::string().swap(inflater.out);
   if (!inflated.ok()) return inflated;
-  return parsed ? absl::OkStatus() : Malformed(*message);
+  return parsed ? absl::OkStatus() : Malformed(type);
+}
+
+// The core slices `slices` wrap, without taking references (Slice::c_slice
+// takes one): a grpc::Slice is exactly a grpc_slice, as grpc::ByteBuffer's
+// own constructor relies on.
+absl::Span<const grpc_slice> AsCoreSlices(const grpc::Slice* slices,
+                                          size_t count) {
+  static_assert(sizeof(grpc::Slice) == sizeof(grpc_slice),
+                "grpc::Slice wraps a grpc_slice and nothing else");
+  return absl::MakeConstSpan(reinterpret_cast<const grpc_slice*>(slices),
+                             count);
+}
+
+}  // namespace
+
+bool IsZstdFrame(const grpc::ByteBuffer& raw) {
+  std::vector<grpc::Slice> slices;
+  if (!raw.Dump(&slices).ok()) return false;
+  return StartsWithZstdMagic(AsCoreSlices(slices.data(), slices.size()));
+}
+
+absl::Status DecodeRequest(grpc::ByteBuffer* raw, size_t max_bytes,
+                           google::protobuf::MessageLite* message,
+                           absl::string_view type) {
+  std::string own_type;
+  if (type.empty()) type = own_type = message->GetTypeName();
+  // A small message is one slice: no vector.
+  grpc::Slice single;  // Holds a reference while it is read.
+  if (raw->TrySingleSlice(&single).ok()) {
+    return DecodeSlices(AsCoreSlices(&single, 1), max_bytes, message, type);
+  }
+  std::vector<grpc::Slice> slices;  // Holds the references.
+  if (!raw->Dump(&slices).ok()) return Malformed(type);
+  return DecodeSlices(AsCoreSlices(slices.data(), slices.size()), max_bytes,
+                      message, type);
+}
+
+absl::Status DecodeRequest(grpc_byte_buffer* raw, size_t max_bytes,
+                           google::protobuf::MessageLite* message,
+                           absl::string_view type) {
+  std::string own_type;
+  if (type.empty()) type = own_type = message->GetTypeName();
+  if (raw == nullptr) return Malformed(type);
+  if (raw->type == GRPC_BB_RAW &&
+      raw->data.raw.compression == GRPC_COMPRESS_NONE) {
+    const grpc_slice_buffer& buffer = raw->data.raw.slice_buffer;
+    return DecodeSlices(absl::MakeConstSpan(buffer.slices, buffer.count),
+                        max_bytes, message, type);
+  }
+  // Compressed by gRPC itself (not zstd, which it passes on): its reader
+  // inflates.
+  grpc_byte_buffer_reader reader;
+  if (!grpc_byte_buffer_reader_init(&reader, raw)) return Malformed(type);
+  grpc_slice all = grpc_byte_buffer_reader_readall(&reader);
+  grpc_byte_buffer_reader_destroy(&reader);
+  absl::Status decoded =
+      DecodeSlices(absl::MakeConstSpan(&all, 1), max_bytes, message, type);
+  grpc_slice_unref(all);
+  return decoded;
 }
 
 }  // namespace metasrv::server

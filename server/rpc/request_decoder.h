@@ -12,11 +12,13 @@
 #define METASRV_SERVER_RPC_REQUEST_DECODER_H_
 
 #include <google/protobuf/message_lite.h>
+#include <grpc/grpc.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include <cstddef>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace metasrv::server {
 
@@ -32,10 +34,16 @@ bool IsZstdFrame(const grpc::ByteBuffer& raw);
 // - kResourceExhausted: the frame inflates to more than `max_bytes`; found
 //   out before more than `max_bytes` are held, whatever the frame claims.
 // - kInvalidArgument: a corrupt or truncated frame, or bytes that do not
-//   parse as `message` (the message names its type).
-// `raw` may be consumed. Thread-safe: each thread keeps its own inflater.
+//   parse as `message`: "malformed T: the bytes do not parse as P.T", where
+//   P.T is `type` (default: the message's own type name).
+// `raw` is only read. Thread-safe: each thread keeps its own inflater.
 absl::Status DecodeRequest(grpc::ByteBuffer* raw, size_t max_bytes,
-                           google::protobuf::MessageLite* message);
+                           google::protobuf::MessageLite* message,
+                           absl::string_view type = {});
+// The same for the bytes of a core batch's receive (null: no bytes).
+absl::Status DecodeRequest(grpc_byte_buffer* raw, size_t max_bytes,
+                           google::protobuf::MessageLite* message,
+                           absl::string_view type = {});
 
 }  // namespace metasrv::server
 

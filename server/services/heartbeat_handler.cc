@@ -23,74 +23,59 @@ HeartbeatHandler::HeartbeatHandler(core::FlowStateManager* flow_state,
       metrics_(Metrics::OrDiscard(metrics)) {}
 
 std::optional<uint64_t> HeartbeatHandler::NodeId(
-    const HeartbeatRequest& request) {
+    const metasrv::v1::HeartbeatFrame& request) {
   if (request.has_header()) return request.header().member_id();
   if (request.has_peer()) return request.peer().id();
   return std::nullopt;
 }
 
-core::FlowStateValue HeartbeatHandler::ToReport(
-    const greptime::v1::meta::FlowStat& stat,
-    const google::protobuf::Map<uint32_t, int64_t>* start_times) {
-  core::FlowStateValue::Builder builder;
-  builder.Reserve(stat.flow_stat_size_size() +
-                  stat.flow_last_exec_time_map_size() +
-                  (start_times == nullptr ? 0 : start_times->size()));
-  for (const auto& [flow_id, size] : stat.flow_stat_size()) {
-    builder.SetStateSize(flow_id, size);
-  }
-  for (const auto& [flow_id, unix_ms] : stat.flow_last_exec_time_map()) {
-    builder.SetLastExecTime(flow_id, unix_ms);
-  }
-  if (start_times != nullptr) {
-    for (const auto& [flow_id, unix_ms] : *start_times) {
-      builder.SetStartTime(flow_id, unix_ms);
-    }
-  }
-  return builder.Build();
-}
-
 absl::StatusOr<core::FlowStateValue> HeartbeatHandler::ReadReport(
-    const HeartbeatRequest& request, uint64_t node) {
-  // The start times, from the extension a flownode may send.
-  // Only a report that carries the extension pays for parsing it.
-  const google::protobuf::Map<uint32_t, int64_t>* start_times = nullptr;
-  std::optional<metasrv::v1::FlowStartTimes> extension;
+    HeartbeatRequestReader* reader, uint64_t node) {
+  const metasrv::v1::HeartbeatFrame& request = reader->request();
+  core::FlowStateValue::Builder* builder = reader->flows();
+  // The start times, from the extension a flownode may send. Only a report
+  // that carries it pays for parsing it.
   auto ext = request.extensions().find(kFlowStartTimeExtension);
   if (ext != request.extensions().end()) {
-    extension.emplace();
-    if (!extension->ParseFromString(ext->second)) {
+    metasrv::v1::FlowStartTimes extension;
+    if (!extension.ParseFromString(ext->second)) {
       metrics_->ReportIgnored(IgnoredReason::kMalformed);
       return absl::InvalidArgumentError(absl::StrCat(
           "report of node ", node, ": extension \"", kFlowStartTimeExtension,
           "\" is not an encoded metasrv.v1.FlowStartTimes"));
     }
-    start_times = &extension->start_time_ms();
+    for (const auto& [flow_id, unix_ms] : extension.start_time_ms()) {
+      builder->SetStartTime(flow_id, unix_ms);
+    }
   }
-  const auto& stat = request.flow_stat();
-  // A cheap bound first (no map can hold more than the distinct flows),
-  // then the exact count: distinct flow ids over the three maps.
-  const uint64_t largest = static_cast<uint64_t>(std::max(
-      {stat.flow_stat_size_size(), stat.flow_last_exec_time_map_size(),
-       start_times == nullptr ? 0 : static_cast<int>(start_times->size())}));
-  std::optional<core::FlowStateValue> report;
-  if (largest <= options_.max_flows_per_report) {
-    report = ToReport(stat, start_times);
+  core::FlowStateValue report = builder->Build();
+  // Each map's distinct flows, and all of them: a map past the limit is
+  // named by its own count, as the three maps would count.
+  uint64_t per_field[3] = {0, 0, 0};
+  for (const core::FlowStat& stat : report.flows()) {
+    per_field[0] += stat.has(core::kStateSize);
+    per_field[1] += stat.has(core::kLastExecTime);
+    per_field[2] += stat.has(core::kStartTime);
   }
-  const uint64_t flows = report.has_value() ? report->flows().size() : largest;
+  const uint64_t largest =
+      std::max({per_field[0], per_field[1], per_field[2]});
+  const uint64_t flows = largest > options_.max_flows_per_report
+                             ? largest
+                             : report.flows().size();
   if (flows > options_.max_flows_per_report) {
     metrics_->ReportIgnored(IgnoredReason::kTooManyFlows);
     return absl::InvalidArgumentError(absl::StrCat(
         "report of node ", node, " has ", flows,
         " flows, more than the limit of ", options_.max_flows_per_report));
   }
-  return *std::move(report);
+  return report;
 }
 
 absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
-    const HeartbeatRequest& request, greptime::v1::meta::Role role,
+    HeartbeatRequestReader* reader, greptime::v1::meta::Role role,
     std::optional<uint64_t> state_term) {
-  const bool has_report = request.has_flow_stat();
+  const metasrv::v1::HeartbeatFrame& request = reader->request();
+  const bool has_report = reader->has_flow_stat();
   if (role != greptime::v1::meta::FLOWNODE) {
     // Its cluster info is all a frontend's or datanode's heartbeat records.
     if (std::optional<core::ClusterNode> node = ClusterNodeOf(request)) {
@@ -113,7 +98,7 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
   if (request.has_info()) heartbeat.info = FromProto(request.info());
   heartbeat.cluster_node = ClusterNodeOf(request);
   if (has_report) {
-    absl::StatusOr<core::FlowStateValue> report = ReadReport(request, *node);
+    absl::StatusOr<core::FlowStateValue> report = ReadReport(reader, *node);
     if (!report.ok()) return report.status();
     heartbeat.report = *std::move(report);
   }
@@ -130,8 +115,7 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     return recorded;
   }
   if (!has_report) return MergeResult::kNoFlowStat;
-  metrics_->ReportMerged(absl::Now() - start,
-                         request.flow_stat().ByteSizeLong());
+  metrics_->ReportMerged(absl::Now() - start, reader->flow_stat_bytes());
   return MergeResult::kMerged;
 }
 
@@ -141,9 +125,10 @@ uint64_t HeartbeatHandler::IntervalFor(int role) const {
              : options_.heartbeat_interval_ms;
 }
 
-absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
+absl::Status HeartbeatHandler::Handle(HeartbeatRequestReader* reader,
                                       bool handshake,
                                       HeartbeatResponse* response) {
+  const metasrv::v1::HeartbeatFrame& request = reader->request();
   if (!request.has_header()) {
     return absl::InvalidArgumentError("heartbeat request has no header");
   }
@@ -177,13 +162,13 @@ absl::Status HeartbeatHandler::Handle(const HeartbeatRequest& request,
   const core::Leadership::Term term = leadership_->CurrentTerm();
   if (term.leading) {
     absl::StatusOr<MergeResult> merged =
-        MergeFlowStat(request, request.header().role(), term.state_term);
+        MergeFlowStat(reader, request.header().role(), term.state_term);
     // kAborted: leadership was lost while merging; answer as a follower.
     if (merged.ok() || !absl::IsAborted(merged.status())) {
       return merged.status();
     }
   }
-  if (request.has_flow_stat() && !term.leading) {
+  if (reader->has_flow_stat() && !term.leading) {
     metrics_->ReportIgnored(IgnoredReason::kNotLeader);
   }
   SetNotLeader(*leadership_, response->mutable_header());

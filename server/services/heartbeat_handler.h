@@ -10,6 +10,8 @@
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
+#include "metasrv/v1/heartbeat_frame.pb.h"
+#include "server/codec/heartbeat_request.h"
 #include "server/ops/metrics.h"
 #include "server/rpc/not_leader.h"
 
@@ -55,8 +57,9 @@ class HeartbeatHandler {
                    const core::Leadership* leadership, Options options,
                    Metrics* metrics = nullptr);
 
-  // Handles one request of a stream; `handshake` is true for its first,
-  // whose answer carries the heartbeat config (also when not leading).
+  // Handles one request of a stream (`request` holds it, just read; its
+  // flows are taken); `handshake` is true for its first, whose answer
+  // carries the heartbeat config (also when not leading).
   // - OK: send `*response` and go on reading.
   // - kAborted: this replica does not lead. `*response` carries the
   //   not-leader error; send it, then end the stream with ABORTED.
@@ -64,8 +67,7 @@ class HeartbeatHandler {
   //   role, a string past kMaxNodeStringBytes or too many flows; or a
   //   failed merge): end the stream with it;
   //   send nothing. The node's previous report stays as it was.
-  absl::Status Handle(const greptime::v1::meta::HeartbeatRequest& request,
-                      bool handshake,
+  absl::Status Handle(HeartbeatRequestReader* request, bool handshake,
                       greptime::v1::meta::HeartbeatResponse* response);
 
   // Records a flownode's heartbeat (its peer address and NodeInfo) and
@@ -76,25 +78,20 @@ class HeartbeatHandler {
   // FlowStateManager::Heartbeat): kAborted if it ended. kInvalidArgument for
   // too many flows or a malformed extension; nothing is recorded then.
   absl::StatusOr<MergeResult> MergeFlowStat(
-      const greptime::v1::meta::HeartbeatRequest& request,
-      greptime::v1::meta::Role role,
+      HeartbeatRequestReader* request, greptime::v1::meta::Role role,
       std::optional<uint64_t> state_term = std::nullopt);
 
   // The node a report belongs to: header.member_id when a header is present
   // (even 0), else peer.id when a peer is present, else none.
   static std::optional<uint64_t> NodeId(
-      const greptime::v1::meta::HeartbeatRequest& request);
-
-  // The report carried by `stat`, with `start_times` (flow id -> unix ms).
-  static core::FlowStateValue ToReport(
-      const greptime::v1::meta::FlowStat& stat,
-      const google::protobuf::Map<uint32_t, int64_t>* start_times = nullptr);
+      const metasrv::v1::HeartbeatFrame& request);
 
  private:
   // The report `request` (of `node`) carries, with the start times of its
   // extension; kInvalidArgument for a malformed extension or too many flows.
   absl::StatusOr<core::FlowStateValue> ReadReport(
-      const greptime::v1::meta::HeartbeatRequest& request, uint64_t node);
+      HeartbeatRequestReader* request, uint64_t node);
+
   // The heartbeat interval to tell a node of `role`.
   uint64_t IntervalFor(int role) const;
 

@@ -9,21 +9,9 @@
 #include "server/ops/log_limit.h"
 #include "server/ops/logging.h"
 #include "server/rpc/grpc_status.h"
-#include "server/rpc/request_decoder.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
-
-namespace {
-
-google::protobuf::ArenaOptions BlockOptions(char* block, size_t size) {
-  google::protobuf::ArenaOptions options;
-  options.initial_block = block;
-  options.initial_block_size = size;
-  return options;
-}
-
-}  // namespace
 
 HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
                                  StreamRegistry* registry,
@@ -35,8 +23,7 @@ HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
       context_(context),
       max_request_bytes_(max_request_bytes),
       peer_(context->peer()),
-      counted_(series),
-      arena_(BlockOptions(arena_block_, sizeof(arena_block_))) {
+      counted_(series) {
   absl::Status added = registry_->Add(this);
   if (!added.ok()) {
     LogLimited(spdlog::level::warn, "heartbeat_stream_refused",
@@ -58,17 +45,14 @@ void HeartbeatStream::OnReadDone(bool ok) {
 }
 
 void HeartbeatStream::HandleRead() {
-  arena_.Reset();
-  auto* request = google::protobuf::Arena::CreateMessage<
-      greptime::v1::meta::HeartbeatRequest>(&arena_);
-  absl::Status parsed =
-      DecodeRequest(&read_buffer_, max_request_bytes_, request);
+  absl::Status parsed = request_.Read(&read_buffer_, max_request_bytes_);
   if (!parsed.ok()) {
     spdlog::debug("heartbeat stream from {} ended: {}", peer_,
                   parsed.ToString());
     FinishOnce(parsed);
     return;
   }
+  const metasrv::v1::HeartbeatFrame* request = &request_.request();
   if (handshake_ && request->header().role() == greptime::v1::meta::FLOWNODE) {
     flownode_ = HeartbeatHandler::NodeId(*request);
     // Bounded: 10,000 flownodes reconnecting after a failover are one line
@@ -81,7 +65,7 @@ void HeartbeatStream::HandleRead() {
                  "flownode {} connected from {}", *flownode_, peer_);
     }
   }
-  absl::Status handled = handler_->Handle(*request, handshake_, &response_);
+  absl::Status handled = handler_->Handle(&request_, handshake_, &response_);
   handshake_ = false;
   if (!handled.ok() && !absl::IsAborted(handled)) {
     spdlog::debug("heartbeat stream from {} ended: {}", peer_,

@@ -9,7 +9,6 @@
 #ifndef METASRV_SERVER_SERVICES_HEARTBEAT_STREAM_H_
 #define METASRV_SERVER_SERVICES_HEARTBEAT_STREAM_H_
 
-#include <google/protobuf/arena.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
@@ -22,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
+#include "server/codec/heartbeat_request.h"
 #include "server/ops/call_metrics.h"
 #include "server/rpc/stream_end.h"
 #include "server/rpc/stream_registry.h"
@@ -73,10 +73,7 @@ class HeartbeatStream final
   std::optional<uint64_t> flownode_;
   grpc::ByteBuffer read_buffer_;   // The request, as read.
   grpc::ByteBuffer write_buffer_;  // The response, as written.
-  // Requests are parsed into `arena_`, reset before each parse: its first
-  // block is `arena_block_`, so a typical report's map entries cost no malloc.
-  alignas(8) char arena_block_[2048];
-  google::protobuf::Arena arena_;
+  HeartbeatRequestReader request_;  // The request last read, parsed.
   greptime::v1::meta::HeartbeatResponse response_;  // Reused for each answer.
 
   // Guards end_. Held while starting a write or a read (so Abort() cannot

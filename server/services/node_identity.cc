@@ -50,12 +50,14 @@ uint64_t FrontendNodeId(absl::string_view addr) {
 }
 
 std::optional<core::ClusterNode> ClusterNodeOf(
-    const greptime::v1::meta::HeartbeatRequest& request) {
-  if (!request.has_header() || !request.has_peer() || !request.has_info()) {
+    const greptime::v1::meta::RequestHeader* header,
+    const greptime::v1::meta::Peer* peer,
+    const greptime::v1::meta::NodeInfo* info) {
+  if (header == nullptr || peer == nullptr || info == nullptr) {
     return std::nullopt;
   }
   core::ClusterNode node;
-  switch (request.header().role()) {
+  switch (header->role()) {
     case greptime::v1::meta::DATANODE:
       node.role = core::NodeRole::kDatanode;
       break;
@@ -68,12 +70,12 @@ std::optional<core::ClusterNode> ClusterNodeOf(
     default:
       return std::nullopt;
   }
-  node.peer_id = request.peer().id();
-  node.peer_addr = request.peer().addr();
+  node.peer_id = peer->id();
+  node.peer_addr = peer->addr();
   node.node_id = node.role == core::NodeRole::kFrontend
                      ? FrontendNodeId(node.peer_addr)
                      : node.peer_id;
-  node.info = FromProto(request.info());
+  node.info = FromProto(*info);
   return node;
 }
 

@@ -18,10 +18,22 @@ namespace metasrv::server {
 // Thread-safe.
 uint64_t FrontendNodeId(absl::string_view addr);
 
-// The cluster info `request` carries: set when it has a header with a known
-// role, a peer and a NodeInfo (upstream's extract_base_info).
+// The cluster info a heartbeat with `header`, `peer` and `info` carries
+// (null: the field is absent): set when it has a header with a known role,
+// a peer and a NodeInfo (upstream's extract_base_info).
 std::optional<core::ClusterNode> ClusterNodeOf(
-    const greptime::v1::meta::HeartbeatRequest& request);
+    const greptime::v1::meta::RequestHeader* header,
+    const greptime::v1::meta::Peer* peer,
+    const greptime::v1::meta::NodeInfo* info);
+
+// The same for a request (a HeartbeatRequest, or the server's
+// metasrv.v1.HeartbeatFrame, which has the same fields).
+template <typename Request>
+std::optional<core::ClusterNode> ClusterNodeOf(const Request& request) {
+  return ClusterNodeOf(request.has_header() ? &request.header() : nullptr,
+                       request.has_peer() ? &request.peer() : nullptr,
+                       request.has_info() ? &request.info() : nullptr);
+}
 
 }  // namespace metasrv::server
 

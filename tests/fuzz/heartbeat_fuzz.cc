@@ -1,8 +1,10 @@
 // libFuzzer target: the heartbeat path. The input is a script of steps; each
 // step is a HeartbeatRequest (arbitrary bytes, as they come off the wire) run
-// through the server's own HeartbeatHandler against a real manager, or a
-// reset. After every step the aggregate must equal a brute-force
-// recomputation from the per-node keys.
+// through the server's own reader and HeartbeatHandler against a real
+// manager, or a reset. The reader must accept exactly what protobuf's parse
+// of a HeartbeatRequest accepts and read the same flows from it; after every
+// step the aggregate must equal a brute-force recomputation from the
+// per-node keys.
 //
 // Step encoding: one byte `op`; op % 8 == 0 resets the state; otherwise two
 // bytes of length L follow, then L bytes of the request.
@@ -14,6 +16,7 @@
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
+#include "server/codec/heartbeat_request.h"
 #include "server/services/heartbeat_handler.h"
 #include "tests/core/brute_force.h"
 
@@ -40,11 +43,38 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       pos += 2;
       if (len > size - pos) len = size - pos;
       greptime::v1::meta::HeartbeatRequest request;
-      if (request.ParseFromArray(data + pos, static_cast<int>(len))) {
+      const bool parsed =
+          request.ParseFromArray(data + pos, static_cast<int>(len));
+      static metasrv::server::HeartbeatRequestReader reader;
+      const bool read =
+          reader
+              .Read(absl::string_view(reinterpret_cast<const char*>(data + pos),
+                                      len))
+              .ok();
+      if (parsed != read) {
+        std::fprintf(stderr, "protobuf %s the request, the reader %s it\n",
+                     parsed ? "parses" : "refuses", read ? "reads" : "refuses");
+        std::abort();
+      }
+      if (read) {
+        // The reader's flows are the maps' entries.
+        metasrv::core::FlowStateValue::Builder expected;
+        for (const auto& [id, size] : request.flow_stat().flow_stat_size())
+          expected.SetStateSize(id, size);
+        for (const auto& [id, ms] : request.flow_stat().flow_last_exec_time_map())
+          expected.SetLastExecTime(id, ms);
+        metasrv::server::HeartbeatRequestReader again;
+        (void)again.Read(absl::string_view(
+            reinterpret_cast<const char*>(data + pos), len));
+        if (again.flows()->Build() != expected.Build() ||
+            again.has_flow_stat() != request.has_flow_stat()) {
+          std::fprintf(stderr, "the reader's flows differ from protobuf's\n");
+          std::abort();
+        }
         greptime::v1::meta::HeartbeatResponse response;
         // Any status is fine (bad header, unknown role, too many flows); what
         // matters is that the state stays consistent.
-        handler.Handle(request, first, &response).IgnoreError();
+        handler.Handle(&reader, first, &response).IgnoreError();
         first = false;
       }
       pos += len;

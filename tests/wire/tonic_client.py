@@ -48,7 +48,9 @@ class Call:
     def __init__(self, conn, stream_id):
         self.conn = conn
         self.stream_id = stream_id
-        self.buffer = b""
+        # What arrived and was not taken yet: a bytearray, which grows in
+        # amortized constant time (bytes += would copy it all each time).
+        self.buffer = bytearray()
         self.headers = None
         self.trailers = None
         self.ended = False
@@ -85,7 +87,8 @@ class Call:
         flag, length = struct.unpack(">BI", self.buffer[:5])
         if len(self.buffer) < 5 + length:
             return None
-        body, self.buffer = self.buffer[5:5 + length], self.buffer[5 + length:]
+        body = bytes(self.buffer[5:5 + length])
+        del self.buffer[:5 + length]
         if flag:
             encoding = dict(self.headers or []).get("grpc-encoding", "identity")
             if encoding == "gzip":
