@@ -1,6 +1,5 @@
 #include "server/metasrv_server.h"
 
-#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/security/tls_certificate_provider.h>
@@ -19,7 +18,6 @@
 #include "server/election/postgres_lease_store.h"
 #include "server/ops/log_limit.h"
 #include "server/ops/net_util.h"
-#include "server/rpc/call_interceptor.h"
 #include "spdlog/spdlog.h"
 
 #ifndef METASRV_VERSION
@@ -29,10 +27,9 @@
 namespace metasrv::server {
 namespace {
 
-// The streams that count their own call metrics (an interceptor would run
-// on each of their messages; see CallMetricsInterceptorFactory).
-constexpr char kHeartbeatMethod[] = "/greptime.v1.meta.Heartbeat/Heartbeat";
-constexpr char kWatchMethod[] = "/metasrv.v1.FlowState/WatchFlowState";
+// How long, past the shutdown grace, calls may take to end (each was
+// cancelled by then) before the pollers stop anyway.
+constexpr absl::Duration kCallsEndSlack = absl::Seconds(10);
 
 ServerOptions BoundTo(ServerOptions options, std::string bind_addr) {
   options.bind_addr = std::move(bind_addr);
@@ -235,14 +232,13 @@ absl::Status MetasrvServer::MakeServices() {
                           &replies_};
   gate_ = std::make_unique<CallGate>(leadership_.get(), std::move(auth));
   heartbeat_service_ = std::make_unique<HeartbeatService>(
-      handler_.get(), &streams_, gate_.get(), limits,
-      metrics_->calls().For(kHeartbeatMethod, CallMetrics::Type::kBidiStream));
+      handler_.get(), &streams_, gate_.get(), limits);
   cluster_service_ = std::make_unique<ClusterService>(
       &flow_state_, gate_.get(), &reads_, self_description_.get(),
       metrics_.get(), limits);
   flow_state_service_ = std::make_unique<FlowStateService>(
-      &flow_state_, gate_.get(), &reads_, watch_.get(), metrics_.get(), limits,
-      metrics_->calls().For(kWatchMethod, CallMetrics::Type::kServerStream));
+      &flow_state_, gate_.get(), &reads_, watch_.get(), metrics_.get(),
+      limits);
   admin_service_ = std::make_unique<AdminService>(
       [this] { return LeaderChange(); }, &flow_state_, gate_.get(), limits);
   const std::vector<std::string> services = {
@@ -256,6 +252,16 @@ absl::Status MetasrvServer::MakeServices() {
   reflection_v1_ = std::make_unique<ReflectionV1Service>(services, &replies_);
   reflection_v1alpha_ =
       std::make_unique<ReflectionV1alphaService>(services, &replies_);
+  health_ = std::make_unique<HealthService>();
+  // Every method, served on the server's own completion queue.
+  dispatcher_ = std::make_unique<CallDispatcher>(&metrics_->calls());
+  heartbeat_service_->Register(dispatcher_.get());
+  cluster_service_->Register(dispatcher_.get());
+  flow_state_service_->Register(dispatcher_.get());
+  admin_service_->Register(dispatcher_.get());
+  reflection_v1_->Register(dispatcher_.get());
+  reflection_v1alpha_->Register(dispatcher_.get());
+  health_->Register(dispatcher_.get(), limits);
   return absl::OkStatus();
 }
 
@@ -297,52 +303,46 @@ absl::Status MetasrvServer::Serve() {
       return bound;
     }
   }
-  grpc::EnableDefaultHealthCheckService(true);
+  // Our own health service (HealthService) answers grpc.health.v1.Health:
+  // gRPC's default one is a callback service, whose threads would poll
+  // beside ours.
+  grpc::EnableDefaultHealthCheckService(false);
   // gRPC's health service has no protobuf descriptor; ours (from Debian's
   // grpc-proto) must be linked in for reflection to describe it. A static
   // library drops an object nothing refers to: this refers to it.
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::ServerBuilder builder;
   SetLimits(&builder);
-  // Every call of every service counted and timed, by method and code.
-  std::vector<
-      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
-      interceptors;
-  interceptors.push_back(std::make_unique<CallMetricsInterceptorFactory>(
-      &metrics_->calls(),
-      std::vector<std::string>{kHeartbeatMethod, kWatchMethod}));
-  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Connections come from our listener (GrpcAcceptor), not gRPC's own.
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> into =
       builder.experimental().AddExternalConnectionAcceptor(
           grpc::ServerBuilder::experimental_type::ExternalConnectionType::
               FROM_FD,
           ServerCredentials());
-  builder.RegisterService(heartbeat_service_.get());
-  builder.RegisterService(cluster_service_.get());
-  builder.RegisterService(flow_state_service_.get());
-  builder.RegisterService(admin_service_.get());
-  builder.RegisterService(reflection_v1_.get());
-  builder.RegisterService(reflection_v1alpha_.get());
+  builder.RegisterAsyncGenericService(dispatcher_->service());
+  std::unique_ptr<grpc::ServerCompletionQueue> cq =
+      builder.AddCompletionQueue();
   server_ = builder.BuildAndStart();
   if (server_ == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("cannot serve gRPC on ", options_.bind_addr));
   }
-  server_->GetHealthCheckService()->SetServingStatus(true);
+  poller_ = std::make_unique<CqPoller>(std::move(cq), CqPoller::Options{});
+  poller_->Start();
+  dispatcher_->Start(poller_->cq());
   port_ = acceptor_->port();
   GrpcAcceptor::Listeners listeners;
   listeners.on_refused = [metrics = metrics_.get()] {
     metrics->ConnectionDropped(ConnectionDrop::kGrpcRefused);
   };
-  listeners.on_accepting = [server = server_.get()](bool accepting) {
+  listeners.on_accepting = [health = health_.get()](bool accepting) {
     LogLimited(accepting ? spdlog::level::info : spdlog::level::err,
                "accepting",
                accepting ? "accepting gRPC connections again"
                          : "refusing gRPC connections: out of file "
                            "descriptors (see metasrv_connections_refused_"
                            "total, process_open_fds, process_max_fds)");
-    server->GetHealthCheckService()->SetServingStatus(accepting);
+    health->SetServing(accepting);
   };
   acceptor_->Start(std::move(into), std::move(listeners));
   LogServing();
@@ -486,7 +486,7 @@ void MetasrvServer::Shutdown() {
   if (election_ != nullptr) election_->Stop();
   spdlog::info("shutting down: ending {} heartbeat streams", streams_.size());
   acceptor_->Stop();  // First: it sets the health status too.
-  server_->GetHealthCheckService()->SetServingStatus(false);
+  health_->Shutdown();
   if (expirer_ != nullptr) expirer_->Stop();
   const grpc::Status shutting_down(grpc::StatusCode::UNAVAILABLE,
                                    "metasrv is shutting down");
@@ -497,7 +497,16 @@ void MetasrvServer::Shutdown() {
 }
 
 void MetasrvServer::Wait() {
-  if (server_ != nullptr) server_->Wait();
+  if (server_ == nullptr) return;
+  server_->Wait();
+  // Every call was cancelled by the shutdown's deadline; each ends once its
+  // last operation completes, which the pollers still run.
+  if (!dispatcher_->WaitForCalls(absl::Now() + options_.shutdown_grace +
+                                 kCallsEndSlack)) {
+    spdlog::error("shutting down: {} calls did not end; stopping anyway",
+                  dispatcher_->live_calls());
+  }
+  poller_->Stop();
 }
 
 }  // namespace metasrv::server

@@ -27,8 +27,11 @@
 #include "server/ops/node_expirer.h"
 #include "server/ops/self_description.h"
 #include "server/ops/tcp_listener.h"
+#include "server/rpc/call_dispatcher.h"
 #include "server/rpc/call_gate.h"
+#include "server/rpc/cq_poller.h"
 #include "server/rpc/grpc_acceptor.h"
+#include "server/rpc/health_service.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/reflection.h"
 #include "server/rpc/stream_registry.h"
@@ -156,8 +159,12 @@ class MetasrvServer final : public core::LeadershipListener {
   std::unique_ptr<AdminService> admin_service_;           // Admin.
   std::unique_ptr<ReflectionV1Service> reflection_v1_;    // Reflection v1.
   std::unique_ptr<ReflectionV1alphaService> reflection_v1alpha_;  // v1alpha.
+  std::unique_ptr<HealthService> health_;  // grpc.health.v1.Health.
+  // Takes every call and hands it to its method; outlives the pollers.
+  std::unique_ptr<CallDispatcher> dispatcher_;
   grpc::ResourceQuota quota_{"metasrv"};  // gRPC's memory; lives with it.
   std::unique_ptr<grpc::Server> server_;  // The gRPC server.
+  std::unique_ptr<CqPoller> poller_;      // Runs every call's operations.
   absl::Mutex shutdown_mu_;               // Guards below.
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;  // Shutdown() ran.
 };

@@ -43,7 +43,7 @@ void CallGate::SetAdminAuth(AdminAuth auth) {
 }
 
 absl::StatusOr<Admission> CallGate::Admit(
-    Method method, grpc::CallbackServerContext* context) const {
+    Method method, grpc::ServerContextBase* context) const {
   const MethodPolicy& policy = PolicyOf(method);
   if (policy.admin) {
     const auto& metadata = context->client_metadata();

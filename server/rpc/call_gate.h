@@ -4,7 +4,9 @@
 #ifndef METASRV_SERVER_RPC_CALL_GATE_H_
 #define METASRV_SERVER_RPC_CALL_GATE_H_
 
-#include <grpcpp/support/server_callback.h>
+#include <grpcpp/server_context.h>
+
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -66,7 +68,7 @@ class CallGate {
   // kPermissionDenied), then the leader policy (kFailedPrecondition for
   // kLeaderOrRefuse on a follower). The status is what to finish with.
   absl::StatusOr<Admission> Admit(Method method,
-                                  grpc::CallbackServerContext* context) const;
+                                  grpc::ServerContextBase* context) const;
 
   const core::Leadership& leadership() const { return *leadership_; }
 
@@ -80,26 +82,17 @@ class CallGate {
   AdminAuth auth_ ABSL_GUARDED_BY(auth_mu_);  // Who may call admin methods.
 };
 
-// Starts a unary call of `method` (UnaryCall::Start) and admits it through
-// `gate`. Returns the call to serve, with `*admission` saying how; null
-// when it has already finished (a malformed request or a refusal). Either
-// way `*reactor` is what the method returns.
+// Admits `call`, a decoded unary call of `method`, through `gate`: how to
+// serve it, or nullopt when it was refused (and so finished).
 template <typename Request, typename Response>
-UnaryCall<Request, Response>* StartAdmitted(
-    const CallGate& gate, Method method, grpc::CallbackServerContext* context,
-    const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
-    CallLimits limits, grpc::ServerUnaryReactor** reactor,
-    Admission* admission) {
-  auto* call = UnaryCall<Request, Response>::Start(context, request, response,
-                                                   limits, reactor);
-  if (call == nullptr) return nullptr;
-  absl::StatusOr<Admission> admitted = gate.Admit(method, context);
+std::optional<Admission> AdmitCall(const CallGate& gate, Method method,
+                                   UnaryCall<Request, Response>* call) {
+  absl::StatusOr<Admission> admitted = gate.Admit(method, call->context());
   if (!admitted.ok()) {
     call->Finish(admitted.status());
-    return nullptr;
+    return std::nullopt;
   }
-  *admission = *admitted;
-  return call;
+  return *admitted;
 }
 
 }  // namespace metasrv::server

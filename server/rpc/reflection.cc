@@ -6,8 +6,14 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/impl/codegen/proto_utils.h>
+
+#include <memory>
+
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "server/rpc/grpc_status.h"
+#include "server/rpc/request_decoder.h"
 
 namespace metasrv::server {
 namespace {
@@ -49,23 +55,39 @@ size_t LongestName(const Request& request) {
 // One reflection stream: answers each request in order, one write at a
 // time, each charged to the reply budget until it was written.
 template <typename Request, typename Response, typename Owner>
-class ReflectionStream final : public grpc::ServerBidiReactor<Request, Response> {
+class ReflectionStream final : public CallHandler {
  public:
-  ReflectionStream(const Owner* service, ReplyBudget* budget)
-      : service_(service), budget_(budget) {
-    this->StartRead(&request_);
-  }
-  void OnReadDone(bool ok) override {
+  ReflectionStream(ServerCall* call, const Owner* service, ReplyBudget* budget)
+      : call_(call),
+        service_(service),
+        budget_(budget),
+        read_(this, &ReflectionStream::OnReadDone),
+        written_(this, &ReflectionStream::OnWriteDone),
+        finished_(this, &ReflectionStream::OnFinished) {}
+  ~ReflectionStream() override { Give(); }
+
+  ServerCall* call() const { return call_; }
+  void Start() override { Read(); }
+
+ private:
+  void Read() { call_->stream()->Read(&in_, call_->Begin(&read_)); }
+  void OnReadDone(bool ok) {
     if (!ok) {
-      this->Finish(grpc::Status::OK);
+      Finish(grpc::Status::OK);  // The client is done asking.
       return;
     }
-    response_ = service_->Answer(request_);
-    request_.Clear();
-    const uint64_t bytes = response_.ByteSizeLong();
+    Request request;
+    absl::Status decoded = DecodeRequest(&in_, kMaxRequestBytes, &request);
+    in_.Clear();
+    if (!decoded.ok()) {
+      Finish(ToGrpcStatus(decoded));
+      return;
+    }
+    const Response response = service_->Answer(request);
+    const uint64_t bytes = response.ByteSizeLong();
     if (budget_ != nullptr) {
       if (!budget_->TryTake(bytes)) {
-        this->Finish(grpc::Status(
+        Finish(grpc::Status(
             grpc::StatusCode::RESOURCE_EXHAUSTED,
             "too many answers in flight that clients have not read; retry "
             "later"));
@@ -73,33 +95,44 @@ class ReflectionStream final : public grpc::ServerBidiReactor<Request, Response>
       }
       held_ = bytes;
     }
-    this->StartWrite(&response_);
+    bool own = false;
+    grpc::SerializationTraits<Response>::Serialize(response, &out_, &own);
+    call_->stream()->Write(out_, call_->Begin(&written_));
   }
-  void OnWriteDone(bool ok) override {
+  void OnWriteDone(bool ok) {
     Give();
-    response_.Clear();
+    out_.Clear();
     if (!ok) {
-      this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
       return;
     }
-    this->StartRead(&request_);
+    Read();
   }
-  void OnDone() override {
-    Give();
-    delete this;
+  void OnFinished(bool) {}
+  // Ends the stream: nothing is in flight when it is called (one read or one
+  // write at a time, and each ends here or starts the next).
+  void Finish(const grpc::Status& status) {
+    call_->Finishing(static_cast<int>(status.error_code()));
+    call_->stream()->Finish(status, call_->Begin(&finished_));
+    call_->FinishStarted();
   }
-
- private:
   void Give() {
     if (held_ != 0) budget_->Give(held_);
     held_ = 0;
   }
 
-  const Owner* const service_;  // Answers; borrowed.
-  ReplyBudget* const budget_;   // Where answers are charged; borrowed.
-  uint64_t held_ = 0;           // Bytes of the answer being written.
-  Request request_;             // The request being read.
-  Response response_;           // The answer being written.
+  // A request, at most (they are names and small messages).
+  static constexpr size_t kMaxRequestBytes = 64 << 10;
+
+  ServerCall* const call_;       // The call; owns this.
+  const Owner* const service_;   // Answers; borrowed.
+  ReplyBudget* const budget_;    // Where answers are charged; borrowed.
+  uint64_t held_ = 0;            // Bytes of the answer being written.
+  grpc::ByteBuffer in_;          // The request being read.
+  grpc::ByteBuffer out_;         // The answer being written.
+  CallOp<ReflectionStream> read_;      // A request read.
+  CallOp<ReflectionStream> written_;   // An answer written.
+  CallOp<ReflectionStream> finished_;  // The status sent.
 };
 
 // The file a file request asks for; null, with `*missing` saying what was not
@@ -151,11 +184,16 @@ void ExtensionNumbers(const std::string& type_name, Response* out) {
 }  // namespace
 
 template <typename Service, typename Request, typename Response>
-grpc::ServerBidiReactor<Request, Response>*
-ReflectionService<Service, Request, Response>::ServerReflectionInfo(
-    grpc::CallbackServerContext*) {
-  return new ReflectionStream<Request, Response, ReflectionService>(this,
-                                                                    budget_);
+void ReflectionService<Service, Request, Response>::Register(
+    CallDispatcher* dispatcher) {
+  dispatcher->Add(
+      absl::StrCat("/", Service::service_full_name(), "/ServerReflectionInfo"),
+      CallMetrics::Type::kBidiStream,
+      [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
+        return std::make_unique<
+            ReflectionStream<Request, Response, ReflectionService>>(
+            call, this, budget_);
+      });
 }
 
 template <typename Service, typename Request, typename Response>

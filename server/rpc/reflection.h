@@ -1,8 +1,8 @@
 // gRPC server reflection, both versions: grpc.reflection.v1 (what current
 // grpcurl and buf curl ask first) and v1alpha (older tools), the same
 // messages under two packages, answered from protobuf's generated descriptor
-// pool by callback reactors (gRPC 1.51's own v1alpha service held an OS
-// thread per open stream).
+// pool by stream handlers on the server's pollers (gRPC 1.51's own v1alpha
+// service held an OS thread per open stream).
 //
 // Bounded: a name in a request (file, symbol, type, host) longer than
 // kMaxReflectionName is refused without being echoed; a request is echoed
@@ -14,10 +14,12 @@
 #define METASRV_SERVER_RPC_REFLECTION_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "server/rpc/call_dispatcher.h"
 #include "server/rpc/reply_budget.h"
 
 namespace metasrv::server {
@@ -27,19 +29,19 @@ inline constexpr size_t kMaxReflectionName = 1024;
 // The largest request echoed back in `original_request`.
 inline constexpr size_t kMaxEchoedRequest = 4096;
 
-// One version's service; `Refl` is its generated namespace's types.
+// One version's service. Thread-safe.
 template <typename Service, typename Request, typename Response>
-class ReflectionService final : public Service::CallbackService {
+class ReflectionService final {
  public:
-  // `services`: the full names `list_services` answers. Borrows `budget`
-  // (null: none).
+  // Lists `services`; answers are charged to `budget` (borrowed; may be
+  // null).
   ReflectionService(std::vector<std::string> services, ReplyBudget* budget)
       : services_(std::move(services)), budget_(budget) {}
 
-  grpc::ServerBidiReactor<Request, Response>* ServerReflectionInfo(
-      grpc::CallbackServerContext* context) override;
+  // Serves ServerReflectionInfo through `dispatcher`.
+  void Register(CallDispatcher* dispatcher);
 
-  // The answer to one request. Thread-safe.
+  // The answer to one request.
   Response Answer(const Request& request) const;
 
  private:

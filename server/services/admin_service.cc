@@ -1,5 +1,9 @@
 #include "server/services/admin_service.h"
 
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
 #include "server/rpc/unary_call.h"
 #include "spdlog/spdlog.h"
 
@@ -14,44 +18,35 @@ AdminService::AdminService(LeaderChangeFn leader_change,
       limits_(limits) {}
 
 template <typename Request, typename Response, typename Handle>
-grpc::ServerUnaryReactor* AdminService::Serve(
-    Method method, grpc::CallbackServerContext* context,
-    const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
-    Handle handle) const {
-  grpc::ServerUnaryReactor* reactor = nullptr;
-  Admission admission = Admission::kServe;  // The only one, for our API.
-  auto* call =
-      StartAdmitted<Request, Response>(*gate_, method, context, request,
-                                       response, limits_, &reactor, &admission);
-  if (call != nullptr) call->Finish(handle(call->request(), call->response()));
-  return reactor;
+void AdminService::Add(CallDispatcher* dispatcher, const char* name,
+                       Method method, Handle handle) {
+  using Call = UnaryCall<Request, Response>;
+  dispatcher->Add(
+      absl::StrCat("/metasrv.v1.Admin/", name), CallMetrics::Type::kUnary,
+      Call::Factory(limits_, [this, method, handle](Call* call) {
+        // kLeaderOrRefuse, admin: a refusal finishes the call.
+        if (!AdmitCall(*gate_, method, call).has_value()) return;
+        call->Finish(
+            handle(call->request(), call->response(), call->context()->peer()));
+      }));
 }
 
-grpc::ServerUnaryReactor* AdminService::LeaderChange(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response) {
-  return Serve<metasrv::v1::LeaderChangeRequest,
-               metasrv::v1::LeaderChangeResponse>(
-      Method::kLeaderChange, context, request, response,
-      [this, context](const metasrv::v1::LeaderChangeRequest&,
-                      metasrv::v1::LeaderChangeResponse* resp) {
+void AdminService::Register(CallDispatcher* dispatcher) {
+  Add<metasrv::v1::LeaderChangeRequest, metasrv::v1::LeaderChangeResponse>(
+      dispatcher, "LeaderChange", Method::kLeaderChange,
+      [this](const metasrv::v1::LeaderChangeRequest&,
+             metasrv::v1::LeaderChangeResponse* resp, const std::string& peer) {
         absl::StatusOr<uint64_t> dropped = leader_change_();
         if (!dropped.ok()) return dropped.status();
-        spdlog::info("leader change requested by {}: {} keys dropped",
-                     context->peer(), *dropped);
+        spdlog::info("leader change requested by {}: {} keys dropped", peer,
+                     *dropped);
         resp->set_dropped_keys(*dropped);
         return absl::OkStatus();
       });
-}
-
-grpc::ServerUnaryReactor* AdminService::ForgetFlows(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response) {
-  return Serve<metasrv::v1::ForgetFlowsRequest,
-               metasrv::v1::ForgetFlowsResponse>(
-      Method::kForgetFlows, context, request, response,
-      [this, context](const metasrv::v1::ForgetFlowsRequest& req,
-                      metasrv::v1::ForgetFlowsResponse* resp) {
+  Add<metasrv::v1::ForgetFlowsRequest, metasrv::v1::ForgetFlowsResponse>(
+      dispatcher, "ForgetFlows", Method::kForgetFlows,
+      [this](const metasrv::v1::ForgetFlowsRequest& req,
+             metasrv::v1::ForgetFlowsResponse* resp, const std::string& peer) {
         const auto& ids = req.flow_ids();
         absl::StatusOr<core::ForgetResult> forgotten = flow_state_->ForgetFlows(
             absl::MakeConstSpan(ids.data(), ids.size()));
@@ -59,28 +54,22 @@ grpc::ServerUnaryReactor* AdminService::ForgetFlows(
         spdlog::info(
             "forget flows requested by {}: {} of {} flows forgotten, {} "
             "node reports rewritten",
-            context->peer(), forgotten->forgotten_flows, ids.size(),
+            peer, forgotten->forgotten_flows, ids.size(),
             forgotten->updated_nodes);
         resp->set_forgotten_flows(forgotten->forgotten_flows);
         resp->set_updated_nodes(forgotten->updated_nodes);
         return absl::OkStatus();
       });
-}
-
-grpc::ServerUnaryReactor* AdminService::ForgetNodes(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response) {
-  return Serve<metasrv::v1::ForgetNodesRequest,
-               metasrv::v1::ForgetNodesResponse>(
-      Method::kForgetNodes, context, request, response,
-      [this, context](const metasrv::v1::ForgetNodesRequest& req,
-                      metasrv::v1::ForgetNodesResponse* resp) {
+  Add<metasrv::v1::ForgetNodesRequest, metasrv::v1::ForgetNodesResponse>(
+      dispatcher, "ForgetNodes", Method::kForgetNodes,
+      [this](const metasrv::v1::ForgetNodesRequest& req,
+             metasrv::v1::ForgetNodesResponse* resp, const std::string& peer) {
         const auto& ids = req.node_ids();
         absl::StatusOr<uint64_t> forgotten = flow_state_->ForgetNodes(
             absl::MakeConstSpan(ids.data(), ids.size()));
         if (!forgotten.ok()) return forgotten.status();
         spdlog::info("forget nodes requested by {}: {} of {} nodes forgotten",
-                     context->peer(), *forgotten, ids.size());
+                     peer, *forgotten, ids.size());
         resp->set_forgotten_nodes(*forgotten);
         return absl::OkStatus();
       });

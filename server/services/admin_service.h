@@ -9,7 +9,8 @@
 #include "absl/status/statusor.h"
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
-#include "metasrv/v1/metasrv.grpc.pb.h"
+#include "metasrv/v1/metasrv.pb.h"
+#include "server/rpc/call_dispatcher.h"
 #include "server/rpc/call_gate.h"
 #include "server/rpc/unary_call.h"
 
@@ -17,11 +18,7 @@ namespace metasrv::server {
 
 // Methods take raw bytes, so that zstd-compressed requests decode
 // (request_decoder.h).
-class AdminService final
-    : public metasrv::v1::Admin::WithRawCallbackMethod_LeaderChange<
-          metasrv::v1::Admin::WithRawCallbackMethod_ForgetFlows<
-              metasrv::v1::Admin::WithRawCallbackMethod_ForgetNodes<
-                  metasrv::v1::Admin::Service>>> {
+class AdminService final {
  public:
   // Performs a leader change and returns how many KV keys it dropped:
   // standalone, a reset; with etcd, a resignation.
@@ -33,27 +30,16 @@ class AdminService final
   AdminService(LeaderChangeFn leader_change, core::FlowStateManager* flow_state,
                const CallGate* gate, CallLimits limits);
 
-  grpc::ServerUnaryReactor* LeaderChange(grpc::CallbackServerContext* context,
-                                         const grpc::ByteBuffer* request,
-                                         grpc::ByteBuffer* response) override;
-
-  grpc::ServerUnaryReactor* ForgetFlows(grpc::CallbackServerContext* context,
-                                        const grpc::ByteBuffer* request,
-                                        grpc::ByteBuffer* response) override;
-
-  grpc::ServerUnaryReactor* ForgetNodes(grpc::CallbackServerContext* context,
-                                        const grpc::ByteBuffer* request,
-                                        grpc::ByteBuffer* response) override;
+  // Serves the service's methods through `dispatcher`.
+  void Register(CallDispatcher* dispatcher);
 
  private:
-  // One admin call: decodes the request, admits it through the gate, runs
-  // `handle(request, response*)` (returning an absl::Status) and finishes.
+  // Adds `method` (`name` in the service), served by admitting the call
+  // through the gate, running `handle(request, response*, peer)` (returning
+  // an absl::Status) and finishing.
   template <typename Request, typename Response, typename Handle>
-  grpc::ServerUnaryReactor* Serve(Method method,
-                                  grpc::CallbackServerContext* context,
-                                  const grpc::ByteBuffer* request,
-                                  grpc::ByteBuffer* response,
-                                  Handle handle) const;
+  void Add(CallDispatcher* dispatcher, const char* name, Method method,
+           Handle handle);
 
   const LeaderChangeFn leader_change_;        // Does LeaderChange.
   core::FlowStateManager* const flow_state_;  // The state; borrowed.

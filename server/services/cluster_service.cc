@@ -43,33 +43,37 @@ ClusterService::ClusterService(const kv::KvBackend* kv, const CallGate* gate,
       metrics_(Metrics::OrDiscard(metrics)),
       limits_(limits) {}
 
+void ClusterService::Register(CallDispatcher* dispatcher) {
+  dispatcher->Add(
+      "/greptime.v1.meta.Cluster/BatchGet", CallMetrics::Type::kUnary,
+      BatchGetCall::Factory(limits_,
+                            [this](BatchGetCall* call) { BatchGet(call); }));
+  dispatcher->Add(
+      "/greptime.v1.meta.Cluster/Range", CallMetrics::Type::kUnary,
+      RangeCall::Factory(limits_, [this](RangeCall* call) { Range(call); }));
+  dispatcher->Add(
+      "/greptime.v1.meta.Cluster/MetasrvPeers", CallMetrics::Type::kUnary,
+      PeersCall::Factory(limits_,
+                         [this](PeersCall* call) { MetasrvPeers(call); }));
+}
+
 template <typename Request, typename Response, typename Fill>
-grpc::ServerUnaryReactor* ClusterService::Serve(
-    Method method, grpc::CallbackServerContext* context,
-    const grpc::ByteBuffer* request, grpc::ByteBuffer* response, ReadCost cost,
-    Fill fill) {
-  grpc::ServerUnaryReactor* reactor = nullptr;
-  Admission admission = Admission::kServe;
-  auto* call =
-      StartAdmitted<Request, Response>(*gate_, method, context, request,
-                                       response, limits_, &reactor, &admission);
-  if (call == nullptr) return reactor;
+void ClusterService::Serve(Method method, UnaryCall<Request, Response>* call,
+                           ReadCost cost, Fill fill) {
+  std::optional<Admission> admission = AdmitCall(*gate_, method, call);
+  if (!admission.has_value()) return;
   meta::ResponseHeader* header = call->response()->mutable_header();
-  if (admission == Admission::kAnswerNotLeader) {
+  if (*admission == Admission::kAnswerNotLeader) {
     SetNotLeader(gate_->leadership(), header);
     call->Finish(absl::OkStatus());
-    return reactor;
+    return;
   }
   header->set_protocol_version(1);
   ScheduleRead(reads_, cost, call, fill);
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* ClusterService::BatchGet(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response) {
-  return Serve<meta::BatchGetRequest, meta::BatchGetResponse>(
-      Method::kBatchGet, context, request, response, ReadCost::kLarge,
+void ClusterService::BatchGet(BatchGetCall* call) {
+  Serve(Method::kBatchGet, call, ReadCost::kLarge,
       [this](const meta::BatchGetRequest& req,
              meta::BatchGetResponse* resp) -> absl::Status {
         const absl::Time start = absl::Now();
@@ -82,11 +86,8 @@ grpc::ServerUnaryReactor* ClusterService::BatchGet(
       });
 }
 
-grpc::ServerUnaryReactor* ClusterService::Range(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response) {
-  return Serve<meta::RangeRequest, meta::RangeResponse>(
-      Method::kRange, context, request, response, ReadCost::kLarge,
+void ClusterService::Range(RangeCall* call) {
+  Serve(Method::kRange, call, ReadCost::kLarge,
       [this](const meta::RangeRequest& req,
              meta::RangeResponse* resp) -> absl::Status {
         const absl::Time start = absl::Now();
@@ -100,11 +101,8 @@ grpc::ServerUnaryReactor* ClusterService::Range(
       });
 }
 
-grpc::ServerUnaryReactor* ClusterService::MetasrvPeers(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response) {
-  return Serve<meta::MetasrvPeersRequest, meta::MetasrvPeersResponse>(
-      Method::kMetasrvPeers, context, request, response, ReadCost::kSmall,
+void ClusterService::MetasrvPeers(PeersCall* call) {
+  Serve(Method::kMetasrvPeers, call, ReadCost::kSmall,
       [this](const meta::MetasrvPeersRequest&,
              meta::MetasrvPeersResponse* resp) -> absl::Status {
         // As upstream: the leader (this replica) describes itself now; the

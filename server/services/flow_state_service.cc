@@ -12,14 +12,30 @@ namespace metasrv::server {
 FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
                                    const CallGate* gate, ReadExecutor* reads,
                                    WatchHub* watch, Metrics* metrics,
-                                   CallLimits limits, CallSeries* watch_series)
+                                   CallLimits limits)
     : flow_state_(flow_state),
       gate_(gate),
       reads_(reads),
       watch_(watch),
       metrics_(Metrics::OrDiscard(metrics)),
-      limits_(limits),
-      watch_series_(watch_series) {}
+      limits_(limits) {}
+
+void FlowStateService::Register(CallDispatcher* dispatcher) {
+  dispatcher->Add(
+      "/metasrv.v1.FlowState/GetFlowState", CallMetrics::Type::kUnary,
+      GetCall::Factory(limits_, [this](GetCall* call) { GetFlowState(call); }));
+  dispatcher->Add(
+      "/metasrv.v1.FlowState/ListFlownodes", CallMetrics::Type::kUnary,
+      ListCall::Factory(limits_,
+                        [this](ListCall* call) { ListFlownodes(call); }));
+  dispatcher->Add(
+      "/metasrv.v1.FlowState/WatchFlowState", CallMetrics::Type::kServerStream,
+      [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
+        return std::make_unique<WatchStream>(call, watch_, gate_,
+                                             limits_.max_request_bytes,
+                                             metrics_);
+      });
+}
 
 namespace {
 
@@ -36,30 +52,11 @@ ReadCost Cost(const metasrv::v1::ListFlownodesRequest& request) {
 
 }  // namespace
 
-template <typename Request, typename Response, typename Read>
-grpc::ServerUnaryReactor* FlowStateService::LeaderRead(
-    Method method, grpc::CallbackServerContext* context,
-    const grpc::ByteBuffer* request, grpc::ByteBuffer* response, Read read) {
-  grpc::ServerUnaryReactor* reactor = nullptr;
-  Admission admission = Admission::kServe;  // The only one, for our API.
-  auto* call =
-      StartAdmitted<Request, Response>(*gate_, method, context, request,
-                                       response, limits_, &reactor, &admission);
-  if (call != nullptr) ScheduleRead(reads_, Cost(call->request()), call, read);
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* FlowStateService::GetFlowState(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response) {
+void FlowStateService::GetFlowState(GetCall* call) {
   using Request = metasrv::v1::GetFlowStateRequest;
   using Response = metasrv::v1::GetFlowStateResponse;
-  grpc::ServerUnaryReactor* reactor = nullptr;
-  Admission admission = Admission::kServe;
-  auto* call = StartAdmitted<Request, Response>(*gate_, Method::kGetFlowState,
-                                                context, request, response,
-                                                limits_, &reactor, &admission);
-  if (call == nullptr) return reactor;
+  // kLeaderOrRefuse: a follower's refusal finishes the call.
+  if (!AdmitCall(*gate_, Method::kGetFlowState, call).has_value()) return;
   if (call->request().flow_ids_size() == 0) {
     // All flows: the cached chunk encodings, sent without a copy. When every
     // chunk is cached (an unchanged state) there is nothing to encode: the
@@ -69,7 +66,7 @@ grpc::ServerUnaryReactor* FlowStateService::GetFlowState(
       call->SetResponseBytes(
           full_state_.Get(*cached, call->request().with_nodes()));
       call->Finish(absl::OkStatus());
-      return reactor;
+      return;
     }
     ScheduleRead(reads_, ReadCost::kLarge, call,
                  [this, call](const Request& req, Response*) {
@@ -78,7 +75,7 @@ grpc::ServerUnaryReactor* FlowStateService::GetFlowState(
                        req.with_nodes()));
                    return absl::OkStatus();
                  });
-    return reactor;
+    return;
   }
   ScheduleRead(reads_, Cost(call->request()), call,
                [this](const Request& req, Response* resp) {
@@ -87,19 +84,15 @@ grpc::ServerUnaryReactor* FlowStateService::GetFlowState(
                                                           req.flow_ids_size()),
                                       req.with_nodes(), resp);
                });
-  return reactor;
 }
 
-grpc::ServerUnaryReactor* FlowStateService::ListFlownodes(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response) {
-  return LeaderRead<metasrv::v1::ListFlownodesRequest,
-                    metasrv::v1::ListFlownodesResponse>(
-      Method::kListFlownodes, context, request, response,
-      [this](const metasrv::v1::ListFlownodesRequest& req,
-             metasrv::v1::ListFlownodesResponse* resp) {
-        return ListNodes(req, resp);
-      });
+void FlowStateService::ListFlownodes(ListCall* call) {
+  if (!AdmitCall(*gate_, Method::kListFlownodes, call).has_value()) return;
+  ScheduleRead(reads_, Cost(call->request()), call,
+               [this](const metasrv::v1::ListFlownodesRequest& req,
+                      metasrv::v1::ListFlownodesResponse* resp) {
+                 return ListNodes(req, resp);
+               });
 }
 
 absl::Status FlowStateService::ListNodes(
@@ -120,38 +113,6 @@ absl::Status FlowStateService::ListNodes(
     }
   }
   return absl::OkStatus();
-}
-
-grpc::ServerWriteReactor<grpc::ByteBuffer>* FlowStateService::WatchFlowState(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
-  absl::Status refused =
-      gate_->Admit(Method::kWatchFlowState, context).status();
-  metasrv::v1::WatchFlowStateRequest parsed;
-  if (refused.ok()) {
-    grpc::ByteBuffer copy(*request);
-    refused = DecodeRequest(&copy, limits_.max_request_bytes, &parsed);
-  }
-  if (!refused.ok()) {
-    // A reactor that only finishes.
-    class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
-     public:
-      Refusal(const grpc::Status& status, CallSeries* series)
-          : counted_(series) {
-        counted_.Finishing(static_cast<int>(status.error_code()));
-        Finish(status);
-      }
-      void OnDone() override {
-        counted_.Done();
-        delete this;
-      }
-
-     private:
-      SelfCountedCall counted_;  // Its call metrics.
-    };
-    return new Refusal(ToGrpcStatus(refused, context), watch_series_);
-  }
-  return new WatchStream(watch_, context, parsed.deltas(), metrics_,
-                         watch_series_);
 }
 
 }  // namespace metasrv::server

@@ -6,9 +6,10 @@
 
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
-#include "metasrv/v1/metasrv.grpc.pb.h"
+#include "metasrv/v1/metasrv.pb.h"
 #include "server/codec/full_state_reply.h"
 #include "server/ops/metrics.h"
+#include "server/rpc/call_dispatcher.h"
 #include "server/rpc/call_gate.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/unary_call.h"
@@ -19,42 +20,24 @@ namespace metasrv::server {
 // Every method takes raw bytes, so that zstd-compressed requests decode
 // (request_decoder.h); WatchFlowState also writes pre-serialized bytes (one
 // serialization per state, whatever the number of watchers).
-class FlowStateService final
-    : public metasrv::v1::FlowState::WithRawCallbackMethod_GetFlowState<
-          metasrv::v1::FlowState::WithRawCallbackMethod_ListFlownodes<
-              metasrv::v1::FlowState::WithRawCallbackMethod_WatchFlowState<
-                  metasrv::v1::FlowState::Service>>> {
+class FlowStateService final {
  public:
   // Borrows all; they must outlive the service. Reads run on `reads`.
-  // Null `metrics`: none kept. Calls are held to `limits`. `watch_series`:
-  // WatchFlowState's call metrics, which its streams count themselves (the
-  // interceptor must skip the method); null: none.
+  // Null `metrics`: none kept. Calls are held to `limits`.
   FlowStateService(const core::FlowStateManager* flow_state,
                    const CallGate* gate, ReadExecutor* reads, WatchHub* watch,
-                   Metrics* metrics, CallLimits limits,
-                   CallSeries* watch_series = nullptr);
+                   Metrics* metrics, CallLimits limits);
 
-  grpc::ServerUnaryReactor* GetFlowState(grpc::CallbackServerContext* context,
-                                         const grpc::ByteBuffer* request,
-                                         grpc::ByteBuffer* response) override;
-
-  grpc::ServerUnaryReactor* ListFlownodes(grpc::CallbackServerContext* context,
-                                          const grpc::ByteBuffer* request,
-                                          grpc::ByteBuffer* response) override;
-
-  grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchFlowState(
-      grpc::CallbackServerContext* context,
-      const grpc::ByteBuffer* request) override;
+  // Serves the service's methods through `dispatcher`.
+  void Register(CallDispatcher* dispatcher);
 
  private:
-  // Decodes the request and admits it (the gate refuses followers). Then
-  // runs `read(request, response)` on the read executor and finishes with
-  // its status.
-  template <typename Request, typename Response, typename Read>
-  grpc::ServerUnaryReactor* LeaderRead(Method method,
-                                       grpc::CallbackServerContext* context,
-                                       const grpc::ByteBuffer* request,
-                                       grpc::ByteBuffer* response, Read read);
+  using GetCall = UnaryCall<metasrv::v1::GetFlowStateRequest,
+                            metasrv::v1::GetFlowStateResponse>;
+  using ListCall = UnaryCall<metasrv::v1::ListFlownodesRequest,
+                             metasrv::v1::ListFlownodesResponse>;
+  void GetFlowState(GetCall* call);
+  void ListFlownodes(ListCall* call);
   // Fills a ListFlownodes answer.
   absl::Status ListNodes(const metasrv::v1::ListFlownodesRequest& request,
                          metasrv::v1::ListFlownodesResponse* response) const;
@@ -65,8 +48,7 @@ class FlowStateService final
   WatchHub* const watch_;                           // Watchers; borrowed.
   Metrics* const metrics_;   // Borrowed; never null (Metrics::OrDiscard).
   const CallLimits limits_;  // Request size, replies.
-  CallSeries* const watch_series_;  // WatchFlowState's metrics; or null.
-  FullStateReply full_state_;       // The last all-flows answers, shared.
+  FullStateReply full_state_;  // The last all-flows answers, shared.
 };
 
 }  // namespace metasrv::server

@@ -1,6 +1,9 @@
 #include "server/services/heartbeat_service.h"
 
-#include "server/rpc/call_gate.h"
+#include <memory>
+#include <string>
+#include <utility>
+
 #include "server/services/heartbeat_stream.h"
 
 namespace metasrv::server {
@@ -10,29 +13,26 @@ using greptime::v1::meta::AskLeaderResponse;
 
 HeartbeatService::HeartbeatService(HeartbeatHandler* handler,
                                    StreamRegistry* registry,
-                                   const CallGate* gate, CallLimits limits,
-                                   CallSeries* series)
-    : handler_(handler),
-      registry_(registry),
-      gate_(gate),
-      limits_(limits),
-      series_(series) {}
+                                   const CallGate* gate, CallLimits limits)
+    : handler_(handler), registry_(registry), gate_(gate), limits_(limits) {}
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-HeartbeatService::Heartbeat(grpc::CallbackServerContext* context) {
-  return new HeartbeatStream(handler_, registry_, limits_.max_request_bytes,
-                             context, series_);
+void HeartbeatService::Register(CallDispatcher* dispatcher) {
+  dispatcher->Add(
+      "/greptime.v1.meta.Heartbeat/Heartbeat", CallMetrics::Type::kBidiStream,
+      [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
+        return std::make_unique<HeartbeatStream>(call, handler_, registry_,
+                                                 limits_.max_request_bytes);
+      });
+  dispatcher->Add("/greptime.v1.meta.Heartbeat/AskLeader",
+                  CallMetrics::Type::kUnary,
+                  AskLeaderCall::Factory(limits_, [this](AskLeaderCall* call) {
+                    AskLeader(call);
+                  }));
 }
 
-grpc::ServerUnaryReactor* HeartbeatService::AskLeader(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response) {
-  grpc::ServerUnaryReactor* reactor = nullptr;
-  Admission admission = Admission::kServe;  // kAnywhere: the only one.
-  auto* call = StartAdmitted<AskLeaderRequest, AskLeaderResponse>(
-      *gate_, Method::kAskLeader, context, request, response, limits_, &reactor,
-      &admission);
-  if (call == nullptr) return reactor;
+void HeartbeatService::AskLeader(AskLeaderCall* call) {
+  // kAnywhere: the only admission.
+  if (!AdmitCall(*gate_, Method::kAskLeader, call).has_value()) return;
   // Any replica answers, leader or not: that is how clients find the leader.
   // With none known, an error, as upstream's handle_ask_leader answers when
   // its election has no leader (src/meta-srv/src/service/heartbeat.rs): an
@@ -44,14 +44,13 @@ grpc::ServerUnaryReactor* HeartbeatService::AskLeader(
     call->Finish(absl::InternalError(
         "no metasrv leader is known yet (an election is in progress); ask "
         "again"));
-    return reactor;
+    return;
   }
   AskLeaderResponse* answer = call->response();
   answer->mutable_header()->set_protocol_version(1);
   answer->mutable_leader()->set_id(0);
   answer->mutable_leader()->set_addr(std::move(leader));
   call->Finish(absl::OkStatus());
-  return reactor;
 }
 
 }  // namespace metasrv::server

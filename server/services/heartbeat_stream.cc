@@ -1,29 +1,53 @@
 #include "server/services/heartbeat_stream.h"
 
+#include <grpc/byte_buffer.h>
+#include <grpc/slice.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "server/ops/log_limit.h"
 #include "server/ops/logging.h"
 #include "server/rpc/grpc_status.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
+namespace {
 
-HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
+// `response` as one slice in a core byte buffer (owned by the caller).
+grpc_byte_buffer* Serialize(
+    const greptime::v1::meta::HeartbeatResponse& response) {
+  const size_t size = response.ByteSizeLong();
+  grpc_slice slice = grpc_slice_malloc(size);
+  response.SerializeWithCachedSizesToArray(GRPC_SLICE_START_PTR(slice));
+  grpc_byte_buffer* buffer = grpc_raw_byte_buffer_create(&slice, 1);
+  grpc_slice_unref(slice);
+  return buffer;
+}
+
+}  // namespace
+
+HeartbeatStream::HeartbeatStream(ServerCall* call, HeartbeatHandler* handler,
                                  StreamRegistry* registry,
-                                 size_t max_request_bytes,
-                                 grpc::CallbackServerContext* context,
-                                 CallSeries* series)
-    : handler_(handler),
+                                 size_t max_request_bytes)
+    : call_(call),
+      handler_(handler),
       registry_(registry),
-      context_(context),
       max_request_bytes_(max_request_bytes),
-      peer_(context->peer()),
-      counted_(series) {
+      peer_(call->context()->peer()),
+      batch_(this, &HeartbeatStream::OnBatch),
+      metadata_(this, &HeartbeatStream::OnSent),
+      finished_(this, &HeartbeatStream::OnSent) {}
+
+HeartbeatStream::~HeartbeatStream() {
+  // Both were handed back: every batch completed before this is deleted.
+  if (received_ != nullptr) grpc_byte_buffer_destroy(received_);
+  absl::MutexLock lock(&mu_);
+  if (sent_ != nullptr) grpc_byte_buffer_destroy(sent_);
+}
+
+void HeartbeatStream::Start() {
   absl::Status added = registry_->Add(this);
   if (!added.ok()) {
     LogLimited(spdlog::level::warn, "heartbeat_stream_refused",
@@ -32,29 +56,78 @@ HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
     return;
   }
   registered_ = true;
-  StartRead(&read_buffer_);
+  absl::MutexLock lock(&mu_);
+  if (!finished_started_) StartBatch(nullptr);
 }
 
-void HeartbeatStream::OnReadDone(bool ok) {
-  if (!ok) {
-    // The client closed its side, or vanished, or we are finishing.
-    FinishOnce(grpc::Status::OK);
+void HeartbeatStream::StartBatch(grpc_byte_buffer* answer) {
+  grpc_op ops[2] = {};
+  size_t count = 0;
+  if (answer != nullptr) {
+    if (!metadata_sent_) {
+      // Through the C++ stream, so that it knows the headers went: its
+      // Finish() then sends only the status.
+      metadata_sent_ = true;
+      call_->stream()->SendInitialMetadata(call_->Begin(&metadata_));
+    }
+    sent_ = answer;
+    ops[count].op = GRPC_OP_SEND_MESSAGE;
+    ops[count].data.send_message.send_message = sent_;
+    ++count;
+  }
+  ops[count].op = GRPC_OP_RECV_MESSAGE;
+  ops[count].data.recv_message.recv_message = &received_;
+  ++count;
+  const grpc_call_error started = call_->StartBatch(ops, count, &batch_);
+  if (started != GRPC_CALL_OK) {
+    // Not expected (one batch at a time, a valid call): end rather than
+    // wait for a completion that will not come.
+    spdlog::error("heartbeat stream from {}: batch refused ({})", peer_,
+                  static_cast<int>(started));
+    if (sent_ != nullptr) grpc_byte_buffer_destroy(sent_);
+    sent_ = nullptr;
+    StartFinish(grpc::Status(grpc::StatusCode::INTERNAL, "batch refused"),
+                nullptr);
+  }
+}
+
+void HeartbeatStream::OnBatch(bool ok) {
+  bool finished = false;
+  {
+    absl::MutexLock lock(&mu_);
+    // gRPC is done with the answer it carried.
+    if (sent_ != nullptr) grpc_byte_buffer_destroy(sent_);
+    sent_ = nullptr;
+    finished = finished_started_;
+  }
+  if (finished || !ok || received_ == nullptr) {
+    if (received_ != nullptr) grpc_byte_buffer_destroy(received_);
+    received_ = nullptr;
+    // Aborted meanwhile; or the client went away (cancelled, vanished); or
+    // it closed its side: the stream ends.
+    if (!finished) {
+      FinishOnce(ok ? grpc::Status::OK
+                    : grpc::Status(grpc::StatusCode::CANCELLED,
+                                   "the stream broke"));
+    }
     return;
   }
-  HandleRead();
+  HandleRequest();
 }
 
-void HeartbeatStream::HandleRead() {
-  absl::Status parsed = request_.Read(&read_buffer_, max_request_bytes_);
+void HeartbeatStream::HandleRequest() {
+  absl::Status parsed = request_.Read(received_, max_request_bytes_);
+  grpc_byte_buffer_destroy(received_);
+  received_ = nullptr;
   if (!parsed.ok()) {
     spdlog::debug("heartbeat stream from {} ended: {}", peer_,
                   parsed.ToString());
     FinishOnce(parsed);
     return;
   }
-  const metasrv::v1::HeartbeatFrame* request = &request_.request();
-  if (handshake_ && request->header().role() == greptime::v1::meta::FLOWNODE) {
-    flownode_ = HeartbeatHandler::NodeId(*request);
+  const metasrv::v1::HeartbeatFrame& request = request_.request();
+  if (handshake_ && request.header().role() == greptime::v1::meta::FLOWNODE) {
+    flownode_ = HeartbeatHandler::NodeId(request);
     // Bounded: 10,000 flownodes reconnecting after a failover are one line
     // per interval, the rest counted (metasrv_log_lines_suppressed_total).
     if (flownode_.has_value()) {
@@ -67,85 +140,69 @@ void HeartbeatStream::HandleRead() {
   }
   absl::Status handled = handler_->Handle(&request_, handshake_, &response_);
   handshake_ = false;
-  if (!handled.ok() && !absl::IsAborted(handled)) {
+  if (absl::IsAborted(handled)) {
+    // Not leader: the answer says so, then the stream ends.
+    FinishOnce(ToGrpcStatus(handled, call_->context()), &response_);
+    return;
+  }
+  if (!handled.ok()) {
     spdlog::debug("heartbeat stream from {} ended: {}", peer_,
                   handled.ToString());
     FinishOnce(handled);
     return;
   }
-  // A fresh buffer for every answer: Serialize() expects an empty one.
-  grpc::ByteBuffer answer;
-  bool own_buffer = false;
-  grpc::Status serialized = grpc::SerializationTraits<
-      greptime::v1::meta::HeartbeatResponse>::Serialize(response_, &answer,
-                                                        &own_buffer);
-  if (!serialized.ok()) {
-    FinishOnce(absl::InternalError("cannot serialize the response"));
-    return;
-  }
+  grpc_byte_buffer* answer = Serialize(response_);
   absl::MutexLock lock(&mu_);
   // Aborted while handling (a step-down, shutdown): the stream is ending.
-  if (end_.finished) return;
-  if (absl::IsAborted(handled)) {
-    // Not leader: the response says so, then the stream ends.
-    end_.finish_after_write = ToGrpcStatus(handled, context_);
+  if (finished_started_) {
+    grpc_byte_buffer_destroy(answer);
+    return;
   }
-  // No write is in flight (the next read starts when it completes), so
-  // gRPC holds no reference to the previous answer's buffer.
-  write_buffer_.Swap(&answer);
-  end_.write_in_flight = true;
-  StartWrite(&write_buffer_);
-}
-
-void HeartbeatStream::OnWriteDone(bool ok) {
-  StreamEnd::AfterWrite next;
-  {
-    absl::MutexLock lock(&mu_);
-    next = end_.WriteDone(ok);
-    // Read under the lock, so Abort() cannot finish the stream meanwhile.
-    if (next.go_on) StartRead(&read_buffer_);
-  }
-  if (next.finish.has_value()) FinishOnce(*next.finish);
+  StartBatch(answer);
 }
 
 void HeartbeatStream::Abort(const grpc::Status& status) {
-  {
-    absl::MutexLock lock(&mu_);
-    // Decided under the lock, so OnReadDone() cannot start a write now.
-    if (!end_.Abort(status)) return;
-  }
-  FinishWith(status);
+  FinishOnce(status);
 }
 
-void HeartbeatStream::FinishOnce(const grpc::Status& status) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (!end_.TryFinish()) return;
-  }
-  FinishWith(status);
+void HeartbeatStream::FinishOnce(
+    const grpc::Status& status,
+    const greptime::v1::meta::HeartbeatResponse* answer) {
+  absl::MutexLock lock(&mu_);
+  if (finished_started_) return;
+  StartFinish(status, answer);
 }
 
 void HeartbeatStream::FinishOnce(const absl::Status& status) {
-  grpc::Status finish;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!end_.TryFinish()) return;
-    // The error's metadata goes into the trailers before anyone can finish.
-    finish = ToGrpcStatus(status, context_);
-  }
-  FinishWith(finish);
+  // The error's metadata goes into the trailers before the status is sent.
+  absl::MutexLock lock(&mu_);
+  if (finished_started_) return;
+  StartFinish(ToGrpcStatus(status, call_->context()), nullptr);
 }
 
-void HeartbeatStream::FinishWith(const grpc::Status& status) {
-  counted_.Finishing(static_cast<int>(status.error_code()));
-  Finish(status);
+void HeartbeatStream::StartFinish(
+    const grpc::Status& status,
+    const greptime::v1::meta::HeartbeatResponse* answer) {
+  finished_started_ = true;
+  call_->Finishing(static_cast<int>(status.error_code()));
+  // Behind an answer in flight, if any: gRPC sends the status after it.
+  if (answer != nullptr) {
+    grpc::ByteBuffer bytes;
+    bool own = false;
+    grpc::SerializationTraits<greptime::v1::meta::HeartbeatResponse>::Serialize(
+        *answer, &bytes, &own);
+    call_->stream()->WriteAndFinish(bytes, grpc::WriteOptions(), status,
+                                    call_->Begin(&finished_));
+  } else {
+    call_->stream()->Finish(status, call_->Begin(&finished_));
+  }
+  call_->FinishStarted();
 }
 
 void HeartbeatStream::OnDone() {
-  // Out of the open count before it is counted handled, so a scrape that
-  // sees it handled never still sees it open.
+  // Out of the open count before it is counted handled (when the call is
+  // deleted), so a scrape that sees it handled never still sees it open.
   if (registered_) registry_->Remove(this);
-  counted_.Done();
   if (flownode_.has_value()) {
     const LogFields fields({{"node_id", absl::StrCat(*flownode_)},
                             {"peer", peer_},
@@ -153,7 +210,6 @@ void HeartbeatStream::OnDone() {
     LogLimited(spdlog::level::info, "flownode_disconnected",
                "flownode {} (from {}) disconnected", *flownode_, peer_);
   }
-  delete this;
 }
 
 }  // namespace metasrv::server

@@ -1,85 +1,96 @@
-// The reactor of one Heartbeat stream: read a request, handle it, write its
-// response, read the next. One operation in flight at a time, so responses
-// go out exactly once per request and in order; no thread per stream.
+// One Heartbeat stream: read a request, handle it, answer it, read the next.
 //
-// The stream carries raw bytes, parsed here: a request that does not parse
-// ends the stream with INVALID_ARGUMENT (gRPC's typed callback API would
-// report it as a plain failed read, indistinguishable from the client
-// closing its side).
+// After the first request, answering one request and reading the next are
+// one core batch {send the answer, receive the next request}: one completion
+// per heartbeat instead of two (a write's and a read's). Answers still go
+// out exactly once per request and in order, one at a time (the next answer
+// is only made once the batch carrying the previous one completed), and the
+// status is sent once: at the client's end of stream, on an error, or at
+// once when the stream is aborted (a step-down), behind any answer in flight.
+//
+// Requests arrive as raw bytes and are parsed here (HeartbeatRequestReader):
+// a request that does not parse ends the stream with INVALID_ARGUMENT.
 #ifndef METASRV_SERVER_SERVICES_HEARTBEAT_STREAM_H_
 #define METASRV_SERVER_SERVICES_HEARTBEAT_STREAM_H_
 
-#include <grpcpp/support/byte_buffer.h>
-#include <grpcpp/support/server_callback.h>
+#include <grpc/grpc.h>
 
-#include <atomic>
 #include <cstddef>
 #include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
 #include "server/codec/heartbeat_request.h"
-#include "server/ops/call_metrics.h"
-#include "server/rpc/stream_end.h"
+#include "server/rpc/server_call.h"
 #include "server/rpc/stream_registry.h"
 #include "server/services/heartbeat_handler.h"
 
 namespace metasrv::server {
 
-class HeartbeatStream final
-    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
-      public AbortableStream {
+class HeartbeatStream final : public CallHandler, public AbortableStream {
  public:
-  // Borrows all three (`context`, the call's, lives until OnDone()). A
-  // request may inflate to `max_request_bytes`. Deletes itself when gRPC is
-  // done with it.
-  // Counted in `series` (started now, handled with its status in OnDone)
-  // unless it is null.
-  HeartbeatStream(HeartbeatHandler* handler, StreamRegistry* registry,
-                  size_t max_request_bytes,
-                  grpc::CallbackServerContext* context,
-                  CallSeries* series = nullptr);
+  // Borrows all (`call` owns this). A request may inflate to
+  // `max_request_bytes`.
+  HeartbeatStream(ServerCall* call, HeartbeatHandler* handler,
+                  StreamRegistry* registry, size_t max_request_bytes);
+  ~HeartbeatStream() override;
 
-  void OnReadDone(bool ok) override;
-  void OnWriteDone(bool ok) override;
+  ServerCall* call() const { return call_; }
+
+  void Start() override;
   void OnDone() override;
   void Abort(const grpc::Status& status) override;
 
  private:
-  // Finish(), its code kept for the call metrics.
-  void FinishWith(const grpc::Status& status);
-  // Finishes with `status` unless already finishing. Call without mu_ held.
-  void FinishOnce(const grpc::Status& status);
-  // The same with an error of ours, its GreptimeDB metadata in the trailers.
-  void FinishOnce(const absl::Status& status);
-  // Parses the request read into read_buffer_, handles it, and writes the
-  // answer or finishes the stream.
-  void HandleRead();
+  // The batch in flight completed: the answer it carried was sent and the
+  // next request arrived (or the client ended its side, or the call broke).
+  void OnBatch(bool ok);
+  // Parses received_, handles it, and answers it, or ends the stream.
+  void HandleRequest();
+  // Starts the batch that sends `answer` (null: none; the first read) and
+  // receives the next request. Takes `answer`.
+  void StartBatch(grpc_byte_buffer* answer)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the stream with `status` (and `answer` before it, if given) unless
+  // it is ending already.
+  void FinishOnce(const grpc::Status& status,
+                  const greptime::v1::meta::HeartbeatResponse* answer =
+                      nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+  void FinishOnce(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
+  // Starts the finishing operation. Once.
+  void StartFinish(const grpc::Status& status,
+                   const greptime::v1::meta::HeartbeatResponse* answer)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnSent(bool) {}      // Initial metadata or status sent.
 
+  ServerCall* const call_;           // The call; owns this.
   HeartbeatHandler* const handler_;  // Handles each request; borrowed.
   StreamRegistry* const registry_;   // Where this stream is listed; borrowed.
-  // The call's; its trailers carry an error's metadata. Borrowed.
-  grpc::CallbackServerContext* const context_;
-  const size_t max_request_bytes_;  // Limit of an inflated request.
-  const std::string peer_;          // The client's address, for logs.
-  bool registered_ = false;         // Whether Add() succeeded.
-  SelfCountedCall counted_;         // Its call metrics.
-  bool handshake_ = true;           // The next request is the first.
+  const size_t max_request_bytes_;   // Limit of an inflated request.
+  const std::string peer_;           // The client's address, for logs.
+  bool registered_ = false;          // Whether Add() succeeded.
+  bool handshake_ = true;            // The next request is the first.
   // The flownode this stream is of, once its first request said so; for
   // the connect and disconnect lines.
   std::optional<uint64_t> flownode_;
-  grpc::ByteBuffer read_buffer_;   // The request, as read.
-  grpc::ByteBuffer write_buffer_;  // The response, as written.
-  HeartbeatRequestReader request_;  // The request last read, parsed.
-  greptime::v1::meta::HeartbeatResponse response_;  // Reused for each answer.
+  HeartbeatRequestReader request_;   // The request last read, parsed.
+  greptime::v1::meta::HeartbeatResponse response_;  // Reused per answer.
+  CallOp<HeartbeatStream> batch_;     // The batch in flight.
+  CallOp<HeartbeatStream> metadata_;  // Initial metadata, before answer 1.
+  CallOp<HeartbeatStream> finished_;  // The status sent.
+  // The next request, once the batch completed; owned, until parsed.
+  grpc_byte_buffer* received_ = nullptr;
 
-  // Guards end_. Held while starting a write or a read (so Abort() cannot
-  // finish the stream in between), never while waiting for gRPC.
+  // Guards the fields below. Held while starting an operation (so Abort()
+  // cannot finish the stream in between), never while waiting for gRPC.
   absl::Mutex mu_;
-  StreamEnd end_ ABSL_GUARDED_BY(mu_);  // Write in flight, finishing.
+  bool finished_started_ ABSL_GUARDED_BY(mu_) = false;  // Status sent once.
+  bool metadata_sent_ ABSL_GUARDED_BY(mu_) = false;     // Before answer 1.
+  // The answer of the batch in flight; owned until the batch completes.
+  grpc_byte_buffer* sent_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace metasrv::server

@@ -12,6 +12,7 @@
 #include "server/codec/flow_state_response.h"
 #include "server/ops/log_limit.h"
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/request_decoder.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -228,23 +229,47 @@ bool WatchHub::OfferInWaves(
   return true;
 }
 
-WatchStream::WatchStream(WatchHub* hub, grpc::CallbackServerContext* context,
-                         bool deltas, Metrics* metrics, CallSeries* series)
-    : hub_(hub),
-      context_(context),
-      deltas_(deltas),
+WatchStream::WatchStream(ServerCall* call, WatchHub* hub, const CallGate* gate,
+                         size_t max_request_bytes, Metrics* metrics)
+    : call_(call),
+      hub_(hub),
+      gate_(gate),
+      max_request_bytes_(max_request_bytes),
       ordinal_(hub->NextOrdinal()),
       metrics_(Metrics::OrDiscard(metrics)),
-      counted_(series) {
-  absl::Status added = hub_->OverBudget()
-                           ? absl::ResourceExhaustedError(
-                                 "watchers that do not read hold more than "
-                                 "--max_reply_bytes_in_flight; retry later")
-                           : hub_->Add(this);
-  if (!added.ok()) {
-    FinishOnce(ToGrpcStatus(added));
+      read_(this, &WatchStream::OnRead),
+      written_(this, &WatchStream::OnWriteDone),
+      finished_(this, &WatchStream::OnFinished) {}
+
+void WatchStream::Start() {
+  call_->stream()->Read(&request_, call_->Begin(&read_));
+}
+
+void WatchStream::OnRead(bool ok) {
+  if (!ok) {
+    FinishOnce(grpc::Status(grpc::StatusCode::INTERNAL,
+                            "the call carried no request message"));
     return;
   }
+  absl::Status refused =
+      gate_->Admit(Method::kWatchFlowState, call_->context()).status();
+  metasrv::v1::WatchFlowStateRequest parsed;
+  if (refused.ok()) {
+    refused = DecodeRequest(&request_, max_request_bytes_, &parsed);
+  }
+  request_.Clear();
+  if (refused.ok()) {
+    refused = hub_->OverBudget()
+                  ? absl::ResourceExhaustedError(
+                        "watchers that do not read hold more than "
+                        "--max_reply_bytes_in_flight; retry later")
+                  : hub_->Add(this);
+  }
+  if (!refused.ok()) {
+    FinishOnce(ToGrpcStatus(refused, call_->context()));
+    return;
+  }
+  deltas_ = parsed.deltas();
   registered_ = true;
   // Registered first, so no push is missed; an older state offered after a
   // newer one is dropped. None: the publisher is about to send one.
@@ -279,7 +304,7 @@ void WatchStream::Offer(std::shared_ptr<const WatchSnapshot> snapshot) {
     EndStalled();
     return;
   }
-  StartWrite(&write_buffer_);
+  call_->stream()->Write(write_buffer_, call_->Begin(&written_));
 }
 
 void WatchStream::EndStalled() {
@@ -288,9 +313,10 @@ void WatchStream::EndStalled() {
              "ended a WatchFlowState stream from {}: its write was in flight "
              "for over {} while watchers held more than "
              "--max_reply_bytes_in_flight",
-             context_->peer(), absl::FormatDuration(hub_->stall_limit()));
+             call_->context()->peer(),
+             absl::FormatDuration(hub_->stall_limit()));
   grpc_call_cancel_with_status(
-      context_->c_call(), GRPC_STATUS_RESOURCE_EXHAUSTED,
+      call_->c_call(), GRPC_STATUS_RESOURCE_EXHAUSTED,
       "this watcher did not read its stream while answers in flight exceeded "
       "--max_reply_bytes_in_flight; reconnect, and read what is sent",
       nullptr);
@@ -328,7 +354,7 @@ void WatchStream::OnWriteDone(bool ok) {
   if (after.finish.has_value()) {
     FinishOnce(*after.finish);
   } else if (after.go_on) {
-    StartWrite(&write_buffer_);
+    call_->stream()->Write(write_buffer_, call_->Begin(&written_));
   }
 }
 
@@ -343,8 +369,7 @@ void WatchStream::Abort(const grpc::Status& status) {
     next_.reset();
     if (!end_.Abort(status)) return;
   }
-  counted_.Finishing(static_cast<int>(status.error_code()));
-  Finish(status);
+  StartFinish(status);
 }
 
 void WatchStream::FinishOnce(const grpc::Status& status) {
@@ -352,14 +377,17 @@ void WatchStream::FinishOnce(const grpc::Status& status) {
     absl::MutexLock lock(&mu_);
     if (!end_.TryFinish()) return;
   }
-  counted_.Finishing(static_cast<int>(status.error_code()));
-  Finish(status);
+  StartFinish(status);
+}
+
+void WatchStream::StartFinish(const grpc::Status& status) {
+  call_->Finishing(static_cast<int>(status.error_code()));
+  call_->stream()->Finish(status, call_->Begin(&finished_));
+  call_->FinishStarted();
 }
 
 void WatchStream::OnDone() {
   if (registered_) hub_->Remove(this);
-  counted_.Done();
-  delete this;
 }
 
 }  // namespace metasrv::server

@@ -24,7 +24,6 @@
 #define METASRV_SERVER_WATCH_FLOW_STATE_WATCH_H_
 
 #include <grpcpp/support/byte_buffer.h>
-#include <grpcpp/support/server_callback.h>
 
 #include <atomic>
 #include <cstdint>
@@ -40,7 +39,9 @@
 #include "core/flow_change_tracker.h"
 #include "core/flow_state_manager.h"
 #include "server/ops/metrics.h"
+#include "server/rpc/call_gate.h"
 #include "server/rpc/reply_budget.h"
+#include "server/rpc/server_call.h"
 #include "server/rpc/stream_end.h"
 #include "server/rpc/stream_registry.h"
 
@@ -161,18 +162,19 @@ class WatchHub final : public core::FlowStateListener {
   std::thread publisher_;    // Runs Run(); joinable between Start() and Stop().
 };
 
-// The reactor of one WatchFlowState call.
-class WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
-                          public AbortableStream {
+// One WatchFlowState call: reads its request, then writes the states the
+// hub offers, one write at a time.
+class WatchStream final : public CallHandler, public AbortableStream {
  public:
-  // Registers with `hub` and sends the current state; with `deltas`, later
-  // messages are changes where they can be. Ends at once with
-  // RESOURCE_EXHAUSTED while the hub is over its budget. Deletes itself when
-  // gRPC is done with it.
-  // `series`: its call metrics (borrowed; null: none), counted here rather
-  // than by the interceptor, which would run on every message.
-  WatchStream(WatchHub* hub, grpc::CallbackServerContext* context, bool deltas,
-              Metrics* metrics, CallSeries* series = nullptr);
+  // Borrows all (`call` owns this). Admits the call through `gate`, decodes
+  // its request (at most `max_request_bytes` inflated), registers with `hub`
+  // and sends the current state; with `deltas` asked, later messages are
+  // changes where they can be. Ends at once with RESOURCE_EXHAUSTED while
+  // the hub is over its budget.
+  WatchStream(ServerCall* call, WatchHub* hub, const CallGate* gate,
+              size_t max_request_bytes, Metrics* metrics);
+
+  ServerCall* call() const { return call_; }
 
   // Sends `snapshot` if no write is in flight, else keeps it as the next to
   // send (replacing, and so skipping, any older one waiting). States not
@@ -183,14 +185,20 @@ class WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
 
   uint64_t ordinal() const { return ordinal_; }
 
-  void OnWriteDone(bool ok) override;
+  void Start() override;
   void OnCancel() override;
   void OnDone() override;
   void Abort(const grpc::Status& status) override;
 
  private:
+  // The request arrived (or not): admit, decode, register, send.
+  void OnRead(bool ok);
+  void OnWriteDone(bool ok);
+  void OnFinished(bool) {}
   // Finishes with `status` unless already finishing. Call without mu_ held.
   void FinishOnce(const grpc::Status& status);
+  // Starts the finishing operation.
+  void StartFinish(const grpc::Status& status);
   // Ends a watcher that does not read: cancels the call with
   // RESOURCE_EXHAUSTED (sent even to a zero window, ahead of the data), so
   // that its write in flight completes and its state is freed.
@@ -200,13 +208,18 @@ class WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   void StartWriteOf(std::shared_ptr<const WatchSnapshot> snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  WatchHub* const hub_;  // Publishes to this stream; borrowed.
-  grpc::CallbackServerContext* const context_;  // The call's; gRPC's.
-  const bool deltas_;        // The watcher asked for changes only.
-  const uint64_t ordinal_;   // Its number; picks its wave.
-  Metrics* const metrics_;   // Borrowed; never null (Metrics::OrDiscard).
-  bool registered_ = false;  // Whether Add() succeeded.
-  SelfCountedCall counted_;  // Its call metrics.
+  ServerCall* const call_;        // The call; owns this.
+  WatchHub* const hub_;           // Publishes to this stream; borrowed.
+  const CallGate* const gate_;    // Who may call; borrowed.
+  const size_t max_request_bytes_;  // Limit of the inflated request.
+  const uint64_t ordinal_;        // Its number; picks its wave.
+  Metrics* const metrics_;        // Borrowed; never null (Metrics::OrDiscard).
+  bool deltas_ = false;           // The watcher asked for changes only.
+  bool registered_ = false;       // Whether Add() succeeded.
+  grpc::ByteBuffer request_;      // The request's bytes, until decoded.
+  CallOp<WatchStream> read_;      // The request read.
+  CallOp<WatchStream> written_;   // A state written.
+  CallOp<WatchStream> finished_;  // The status sent.
 
   absl::Mutex mu_;  // Guards the fields below; never held into gRPC calls.
   // The state being written; assigned only while no write is in flight,

@@ -1,0 +1,114 @@
+#include "server/rpc/cq_poller.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/time/clock.h"
+
+namespace metasrv::server {
+namespace {
+
+int Resolve(int max_threads) {
+  if (max_threads > 0) return max_threads;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(2, cores);
+}
+
+}  // namespace
+
+CqPoller::CqPoller(std::unique_ptr<grpc::ServerCompletionQueue> cq,
+                   Options options)
+    : cq_(std::move(cq)), options_([&options] {
+        Options resolved = options;
+        resolved.max_threads = Resolve(options.max_threads);
+        return resolved;
+      }()) {}
+
+CqPoller::~CqPoller() { Stop(); }
+
+void CqPoller::Start() {
+  for (int i = 0; i < options_.max_threads; ++i) {
+    threads_.emplace_back([this, i] { Run(i); });
+  }
+}
+
+void CqPoller::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  cq_->Shutdown();
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;  // Resting helpers leave; the queue drains.
+  }
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+bool CqPoller::WaitForTurn(int index) {
+  absl::MutexLock lock(&mu_);
+  auto turn = [this, index]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || wanted_ > index;
+  };
+  mu_.Await(absl::Condition(&turn));
+  // Stopping: the queue is shut down, and the threads still polling drain
+  // it (a Next() after its shutdown event returns at once).
+  return !stopping_;
+}
+
+bool CqPoller::Adjust(int index, double share) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return true;  // Keep polling until the queue is drained.
+  if (share > options_.busy_share && wanted_ == index + 1 &&
+      wanted_ < options_.max_threads) {
+    ++wanted_;  // Saturated: the next thread joins.
+    wakeups_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  // The last helper to join leaves first, once it has little to do.
+  if (index > 0 && index == wanted_ - 1 && share < options_.idle_share) {
+    --wanted_;
+    return false;
+  }
+  return true;
+}
+
+void CqPoller::Run(int index) {
+  const absl::Duration window =
+      index == 0 ? options_.window : options_.helper_window;
+  // A helper waits for work only briefly, so that it sees it is idle.
+  const auto wait = index == 0 ? std::chrono::seconds(1)
+                               : std::chrono::milliseconds(
+                                     absl::ToInt64Milliseconds(window));
+  while (true) {
+    if (index > 0 && !WaitForTurn(index)) return;
+    polling_.fetch_add(1, std::memory_order_relaxed);
+    absl::Time window_start = absl::Now();
+    absl::Duration busy = absl::ZeroDuration();
+    bool keep_polling = true;
+    while (keep_polling) {
+      void* tag = nullptr;
+      bool ok = false;
+      const grpc::CompletionQueue::NextStatus got =
+          cq_->AsyncNext(&tag, &ok, std::chrono::system_clock::now() + wait);
+      if (got == grpc::CompletionQueue::SHUTDOWN) {
+        polling_.fetch_sub(1, std::memory_order_relaxed);
+        return;
+      }
+      const absl::Time start = absl::Now();
+      if (got == grpc::CompletionQueue::GOT_EVENT) {
+        CqTag::From(tag)->Complete(ok);
+      }
+      const absl::Time end = absl::Now();
+      busy += end - start;
+      if (end - window_start >= window) {
+        keep_polling = Adjust(index, busy / (end - window_start));
+        window_start = end;
+        busy = absl::ZeroDuration();
+      }
+    }
+    polling_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace metasrv::server

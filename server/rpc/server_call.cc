@@ -1,0 +1,105 @@
+#include "server/rpc/server_call.h"
+
+#include <utility>
+
+namespace metasrv::server {
+
+int64_t CallBook::live() const {
+  absl::MutexLock lock(&mu_);
+  return live_;
+}
+
+bool CallBook::WaitForNone(absl::Time deadline) const {
+  absl::MutexLock lock(&mu_);
+  auto none = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return live_ == 0; };
+  return mu_.AwaitWithDeadline(absl::Condition(&none), deadline);
+}
+
+void CallBook::Enter() {
+  absl::MutexLock lock(&mu_);
+  ++live_;
+}
+
+void CallBook::Leave() {
+  absl::MutexLock lock(&mu_);
+  --live_;
+}
+
+ServerCall::ServerCall(CallBook* book)
+    : book_(book), stream_(&context_), done_(this) {
+  // Before the call is requested: gRPC then tells when it is done, whether
+  // it finished or was cancelled.
+  context_.AsyncNotifyWhenDone(done_.AsTag());
+}
+
+ServerCall::~ServerCall() {
+  if (counted_.has_value()) {
+    counted_->Finishing(code_.load());
+    counted_->Done();
+    book_->Leave();
+  }
+}
+
+void ServerCall::Request(grpc::AsyncGenericService* service,
+                         grpc::ServerCompletionQueue* cq, CqTag* accepted) {
+  service->RequestCall(&context_, &stream_, cq, cq, accepted->AsTag());
+}
+
+void ServerCall::Serve(std::unique_ptr<CallHandler> handler,
+                       CallSeries* series) {
+  book_->Enter();
+  counted_.emplace(series);
+  {
+    absl::MutexLock lock(&mu_);
+    handler_ = std::move(handler);
+  }
+  handler_->Start();
+  // A cancellation that came before the handler could hear of it.
+  bool tell = false;
+  {
+    absl::MutexLock lock(&mu_);
+    started_ = true;
+    tell = cancelled_.load() && !cancel_told_;
+    cancel_told_ = cancel_told_ || tell;
+  }
+  if (tell) handler_->OnCancel();
+  Release();  // Serve()'s own hold.
+}
+
+void* ServerCall::Begin(CqTag* op) {
+  refs_.fetch_add(1);
+  return op->AsTag();
+}
+
+grpc_call_error ServerCall::StartBatch(const grpc_op* ops, size_t count,
+                                       CqTag* op) {
+  // The queue hands the tag back to CompletionQueueTag::FinalizeResult.
+  void* tag = static_cast<grpc::internal::CompletionQueueTag*>(
+      static_cast<CqTag*>(Begin(op)));
+  const grpc_call_error started =
+      grpc_call_start_batch(c_call(), ops, count, tag, nullptr);
+  if (started != GRPC_CALL_OK) Release();
+  return started;
+}
+
+void ServerCall::Release() {
+  if (refs_.fetch_sub(1) != 1) return;
+  if (handler_ != nullptr) handler_->OnDone();
+  delete this;
+}
+
+void ServerCall::DoneTag::Complete(bool /*ok*/) {
+  // IsCancelled() is valid now that the notification came.
+  const bool cancelled = call_->context_.IsCancelled();
+  bool tell = false;
+  {
+    absl::MutexLock lock(&call_->mu_);
+    call_->cancelled_.store(cancelled);
+    tell = cancelled && call_->started_ && !call_->cancel_told_;
+    call_->cancel_told_ = call_->cancel_told_ || tell;
+  }
+  if (tell) call_->handler_->OnCancel();
+  call_->Release();
+}
+
+}  // namespace metasrv::server

@@ -1,0 +1,178 @@
+// One call the server accepted, whatever its method: its context, the
+// C++ async stream over it, and what keeps it alive.
+//
+// Every method is served through one generic async service on the server's
+// own completion queue (cq_poller.h): no callback service, whose two fixed
+// polling threads hand each message over between them. A method's logic is
+// a CallHandler; it moves messages with the C++ async API on stream(), or
+// with core batches on c_call() where fewer completions per message matter
+// (the heartbeat stream).
+#ifndef METASRV_SERVER_RPC_SERVER_CALL_H_
+#define METASRV_SERVER_RPC_SERVER_CALL_H_
+
+#include <grpc/grpc.h>
+#include <grpcpp/generic/async_generic_service.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/ops/call_metrics.h"
+#include "server/rpc/cq_tag.h"
+
+namespace metasrv::server {
+
+class ServerCall;
+
+// What a method does with an accepted call. Every callback runs on a poller
+// thread (or, for Finish()-like calls a handler makes itself, on whatever
+// thread makes them) and must not block.
+class CallHandler {
+ public:
+  virtual ~CallHandler() = default;
+  // The call was accepted: start reading it. Called once.
+  virtual void Start() = 0;
+  // The client cancelled it (or its deadline passed, or the server is
+  // shutting down): operations in flight fail. At most once.
+  virtual void OnCancel() {}
+  // Nothing is in flight and nothing more will be called; the handler is
+  // deleted right after.
+  virtual void OnDone() {}
+};
+
+// Makes the handler of an accepted call of one method.
+using CallHandlerFactory =
+    std::function<std::unique_ptr<CallHandler>(ServerCall*)>;
+
+// An operation's tag, bound to a handler's method. Start the operation with
+// ServerCall::Begin(&op) (or StartBatch): the call stays alive until it
+// completes, and its completion runs `(handler->*fn)(ok)`.
+template <typename Handler>
+class CallOp final : public CqTag {
+ public:
+  using Fn = void (Handler::*)(bool ok);
+  CallOp(Handler* handler, Fn fn) : handler_(handler), fn_(fn) {}
+  void Complete(bool ok) override;
+
+ private:
+  Handler* const handler_;  // Whose method runs; owned by the call.
+  const Fn fn_;             // The method.
+};
+
+// The calls alive: one per server, shared by its calls. Thread-safe.
+class CallBook {
+ public:
+  // Calls accepted and not yet deleted.
+  int64_t live() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits until none is, at most until `deadline`; returns whether none is.
+  bool WaitForNone(absl::Time deadline) const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  friend class ServerCall;
+  void Enter() ABSL_LOCKS_EXCLUDED(mu_);
+  void Leave() ABSL_LOCKS_EXCLUDED(mu_);
+
+  mutable absl::Mutex mu_;                 // Guards live_.
+  int64_t live_ ABSL_GUARDED_BY(mu_) = 0;  // Calls alive.
+};
+
+// Thread safety: the accessors and Begin() from any thread; the handler
+// serializes the operations it starts (gRPC takes one batch at a time per
+// call).
+class ServerCall {
+ public:
+  // A call waiting to be accepted: RequestCall() takes context() and
+  // stream(). `book` outlives the call.
+  explicit ServerCall(CallBook* book);
+  ServerCall(const ServerCall&) = delete;
+  ServerCall& operator=(const ServerCall&) = delete;
+
+  // The generic service's request for the next call: `accepted` completes
+  // when one comes (ok) or the server shuts down (!ok: delete the call with
+  // Discard()).
+  void Request(grpc::AsyncGenericService* service,
+               grpc::ServerCompletionQueue* cq, CqTag* accepted);
+  // A call that was never accepted goes away.
+  static void Discard(ServerCall* call) { delete call; }
+  // The call was accepted: `handler` serves it, counted as `series` (null:
+  // not counted). Starts the handler. After this the call owns itself: it
+  // is deleted once the handler has started its finishing operation
+  // (FinishStarted()), its last operation has completed and gRPC's
+  // notification that the call is done has come. So a handler that others
+  // call back (an executor, a publisher) stays alive until it finishes.
+  void Serve(std::unique_ptr<CallHandler> handler, CallSeries* series);
+
+  grpc::GenericServerContext* context() { return &context_; }
+  grpc::GenericServerAsyncReaderWriter* stream() { return &stream_; }
+  grpc_call* c_call() { return context_.c_call(); }
+  // "/package.Service/Method".
+  const std::string& method() const { return context_.method(); }
+  // Whether gRPC said the call was cancelled (see CallHandler::OnCancel).
+  bool cancelled() const { return cancelled_.load(); }
+
+  // Holds the call for an operation about to start with `op` as its tag;
+  // returns the tag for the C++ async API.
+  void* Begin(CqTag* op);
+  // Starts a core batch completing with `op` (held as Begin() holds it).
+  // Anything but GRPC_CALL_OK is a bug: the batch did not start.
+  grpc_call_error StartBatch(const grpc_op* ops, size_t count, CqTag* op);
+  // An operation begun with Begin()/StartBatch() completed.
+  void Release();
+  // The handler started the operation that sends the call's status (after
+  // which it starts no other): its hold on the call ends. Once.
+  void FinishStarted() {
+    if (!finish_started_.exchange(true)) Release();
+  }
+
+  // The status code the call is about to finish with, for its metrics
+  // (CANCELLED if it never says).
+  void Finishing(int code) { code_.store(code); }
+
+ private:
+  // gRPC's notification that the call is done, requested before it came.
+  class DoneTag final : public CqTag {
+   public:
+    explicit DoneTag(ServerCall* call) : call_(call) {}
+    void Complete(bool ok) override;
+
+   private:
+    ServerCall* const call_;  // Its call.
+  };
+
+  ~ServerCall();
+
+  CallBook* const book_;                 // Live calls, metrics; borrowed.
+  grpc::GenericServerContext context_;   // The call's context.
+  grpc::GenericServerAsyncReaderWriter stream_;  // The call's stream.
+  DoneTag done_;                          // gRPC's "call done".
+  std::unique_ptr<CallHandler> handler_;  // The method's logic.
+  // Begun operations in flight, plus one until the done notification came,
+  // one while Serve() runs and one until FinishStarted().
+  std::atomic<int> refs_{3};
+  std::atomic<bool> finish_started_{false};  // FinishStarted() was called.
+  std::atomic<bool> cancelled_{false};  // The done notification said so.
+  // Guards the handing over of the handler and of its OnCancel(): whichever
+  // of Serve() and the done notification comes second tells it.
+  absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;      // Start() returned.
+  bool cancel_told_ ABSL_GUARDED_BY(mu_) = false;  // OnCancel() was called.
+  std::atomic<int> code_{1};            // Finishing()'s; CANCELLED until set.
+  std::optional<SelfCountedCall> counted_;  // Its call metrics, once served.
+};
+
+template <typename Handler>
+void CallOp<Handler>::Complete(bool ok) {
+  ServerCall* call = handler_->call();
+  (handler_->*fn_)(ok);
+  call->Release();
+}
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_RPC_SERVER_CALL_H_
