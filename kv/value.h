@@ -4,10 +4,10 @@
 #define METASRV_KV_VALUE_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 
-#include "absl/base/call_once.h"
 #include "absl/functional/any_invocable.h"
 
 namespace metasrv::kv {
@@ -25,19 +25,22 @@ class Value {
   using Encoder = absl::AnyInvocable<std::string() &&>;
 
   // A value of `bytes`.
-  explicit Value(std::string bytes) : bytes_(std::move(bytes)) {
-    absl::call_once(once_, [] {});
-  }
+  explicit Value(std::string bytes) : lazy_(false), bytes_(std::move(bytes)) {}
   // A value whose bytes `encode` makes on first read; `encode` is then
   // released with whatever it holds.
-  explicit Value(Encoder encode) : encode_(std::move(encode)) {}
+  explicit Value(Encoder encode) : lazy_(true), encode_(std::move(encode)) {}
 
   Value(const Value&) = delete;
   Value& operator=(const Value&) = delete;
 
   // The bytes; encodes them on the first call. Stable for the value's life.
   const std::string& bytes() const {
-    absl::call_once(once_, [this] {
+    if (!lazy_) return bytes_;
+    // std::call_once (pthread_once) rather than absl::call_once: Debian's
+    // abseil is not built with ThreadSanitizer, so its once gives TSan no
+    // happens-before edge and every first read would be reported as a race
+    // (the same reason as kv/mutex.h).
+    std::call_once(once_, [this] {
       bytes_ = std::move(encode_)();
       encode_ = nullptr;
     });
@@ -45,7 +48,8 @@ class Value {
   }
 
  private:
-  mutable absl::once_flag once_;  // Done once bytes_ holds the bytes.
+  const bool lazy_;               // Made by encode_ on first read.
+  mutable std::once_flag once_;   // Done once bytes_ holds them (lazy only).
   mutable std::string bytes_;     // The bytes, once made.
   mutable Encoder encode_;        // Makes them; null once used (or never set).
 };

@@ -1,9 +1,12 @@
 #include "server/rpc/cq_poller.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace metasrv::server {
@@ -28,8 +31,15 @@ CqPoller::CqPoller(std::unique_ptr<grpc::ServerCompletionQueue> cq,
 CqPoller::~CqPoller() { Stop(); }
 
 void CqPoller::Start() {
+  busy_since_ =
+      std::make_unique<std::atomic<int64_t>[]>(options_.max_threads);
+  for (int i = 0; i < options_.max_threads; ++i) busy_since_[i].store(0);
   for (int i = 0; i < options_.max_threads; ++i) {
-    threads_.emplace_back([this, i] { Run(i); });
+    threads_.emplace_back([this, i] {
+      // Named in top -H and perf: "poller-0" always polls.
+      pthread_setname_np(pthread_self(), absl::StrCat("poller-", i).c_str());
+      Run(i);
+    });
   }
 }
 
@@ -45,12 +55,36 @@ void CqPoller::Stop() {
   threads_.clear();
 }
 
+bool CqPoller::Stuck() const {
+  const int64_t now = absl::GetCurrentTimeNanos();
+  const int64_t limit = absl::ToInt64Nanoseconds(options_.stuck_after);
+  for (int i = 0; i < wanted_; ++i) {
+    const int64_t since = busy_since_[i].load(std::memory_order_relaxed);
+    if (since == 0 || now - since < limit) return false;
+  }
+  return true;
+}
+
 bool CqPoller::WaitForTurn(int index) {
   absl::MutexLock lock(&mu_);
-  auto turn = [this, index]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  auto go = [this, index]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || wanted_ > index;
   };
-  mu_.Await(absl::Condition(&turn));
+  auto next = [this, index]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || wanted_ >= index;
+  };
+  while (!go()) {
+    if (wanted_ < index) {
+      mu_.Await(absl::Condition(&next));
+      continue;
+    }
+    // The next to join keeps an eye on the threads polling.
+    if (!mu_.AwaitWithTimeout(absl::Condition(&go), options_.stuck_after) &&
+        Stuck()) {
+      ++wanted_;
+      wakeups_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   // Stopping: the queue is shut down, and the threads still polling drain
   // it (a Next() after its shutdown event returns at once).
   return !stopping_;
@@ -97,12 +131,16 @@ void CqPoller::Run(int index) {
       }
       const absl::Time start = absl::Now();
       if (got == grpc::CompletionQueue::GOT_EVENT) {
+        busy_since_[index].store(absl::ToUnixNanos(start),
+                                 std::memory_order_relaxed);
         CqTag::From(tag)->Complete(ok);
+        busy_since_[index].store(0, std::memory_order_relaxed);
       }
       const absl::Time end = absl::Now();
       busy += end - start;
       if (end - window_start >= window) {
-        keep_polling = Adjust(index, busy / (end - window_start));
+        keep_polling =
+            Adjust(index, absl::FDivDuration(busy, end - window_start));
         window_start = end;
         busy = absl::ZeroDuration();
       }

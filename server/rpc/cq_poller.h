@@ -37,6 +37,10 @@ class CqPoller {
     double idle_share = 0.25;
     absl::Duration window = absl::Milliseconds(2);       // The first thread's.
     absl::Duration helper_window = absl::Milliseconds(10);  // A helper's.
+    // A resting helper joins when the last thread to poll has been inside
+    // one completion this long (a call that blocks, a huge merge): the
+    // queue is never left unpolled behind it.
+    absl::Duration stuck_after = absl::Milliseconds(20);
   };
 
   // Takes the server's completion queue (ServerBuilder::AddCompletionQueue).
@@ -64,8 +68,12 @@ class CqPoller {
   // than i threads are wanted.
   void Run(int index);
   // Whether helper `index` may poll now; blocks it while it may not. False
-  // once stopping.
+  // once stopping. The next helper to join looks every stuck_after whether
+  // the threads polling are all stuck, and joins if so.
   bool WaitForTurn(int index) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether every thread polling now has been inside one completion for
+  // longer than stuck_after.
+  bool Stuck() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a window in which thread `index` was busy for `share` of the time:
   // calls in the next helper, or sends this one back to rest. Returns
   // whether it keeps polling.
@@ -74,6 +82,9 @@ class CqPoller {
   const std::unique_ptr<grpc::ServerCompletionQueue> cq_;  // The queue.
   const Options options_;            // As given, max_threads resolved.
   std::vector<std::thread> threads_;  // The pollers; [0] always polls.
+  // Per thread: when the completion it runs began (monotonic ns), 0 while
+  // it waits on the queue or rests. Written by its thread only.
+  std::unique_ptr<std::atomic<int64_t>[]> busy_since_;
   std::atomic<int> polling_{0};       // Threads polling now.
   std::atomic<uint64_t> wakeups_{0};  // Helpers called in so far.
   absl::Mutex mu_;                    // Guards the fields below.

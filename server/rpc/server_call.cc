@@ -34,7 +34,8 @@ ServerCall::ServerCall(CallBook* book)
 
 ServerCall::~ServerCall() {
   if (counted_.has_value()) {
-    counted_->Finishing(code_.load());
+    const int code = code_.load();
+    counted_->Finishing(code == kNoCode ? GRPC_STATUS_CANCELLED : code);
     counted_->Done();
     book_->Leave();
   }
@@ -91,6 +92,7 @@ void ServerCall::Release() {
 void ServerCall::DoneTag::Complete(bool /*ok*/) {
   // IsCancelled() is valid now that the notification came.
   const bool cancelled = call_->context_.IsCancelled();
+  if (cancelled) call_->Finishing(GRPC_STATUS_CANCELLED);
   bool tell = false;
   {
     absl::MutexLock lock(&call_->mu_);

@@ -130,9 +130,14 @@ class ServerCall {
     if (!finish_started_.exchange(true)) Release();
   }
 
-  // The status code the call is about to finish with, for its metrics
-  // (CANCELLED if it never says).
-  void Finishing(int code) { code_.store(code); }
+  // The status code the call is about to finish with, for its metrics. The
+  // first code counts: the handler's, or CANCELLED if gRPC said the call
+  // was cancelled before the handler said anything (the client gave up; no
+  // status the handler sends later reaches it).
+  void Finishing(int code) {
+    int unset = kNoCode;
+    code_.compare_exchange_strong(unset, code);
+  }
 
  private:
   // gRPC's notification that the call is done, requested before it came.
@@ -162,7 +167,8 @@ class ServerCall {
   absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;      // Start() returned.
   bool cancel_told_ ABSL_GUARDED_BY(mu_) = false;  // OnCancel() was called.
-  std::atomic<int> code_{1};            // Finishing()'s; CANCELLED until set.
+  static constexpr int kNoCode = -1;    // No code said yet.
+  std::atomic<int> code_{kNoCode};      // The first code said.
   std::optional<SelfCountedCall> counted_;  // Its call metrics, once served.
 };
 

@@ -309,6 +309,8 @@ void WatchStream::Offer(std::shared_ptr<const WatchSnapshot> snapshot) {
 
 void WatchStream::EndStalled() {
   metrics_->WatchStalled();
+  // What the client is told, ahead of the cancellation gRPC reports.
+  call_->Finishing(GRPC_STATUS_RESOURCE_EXHAUSTED);
   LogLimited(spdlog::level::warn, "watch-stalled",
              "ended a WatchFlowState stream from {}: its write was in flight "
              "for over {} while watchers held more than "

@@ -201,8 +201,10 @@ TEST(HeartbeatRequestReaderTest, CorruptedRequestsReadAsProtobufReadsThem) {
     (ExpectSameReading(bytes) ? accepted : refused)++;
     if (::testing::Test::HasFailure()) break;
   }
-  EXPECT_GT(accepted, 1000);
-  EXPECT_GT(refused, 1000);
+  // Both outcomes well covered. (The split moves from run to run by a few
+  // percent: protobuf's map order, so the bytes corrupted, is per process.)
+  EXPECT_GT(accepted, 500);
+  EXPECT_GT(refused, 500);
 }
 
 TEST(HeartbeatRequestReaderTest, AMalformedFlowStatIsAMalformedRequest) {

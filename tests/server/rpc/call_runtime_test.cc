@@ -1,0 +1,255 @@
+// The server's call runtime on a real gRPC server on loopback: the
+// dispatcher (unknown methods, metrics, calls that outlive their client, the
+// wait at shutdown) and the pollers (one thread while it keeps up, a helper
+// when a completion blocks or the queue is saturated, back to one after).
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "metasrv/v1/metasrv.pb.h"
+#include "prometheus/registry.h"
+#include "server/rpc/call_dispatcher.h"
+#include "server/rpc/cq_poller.h"
+#include "server/rpc/unary_call.h"
+#include "tests/server/test_util.h"
+
+namespace metasrv::server {
+namespace {
+
+using ::metasrv::testing::WaitFor;
+// A small request and answer: any message will do.
+using Request = metasrv::v1::ForgetFlowsRequest;
+using Response = metasrv::v1::ForgetFlowsResponse;
+using Call = UnaryCall<Request, Response>;
+
+// A gRPC server on loopback whose every call goes through a CallDispatcher
+// and a CqPoller, as the metasrv's do; methods are added before Start().
+class Runtime {
+ public:
+  explicit Runtime(CqPoller::Options options = {})
+      : metrics_(&registry_), dispatcher_(&metrics_), options_(options) {}
+  ~Runtime() { Stop(); }
+
+  CallDispatcher& dispatcher() { return dispatcher_; }
+  CqPoller& poller() { return *poller_; }
+
+  void Start() {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port_);
+    builder.RegisterAsyncGenericService(dispatcher_.service());
+    std::unique_ptr<grpc::ServerCompletionQueue> cq =
+        builder.AddCompletionQueue();
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    poller_ = std::make_unique<CqPoller>(std::move(cq), options_);
+    poller_->Start();
+    dispatcher_.Start(poller_->cq());
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_),
+                                   grpc::InsecureChannelCredentials());
+  }
+
+  void Stop() {
+    if (server_ == nullptr) return;
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(100));
+    calls_ended_ = dispatcher_.WaitForCalls(absl::Now() + absl::Seconds(10));
+    poller_->Stop();
+    server_.reset();
+  }
+  bool calls_ended() const { return calls_ended_; }
+
+  // Calls `method` with `request`; the status, and the answer in `*out`.
+  grpc::Status Unary(const std::string& method, const Request& request,
+                     Response* out,
+                     absl::Duration deadline = absl::Seconds(10)) {
+    grpc::GenericStub stub(channel_);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         absl::ToChronoMilliseconds(deadline));
+    const std::string bytes = request.SerializeAsString();
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer sent(&slice, 1);
+    grpc::ByteBuffer received;
+    absl::Notification done;
+    grpc::Status status;
+    stub.UnaryCall(&context, method, grpc::StubOptions(), &sent, &received,
+                   [&](grpc::Status s) {
+                     status = std::move(s);
+                     done.Notify();
+                   });
+    done.WaitForNotification();
+    if (status.ok() && out != nullptr) {
+      std::vector<grpc::Slice> slices;
+      EXPECT_TRUE(received.Dump(&slices).ok());
+      std::string answer;
+      for (const grpc::Slice& s : slices) {
+        answer.append(reinterpret_cast<const char*>(s.begin()), s.size());
+      }
+      EXPECT_TRUE(out->ParseFromString(answer));
+    }
+    return status;
+  }
+
+  // grpc_server_handled_total of `method` with `code` ("OK", "Canceled"...).
+  double Handled(const std::string& service, const std::string& method,
+                 const std::string& code) {
+    for (const auto& family : registry_.Collect()) {
+      if (family.name != "grpc_server_handled_total") continue;
+      for (const auto& metric : family.metric) {
+        std::map<std::string, std::string> labels;
+        for (const auto& l : metric.label) labels[l.name] = l.value;
+        if (labels["grpc_service"] == service &&
+            labels["grpc_method"] == method && labels["grpc_code"] == code) {
+          return metric.counter.value;
+        }
+      }
+    }
+    return -1;
+  }
+
+ private:
+  prometheus::Registry registry_;
+  CallMetrics metrics_;
+  CallDispatcher dispatcher_;
+  const CqPoller::Options options_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<CqPoller> poller_;
+  std::shared_ptr<grpc::Channel> channel_;
+  bool calls_ended_ = false;
+};
+
+// A method that answers at once: the request's flow ids, counted.
+void AddEcho(Runtime* runtime, const std::string& method) {
+  runtime->dispatcher().Add(
+      method, CallMetrics::Type::kUnary,
+      Call::Factory({}, [](Call* call) {
+        call->response()->set_forgotten_flows(call->request().flow_ids_size());
+        call->Finish(absl::OkStatus());
+      }));
+}
+
+TEST(CallDispatcherTest, AnUnknownMethodIsUnimplementedAndCountedAsUnknown) {
+  Runtime runtime;
+  AddEcho(&runtime, "/test.Svc/Echo");
+  runtime.Start();
+  Request request;
+  request.add_flow_ids(7);
+  Response answer;
+  ASSERT_TRUE(runtime.Unary("/test.Svc/Echo", request, &answer).ok());
+  EXPECT_EQ(answer.forgotten_flows(), 1u);
+  for (const char* made_up : {"/test.Svc/Nope", "/other.Svc/Made/Up"}) {
+    grpc::Status status = runtime.Unary(made_up, request, nullptr);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+    EXPECT_EQ(status.error_message(), "");
+  }
+  // One series for every made-up name: a client cannot add series.
+  EXPECT_TRUE(WaitFor([&] {
+    return runtime.Handled("unknown", "unknown", "Unimplemented") == 2;
+  }));
+  EXPECT_EQ(runtime.Handled("test.Svc", "Echo", "OK"), 1);
+  EXPECT_EQ(runtime.Handled("test.Svc", "Nope", "Unimplemented"), -1);
+}
+
+// A call whose client gives up while its method still works on it: the
+// method's Finish() later is safe, the call is counted as cancelled, and
+// no call is left when the server stops.
+TEST(CallDispatcherTest, ACallOutlivesItsClientUntilItsMethodFinishes) {
+  Runtime runtime;
+  std::atomic<Call*> parked{nullptr};
+  runtime.dispatcher().Add(
+      "/test.Svc/Slow", CallMetrics::Type::kUnary,
+      Call::Factory({}, [&](Call* call) { parked.store(call); }));
+  runtime.Start();
+  Request request;
+  grpc::Status status = runtime.Unary("/test.Svc/Slow", request, nullptr,
+                                      absl::Milliseconds(200));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  ASSERT_NE(parked.load(), nullptr);
+  EXPECT_TRUE(WaitFor([&] { return parked.load()->cancelled(); }));
+  EXPECT_EQ(runtime.dispatcher().live_calls(), 1);  // Held for its method.
+  parked.load()->Finish(absl::OkStatus());
+  EXPECT_TRUE(WaitFor([&] { return runtime.dispatcher().live_calls() == 0; }));
+  EXPECT_TRUE(WaitFor([&] {
+    return runtime.Handled("test.Svc", "Slow", "Canceled") == 1;
+  }));
+  runtime.Stop();
+  EXPECT_TRUE(runtime.calls_ended());
+}
+
+TEST(CqPollerTest, AHandlerThatBlocksDoesNotStopTheQueue) {
+  CqPoller::Options options;
+  options.max_threads = 2;
+  Runtime runtime(options);
+  absl::Notification entered;
+  absl::Notification release;
+  runtime.dispatcher().Add("/test.Svc/Block", CallMetrics::Type::kUnary,
+                           Call::Factory({}, [&](Call* call) {
+                             entered.Notify();
+                             release.WaitForNotification();  // Blocks a poller.
+                             call->Finish(absl::OkStatus());
+                           }));
+  AddEcho(&runtime, "/test.Svc/Echo");
+  runtime.Start();
+  EXPECT_EQ(runtime.poller().polling(), 1);
+  std::thread blocked([&] {
+    EXPECT_TRUE(runtime.Unary("/test.Svc/Block", Request(), nullptr).ok());
+  });
+  entered.WaitForNotification();
+  // The one polling thread is stuck in the handler; a helper takes over.
+  Response answer;
+  EXPECT_TRUE(runtime.Unary("/test.Svc/Echo", Request(), &answer).ok());
+  EXPECT_GE(runtime.poller().wakeups(), 1u);
+  release.Notify();
+  blocked.join();
+  // Idle again: back to one thread.
+  EXPECT_TRUE(WaitFor([&] { return runtime.poller().polling() == 1; }));
+}
+
+TEST(CqPollerTest, AHelperJoinsWhileTheQueueIsSaturatedAndLeavesAfter) {
+  CqPoller::Options options;
+  options.max_threads = 2;
+  Runtime runtime(options);
+  // Each call keeps its poller busy for 2 ms.
+  runtime.dispatcher().Add("/test.Svc/Busy", CallMetrics::Type::kUnary,
+                           Call::Factory({}, [](Call* call) {
+                             const absl::Time until =
+                                 absl::Now() + absl::Milliseconds(2);
+                             while (absl::Now() < until) {
+                             }
+                             call->Finish(absl::OkStatus());
+                           }));
+  runtime.Start();
+  std::atomic<bool> stop{false};
+  std::atomic<int> most{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&] {
+      while (!stop.load()) {
+        EXPECT_TRUE(runtime.Unary("/test.Svc/Busy", Request(), nullptr).ok());
+        int now = runtime.poller().polling();
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+      }
+    });
+  }
+  EXPECT_TRUE(WaitFor([&] { return most.load() == 2; }));
+  stop.store(true);
+  for (std::thread& t : clients) t.join();
+  EXPECT_GE(runtime.poller().wakeups(), 1u);
+  EXPECT_TRUE(WaitFor([&] { return runtime.poller().polling() == 1; }));
+}
+
+}  // namespace
+}  // namespace metasrv::server
