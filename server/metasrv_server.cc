@@ -237,8 +237,7 @@ absl::Status MetasrvServer::MakeServices() {
       &flow_state_, gate_.get(), &reads_, self_description_.get(),
       metrics_.get(), limits);
   flow_state_service_ = std::make_unique<FlowStateService>(
-      &flow_state_, gate_.get(), &reads_, watch_.get(), metrics_.get(),
-      limits);
+      &flow_state_, gate_.get(), &reads_, watch_.get(), metrics_.get(), limits);
   admin_service_ = std::make_unique<AdminService>(
       [this] { return LeaderChange(); }, &flow_state_, gate_.get(), limits);
   const std::vector<std::string> services = {
@@ -329,6 +328,7 @@ absl::Status MetasrvServer::Serve() {
   }
   poller_ = std::make_unique<CqPoller>(std::move(cq), CqPoller::Options{});
   poller_->Start();
+  watch_->OfferOn(poller_.get());
   dispatcher_->Start(poller_->cq());
   port_ = acceptor_->port();
   GrpcAcceptor::Listeners listeners;

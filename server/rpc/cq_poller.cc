@@ -1,5 +1,6 @@
 #include "server/rpc/cq_poller.h"
 
+#include <grpcpp/alarm.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -31,8 +32,7 @@ CqPoller::CqPoller(std::unique_ptr<grpc::ServerCompletionQueue> cq,
 CqPoller::~CqPoller() { Stop(); }
 
 void CqPoller::Start() {
-  busy_since_ =
-      std::make_unique<std::atomic<int64_t>[]>(options_.max_threads);
+  busy_since_ = std::make_unique<std::atomic<int64_t>[]>(options_.max_threads);
   for (int i = 0; i < options_.max_threads; ++i) busy_since_[i].store(0);
   for (int i = 0; i < options_.max_threads; ++i) {
     threads_.emplace_back([this, i] {
@@ -43,14 +43,44 @@ void CqPoller::Start() {
   }
 }
 
+namespace {
+
+// A task on the queue: an alarm already due, whose completion runs it.
+class PostedTask final : public CqTag {
+ public:
+  explicit PostedTask(absl::AnyInvocable<void() &&> task)
+      : task_(std::move(task)) {}
+  void Set(grpc::CompletionQueue* cq) {
+    alarm_.Set(cq, gpr_inf_past(GPR_CLOCK_MONOTONIC), AsTag());
+  }
+  void Complete(bool ok) override {
+    if (ok) std::move(task_)();
+    delete this;
+  }
+
+ private:
+  grpc::Alarm alarm_;                   // Due at once; fires on the queue.
+  absl::AnyInvocable<void() &&> task_;  // What to run.
+};
+
+}  // namespace
+
+void CqPoller::Post(absl::AnyInvocable<void() &&> task) {
+  // Under mu_, so that the queue is not shut down between the check and
+  // the alarm's Set (a Set on a shut-down queue is a crash in gRPC).
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return;
+  (new PostedTask(std::move(task)))->Set(cq_.get());
+}
+
 void CqPoller::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  cq_->Shutdown();
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;  // Resting helpers leave; the queue drains.
   }
+  cq_->Shutdown();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
 }
@@ -111,9 +141,9 @@ void CqPoller::Run(int index) {
   const absl::Duration window =
       index == 0 ? options_.window : options_.helper_window;
   // A helper waits for work only briefly, so that it sees it is idle.
-  const auto wait = index == 0 ? std::chrono::seconds(1)
-                               : std::chrono::milliseconds(
-                                     absl::ToInt64Milliseconds(window));
+  const auto wait =
+      index == 0 ? std::chrono::seconds(1)
+                 : std::chrono::milliseconds(absl::ToInt64Milliseconds(window));
   while (true) {
     if (index > 0 && !WaitForTurn(index)) return;
     polling_.fetch_add(1, std::memory_order_relaxed);

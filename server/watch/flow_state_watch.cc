@@ -206,6 +206,11 @@ void WatchHub::Run() {
   }
 }
 
+void WatchHub::OfferOn(CqPoller* poller) {
+  absl::MutexLock lock(&mu_);
+  poller_ = poller;
+}
+
 bool WatchHub::OfferInWaves(
     const std::shared_ptr<const WatchSnapshot>& snapshot) {
   // Many watchers: waves of about kWaveSize, spread over half of the
@@ -216,15 +221,27 @@ bool WatchHub::OfferInWaves(
   const absl::Duration gap =
       options_.min_interval / 2 / static_cast<int64_t>(waves);
   for (uint64_t wave = 0; wave < waves; ++wave) {
-    if (wave > 0) {
+    CqPoller* poller = nullptr;
+    {
       absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), gap)) return false;
+      if (wave > 0 && mu_.AwaitWithTimeout(absl::Condition(&stopping_), gap)) {
+        return false;
+      }
+      poller = poller_;
     }
-    // Only WatchStreams are ever added to streams_ (see Add()).
-    streams_.ForEach([&](AbortableStream* stream) {
-      auto* watcher = static_cast<WatchStream*>(stream);
-      if (watcher->ordinal() % waves == wave) watcher->Offer(snapshot);
-    });
+    // Only WatchStreams are ever added to streams_ (see Add()); a watcher
+    // gone before its wave runs is not in it any more.
+    auto offer = [this, snapshot, wave, waves] {
+      streams_.ForEach([&](AbortableStream* stream) {
+        auto* watcher = static_cast<WatchStream*>(stream);
+        if (watcher->ordinal() % waves == wave) watcher->Offer(snapshot);
+      });
+    };
+    if (poller != nullptr) {
+      poller->Post(std::move(offer));
+    } else {
+      offer();
+    }
   }
   return true;
 }

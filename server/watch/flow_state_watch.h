@@ -40,6 +40,7 @@
 #include "core/flow_state_manager.h"
 #include "server/ops/metrics.h"
 #include "server/rpc/call_gate.h"
+#include "server/rpc/cq_poller.h"
 #include "server/rpc/reply_budget.h"
 #include "server/rpc/server_call.h"
 #include "server/rpc/stream_end.h"
@@ -89,6 +90,11 @@ class WatchHub final : public core::FlowStateListener {
   WatchHub& operator=(const WatchHub&) = delete;
 
   void Start();
+  // Offers each wave on `poller`'s threads rather than the publisher's, so
+  // that the writes' completions come back to a thread already polling
+  // (borrowed; it must outlive the hub's last wave: the server stops the
+  // hub before the poller). Without it, offers run on the publisher.
+  void OfferOn(CqPoller* poller) ABSL_LOCKS_EXCLUDED(mu_);
   // Stops publishing, refuses new watchers and ends the open ones with
   // `status`. Idempotent.
   void Stop(const grpc::Status& status);
@@ -149,8 +155,9 @@ class WatchHub final : public core::FlowStateListener {
   uint64_t watchers_ ABSL_GUARDED_BY(mu_) = 0;  // Registered watchers.
   // A new watcher found no state of this term: publish one now.
   bool refresh_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t published_ ABSL_GUARDED_BY(mu_) = 0;  // changes_ last published.
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;   // Stop() was called.
+  uint64_t published_ ABSL_GUARDED_BY(mu_) = 0;      // changes_ last published.
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;       // Stop() was called.
+  CqPoller* poller_ ABSL_GUARDED_BY(mu_) = nullptr;  // Runs waves; or null.
   // The newest state built (for new watchers); null before the first.
   std::shared_ptr<const WatchSnapshot> current_ ABSL_GUARDED_BY(mu_);
   // The publisher's copy of the aggregate; used by its thread only.
@@ -208,11 +215,11 @@ class WatchStream final : public CallHandler, public AbortableStream {
   void StartWriteOf(std::shared_ptr<const WatchSnapshot> snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  ServerCall* const call_;        // The call; owns this.
-  WatchHub* const hub_;           // Publishes to this stream; borrowed.
-  const CallGate* const gate_;    // Who may call; borrowed.
+  ServerCall* const call_;          // The call; owns this.
+  WatchHub* const hub_;             // Publishes to this stream; borrowed.
+  const CallGate* const gate_;      // Who may call; borrowed.
   const size_t max_request_bytes_;  // Limit of the inflated request.
-  const uint64_t ordinal_;        // Its number; picks its wave.
+  const uint64_t ordinal_;          // Its number; picks its wave.
   Metrics* const metrics_;        // Borrowed; never null (Metrics::OrDiscard).
   bool deltas_ = false;           // The watcher asked for changes only.
   bool registered_ = false;       // Whether Add() succeeded.

@@ -5,6 +5,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -132,8 +133,7 @@ class Runtime {
 // A method that answers at once: the request's flow ids, counted.
 void AddEcho(Runtime* runtime, const std::string& method) {
   runtime->dispatcher().Add(
-      method, CallMetrics::Type::kUnary,
-      Call::Factory({}, [](Call* call) {
+      method, CallMetrics::Type::kUnary, Call::Factory({}, [](Call* call) {
         call->response()->set_forgotten_flows(call->request().flow_ids_size());
         call->Finish(absl::OkStatus());
       }));
@@ -180,9 +180,8 @@ TEST(CallDispatcherTest, ACallOutlivesItsClientUntilItsMethodFinishes) {
   EXPECT_EQ(runtime.dispatcher().live_calls(), 1);  // Held for its method.
   parked.load()->Finish(absl::OkStatus());
   EXPECT_TRUE(WaitFor([&] { return runtime.dispatcher().live_calls() == 0; }));
-  EXPECT_TRUE(WaitFor([&] {
-    return runtime.Handled("test.Svc", "Slow", "Canceled") == 1;
-  }));
+  EXPECT_TRUE(WaitFor(
+      [&] { return runtime.Handled("test.Svc", "Slow", "Canceled") == 1; }));
   runtime.Stop();
   EXPECT_TRUE(runtime.calls_ended());
 }
@@ -249,6 +248,39 @@ TEST(CqPollerTest, AHelperJoinsWhileTheQueueIsSaturatedAndLeavesAfter) {
   for (std::thread& t : clients) t.join();
   EXPECT_GE(runtime.poller().wakeups(), 1u);
   EXPECT_TRUE(WaitFor([&] { return runtime.poller().polling() == 1; }));
+}
+
+TEST(CqPollerTest, PostedTasksRunOnAPollerOnceAndNotAfterStop) {
+  Runtime runtime;
+  runtime.Start();
+  absl::Mutex mu;
+  std::vector<int> ran;                  // Guarded by mu.
+  std::vector<std::thread::id> threads;  // Guarded by mu.
+  for (int i = 0; i < 100; ++i) {
+    runtime.poller().Post([&, i] {
+      absl::MutexLock lock(&mu);
+      ran.push_back(i);
+      threads.push_back(std::this_thread::get_id());
+    });
+  }
+  EXPECT_TRUE(WaitFor([&] {
+    absl::MutexLock lock(&mu);
+    return ran.size() == 100;
+  }));
+  {
+    absl::MutexLock lock(&mu);
+    // Each task ran once, on a poller thread, not the poster's.
+    std::sort(ran.begin(), ran.end());
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(ran[i], i);
+    for (const std::thread::id& id : threads) {
+      EXPECT_NE(id, std::this_thread::get_id());
+    }
+  }
+  runtime.Stop();
+  // After Stop a task is dropped, unrun, and nothing crashes.
+  std::atomic<bool> late{false};
+  runtime.poller().Post([&] { late.store(true); });
+  EXPECT_FALSE(late.load());
 }
 
 }  // namespace
