@@ -38,21 +38,4 @@ for rep in $(seq "$REPS"); do
 done
 cat "$csv"
 # Per load: median over the rounds of the metasrv's ratio to each echo.
-python3 - "$csv" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-by = {}
-for r in rows:
-    by.setdefault((r["rep"], r["streams"]), {})[r["target"]] = r
-print("streams,vs,cpu_per_msg_ratio_median,p99_ratio_median")
-for streams in sorted({r["streams"] for r in rows}, key=int):
-    for echo in ("echo", "echo-cq"):
-        cpu, p99 = [], []
-        for (rep, s), t in by.items():
-            if s != streams or echo not in t or "metasrv" not in t:
-                continue
-            cpu.append(float(t["metasrv"]["cpu_us_per_msg"]) / max(1e-9, float(t[echo]["cpu_us_per_msg"])))
-            p99.append(float(t["metasrv"]["p99_us"]) / max(1e-9, float(t[echo]["p99_us"])))
-        if cpu:
-            print(f"{streams},{echo},{statistics.median(cpu):.2f},{statistics.median(p99):.2f}")
-PY
+python3 bench/ratios.py "$csv" rep,streams cpu_us_per_msg,p99_us metasrv:echo metasrv:echo-cq echo-cq:echo

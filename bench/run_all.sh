@@ -24,18 +24,7 @@ if [[ $QUICK == 1 ]]; then dur=3s; odur=6s; owarm=2s; else dur=8s; odur=20s; owa
 . bench/lib.sh
 
 echo "== closed loop, 1,000 streams x 10 flows, metasrv (plain and zstd requests) and the callback and completion-queue echoes interleaved"
-echo "rep,target,msgs_per_s,p50_us,p99_us,p999_us,errors" >"$OUT/closed.csv"
-for rep in $(seq "$REPS"); do
-  for target in echo echo-cq metasrv metasrv-zstd; do
-    port=$((port + 1)); start_server ${target%-zstd} $port
-    extra=()
-    [[ $target == *-zstd ]] && extra=(--zstd)
-    r=$(loadgen $target --mode=closed --streams=1000 --flows=10 --duration=$dur --warmup=2s "${extra[@]}")
-    stop_server
-    echo "$rep,$target,$(json "$r" msgs_per_s),$(json "$r" p50_us),$(json "$r" p99_us),$(json "$r" p999_us),$(json "$r" errors)" >>"$OUT/closed.csv"
-  done
-done
-cat "$OUT/closed.csv"
+OUT=$OUT B=$B REPS=$REPS DUR=$dur bash bench/closed_bench.sh
 
 echo "== closed loop against stream count"
 echo "streams,target,msgs_per_s,p99_us" >"$OUT/sweep.csv"

@@ -3,8 +3,8 @@
 #define METASRV_CORE_FLOW_STATE_STORE_H_
 
 #include <array>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -84,12 +84,12 @@ class FlowStateStore {
   // Records a heartbeat of `node` at `now_ms` (unix ms; `mono_ms` on the
   // monotonic clock, for the silence order). With a report, the report
   // replaces the node's previous one and the aggregate follows; its KV value
-  // is the report's JSON, encoded when first read (kv::Value). kResourceExhausted, naming the limit and changing
-  // nothing, for a new node past Limits::max_nodes (of flownodes, and of
-  // cluster-info keys of its role) or a report that would grow the entries
-  // past Limits::max_total_flows.
-  absl::Status Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
-                         int64_t now_ms, int64_t mono_ms);
+  // is the report's JSON, encoded when first read (kv::Value).
+  // kResourceExhausted, naming the limit and changing nothing, for a new node
+  // past Limits::max_nodes (of flownodes, and of cluster-info keys of its role)
+  // or a report that would grow the entries past Limits::max_total_flows.
+  absl::Status Heartbeat(uint64_t node, NodeHeartbeat heartbeat, int64_t now_ms,
+                         int64_t mono_ms);
 
   // Writes the cluster info of a node of another role (a frontend or a
   // datanode) heard from at `now_ms`. kResourceExhausted (nothing written)

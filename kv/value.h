@@ -48,10 +48,10 @@ class Value {
   }
 
  private:
-  const bool lazy_;               // Made by encode_ on first read.
-  mutable std::once_flag once_;   // Done once bytes_ holds them (lazy only).
-  mutable std::string bytes_;     // The bytes, once made.
-  mutable Encoder encode_;        // Makes them; null once used (or never set).
+  const bool lazy_;              // Made by encode_ on first read.
+  mutable std::once_flag once_;  // Done once bytes_ holds them (lazy only).
+  mutable std::string bytes_;    // The bytes, once made.
+  mutable Encoder encode_;       // Makes them; null once used (or never set).
 };
 
 // A stored value, shared so that a reader copies the pointer under its

@@ -65,10 +65,10 @@ class HeartbeatRequestReader {
 
   // The arena's first block: a typical request costs no malloc.
   alignas(8) char block_[2048];
-  google::protobuf::Arena arena_;          // Holds frame_; reset per request.
+  google::protobuf::Arena arena_;  // Holds frame_; reset per request.
   metasrv::v1::HeartbeatFrame* frame_ = nullptr;  // The request; on arena_.
-  core::FlowStateValue::Builder flows_;    // Its flow_stat's entries.
-  size_t flow_stat_bytes_ = 0;             // Their bytes on the wire.
+  core::FlowStateValue::Builder flows_;           // Its flow_stat's entries.
+  size_t flow_stat_bytes_ = 0;                    // Their bytes on the wire.
 };
 
 }  // namespace metasrv::server

@@ -30,7 +30,7 @@ class Unimplemented final : public CallHandler {
  private:
   void OnFinished(bool) {}
 
-  ServerCall* const call_;            // The call; owns this.
+  ServerCall* const call_;          // The call; owns this.
   CallOp<Unimplemented> finished_;  // Its status sent.
 };
 
@@ -63,13 +63,12 @@ class CallDispatcher::Acceptor final : public CqTag {
   }
 
  private:
-  CallDispatcher* const dispatcher_;    // Whose calls; borrowed.
+  CallDispatcher* const dispatcher_;       // Whose calls; borrowed.
   grpc::ServerCompletionQueue* const cq_;  // Where calls complete.
-  ServerCall* waiting_ = nullptr;       // The call requested; owned.
+  ServerCall* waiting_ = nullptr;          // The call requested; owned.
 };
 
-CallDispatcher::CallDispatcher(CallMetrics* metrics)
-    : metrics_(metrics) {
+CallDispatcher::CallDispatcher(CallMetrics* metrics) : metrics_(metrics) {
   if (metrics_ != nullptr) {
     // One series for every unregistered method: a client cannot make new
     // series by making up names.

@@ -53,8 +53,8 @@ class CallDispatcher {
   // One request for the next call, renewed each time a call comes.
   class Acceptor;
   struct Entry {
-    Factory make;         // The method's handler.
-    CallSeries* series;   // Its call metrics; null when not counted.
+    Factory make;        // The method's handler.
+    CallSeries* series;  // Its call metrics; null when not counted.
   };
   // An accepted call: handed to its method's handler.
   void Dispatch(ServerCall* call);

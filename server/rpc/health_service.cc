@@ -125,16 +125,16 @@ class HealthService::Watcher final : public CallHandler,
     call_->FinishStarted();
   }
 
-  ServerCall* const call_;         // The call; owns this.
-  HealthService* const service_;   // Its statuses; borrowed.
-  grpc::ByteBuffer request_;       // The request's bytes, until decoded.
-  std::string name_;               // The service watched.
-  bool registered_ = false;        // Whether Add() succeeded.
-  CallOp<Watcher> read_;           // The request read.
-  CallOp<Watcher> written_;        // A status written.
-  CallOp<Watcher> finished_;       // The status of the call sent.
-  absl::Mutex mu_;                 // Guards the fields below.
-  grpc::ByteBuffer out_;           // The status being written.
+  ServerCall* const call_;              // The call; owns this.
+  HealthService* const service_;        // Its statuses; borrowed.
+  grpc::ByteBuffer request_;            // The request's bytes, until decoded.
+  std::string name_;                    // The service watched.
+  bool registered_ = false;             // Whether Add() succeeded.
+  CallOp<Watcher> read_;                // The request read.
+  CallOp<Watcher> written_;             // A status written.
+  CallOp<Watcher> finished_;            // The status of the call sent.
+  absl::Mutex mu_;                      // Guards the fields below.
+  grpc::ByteBuffer out_;                // The status being written.
   StreamEnd end_ ABSL_GUARDED_BY(mu_);  // Write in flight, finishing.
   std::optional<ServingStatus> sent_ ABSL_GUARDED_BY(mu_);  // Last sent.
   bool pending_ ABSL_GUARDED_BY(mu_) = false;  // A change came meanwhile.

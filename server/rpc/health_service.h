@@ -48,7 +48,7 @@ class HealthService {
   // Offers the status now to every watcher.
   void Tell() ABSL_LOCKS_EXCLUDED(mu_);
 
-  mutable absl::Mutex mu_;  // Guards the fields below.
+  mutable absl::Mutex mu_;                       // Guards the fields below.
   bool serving_ ABSL_GUARDED_BY(mu_) = false;    // What "" answers.
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;  // Shutdown() was called.
   StreamRegistry watchers_;  // The Watch streams (all Watchers).

@@ -2,13 +2,11 @@
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
-
-#include <string>
-#include <vector>
-
 #include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -124,12 +122,12 @@ class ReflectionStream final : public CallHandler {
   // A request, at most (they are names and small messages).
   static constexpr size_t kMaxRequestBytes = 64 << 10;
 
-  ServerCall* const call_;       // The call; owns this.
-  const Owner* const service_;   // Answers; borrowed.
-  ReplyBudget* const budget_;    // Where answers are charged; borrowed.
-  uint64_t held_ = 0;            // Bytes of the answer being written.
-  grpc::ByteBuffer in_;          // The request being read.
-  grpc::ByteBuffer out_;         // The answer being written.
+  ServerCall* const call_;             // The call; owns this.
+  const Owner* const service_;         // Answers; borrowed.
+  ReplyBudget* const budget_;          // Where answers are charged; borrowed.
+  uint64_t held_ = 0;                  // Bytes of the answer being written.
+  grpc::ByteBuffer in_;                // The request being read.
+  grpc::ByteBuffer out_;               // The answer being written.
   CallOp<ReflectionStream> read_;      // A request read.
   CallOp<ReflectionStream> written_;   // An answer written.
   CallOp<ReflectionStream> finished_;  // The status sent.
@@ -191,8 +189,8 @@ void ReflectionService<Service, Request, Response>::Register(
       CallMetrics::Type::kBidiStream,
       [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
         return std::make_unique<
-            ReflectionStream<Request, Response, ReflectionService>>(
-            call, this, budget_);
+            ReflectionStream<Request, Response, ReflectionService>>(call, this,
+                                                                    budget_);
       });
 }
 
@@ -242,9 +240,10 @@ Response ReflectionService<Service, Request, Response>::Answer(
   return out;
 }
 
-template class ReflectionService<grpc::reflection::v1::ServerReflection,
-                                 grpc::reflection::v1::ServerReflectionRequest,
-                                 grpc::reflection::v1::ServerReflectionResponse>;
+template class ReflectionService<
+    grpc::reflection::v1::ServerReflection,
+    grpc::reflection::v1::ServerReflectionRequest,
+    grpc::reflection::v1::ServerReflectionResponse>;
 template class ReflectionService<
     grpc::reflection::v1alpha::ServerReflection,
     grpc::reflection::v1alpha::ServerReflectionRequest,

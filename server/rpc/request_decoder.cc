@@ -203,8 +203,7 @@ bool StartsWithZstdMagic(absl::Span<const grpc_slice> slices) {
 }
 
 // Parses the request in `slices` (zstd or not) into `message`.
-absl::Status DecodeSlices(absl::Span<const grpc_slice> slices,
-                          size_t max_bytes,
+absl::Status DecodeSlices(absl::Span<const grpc_slice> slices, size_t max_bytes,
                           google::protobuf::MessageLite* message,
                           absl::string_view type) {
   if (!StartsWithZstdMagic(slices)) {

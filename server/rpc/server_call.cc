@@ -11,7 +11,8 @@ int64_t CallBook::live() const {
 
 bool CallBook::WaitForNone(absl::Time deadline) const {
   absl::MutexLock lock(&mu_);
-  auto none = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return live_ == 0; };
+  auto none = [this]()
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return live_ == 0; };
   return mu_.AwaitWithDeadline(absl::Condition(&none), deadline);
 }
 

@@ -152,23 +152,23 @@ class ServerCall {
 
   ~ServerCall();
 
-  CallBook* const book_;                 // Live calls, metrics; borrowed.
-  grpc::GenericServerContext context_;   // The call's context.
+  CallBook* const book_;                // Live calls, metrics; borrowed.
+  grpc::GenericServerContext context_;  // The call's context.
   grpc::GenericServerAsyncReaderWriter stream_;  // The call's stream.
-  DoneTag done_;                          // gRPC's "call done".
-  std::unique_ptr<CallHandler> handler_;  // The method's logic.
+  DoneTag done_;                                 // gRPC's "call done".
+  std::unique_ptr<CallHandler> handler_;         // The method's logic.
   // Begun operations in flight, plus one until the done notification came,
   // one while Serve() runs and one until FinishStarted().
   std::atomic<int> refs_{3};
   std::atomic<bool> finish_started_{false};  // FinishStarted() was called.
-  std::atomic<bool> cancelled_{false};  // The done notification said so.
+  std::atomic<bool> cancelled_{false};       // The done notification said so.
   // Guards the handing over of the handler and of its OnCancel(): whichever
   // of Serve() and the done notification comes second tells it.
   absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;      // Start() returned.
   bool cancel_told_ ABSL_GUARDED_BY(mu_) = false;  // OnCancel() was called.
-  static constexpr int kNoCode = -1;    // No code said yet.
-  std::atomic<int> code_{kNoCode};      // The first code said.
+  static constexpr int kNoCode = -1;               // No code said yet.
+  std::atomic<int> code_{kNoCode};                 // The first code said.
   std::optional<SelfCountedCall> counted_;  // Its call metrics, once served.
 };
 

@@ -122,8 +122,7 @@ class UnaryCall final : public CallHandler {
       return ToGrpcStatus(
           absl::ResourceExhaustedError(absl::StrCat(
               "too many answers in flight that clients have not read (",
-              budget->used(), " of ", budget->limit(),
-              " bytes); retry later")),
+              budget->used(), " of ", budget->limit(), " bytes); retry later")),
           context());
     }
     held_ = bytes;
@@ -151,18 +150,18 @@ class UnaryCall final : public CallHandler {
     held_ = 0;
   }
 
-  ServerCall* const call_;       // The call; owns this.
-  const CallLimits limits_;      // Request size, reply budget.
-  const Serve* const serve_;     // The method; the table's.
-  CallOp<UnaryCall> read_;       // The request read.
-  CallOp<UnaryCall> finished_;   // The answer and status sent.
-  grpc::ByteBuffer in_;          // The request's bytes, until decoded.
-  grpc::ByteBuffer out_;         // The answer's bytes, until sent.
-  uint64_t held_ = 0;            // Bytes taken from the budget.
-  bool raw_ = false;             // SetResponseBytes() made the answer.
+  ServerCall* const call_;         // The call; owns this.
+  const CallLimits limits_;        // Request size, reply budget.
+  const Serve* const serve_;       // The method; the table's.
+  CallOp<UnaryCall> read_;         // The request read.
+  CallOp<UnaryCall> finished_;     // The answer and status sent.
+  grpc::ByteBuffer in_;            // The request's bytes, until decoded.
+  grpc::ByteBuffer out_;           // The answer's bytes, until sent.
+  uint64_t held_ = 0;              // Bytes taken from the budget.
+  bool raw_ = false;               // SetResponseBytes() made the answer.
   google::protobuf::Arena arena_;  // Holds both messages.
-  Request* request_;             // On arena_; null once answered.
-  Response* response_;           // On arena_; null once answered.
+  Request* request_;               // On arena_; null once answered.
+  Response* response_;             // On arena_; null once answered.
 };
 
 // Runs `read(request, response)` (returning an absl::Status) for `call` on

@@ -21,14 +21,14 @@ template <typename Request, typename Response, typename Handle>
 void AdminService::Add(CallDispatcher* dispatcher, const char* name,
                        Method method, Handle handle) {
   using Call = UnaryCall<Request, Response>;
-  dispatcher->Add(
-      absl::StrCat("/metasrv.v1.Admin/", name), CallMetrics::Type::kUnary,
-      Call::Factory(limits_, [this, method, handle](Call* call) {
-        // kLeaderOrRefuse, admin: a refusal finishes the call.
-        if (!AdmitCall(*gate_, method, call).has_value()) return;
-        call->Finish(
-            handle(call->request(), call->response(), call->context()->peer()));
-      }));
+  dispatcher->Add(absl::StrCat("/metasrv.v1.Admin/", name),
+                  CallMetrics::Type::kUnary,
+                  Call::Factory(limits_, [this, method, handle](Call* call) {
+                    // kLeaderOrRefuse, admin: a refusal finishes the call.
+                    if (!AdmitCall(*gate_, method, call).has_value()) return;
+                    call->Finish(handle(call->request(), call->response(),
+                                        call->context()->peer()));
+                  }));
 }
 
 void AdminService::Register(CallDispatcher* dispatcher) {

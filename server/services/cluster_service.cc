@@ -44,10 +44,10 @@ ClusterService::ClusterService(const kv::KvBackend* kv, const CallGate* gate,
       limits_(limits) {}
 
 void ClusterService::Register(CallDispatcher* dispatcher) {
-  dispatcher->Add(
-      "/greptime.v1.meta.Cluster/BatchGet", CallMetrics::Type::kUnary,
-      BatchGetCall::Factory(limits_,
-                            [this](BatchGetCall* call) { BatchGet(call); }));
+  dispatcher->Add("/greptime.v1.meta.Cluster/BatchGet",
+                  CallMetrics::Type::kUnary,
+                  BatchGetCall::Factory(
+                      limits_, [this](BatchGetCall* call) { BatchGet(call); }));
   dispatcher->Add(
       "/greptime.v1.meta.Cluster/Range", CallMetrics::Type::kUnary,
       RangeCall::Factory(limits_, [this](RangeCall* call) { Range(call); }));
@@ -74,35 +74,36 @@ void ClusterService::Serve(Method method, UnaryCall<Request, Response>* call,
 
 void ClusterService::BatchGet(BatchGetCall* call) {
   Serve(Method::kBatchGet, call, ReadCost::kLarge,
-      [this](const meta::BatchGetRequest& req,
-             meta::BatchGetResponse* resp) -> absl::Status {
-        const absl::Time start = absl::Now();
-        std::vector<std::string> keys(req.keys().begin(), req.keys().end());
-        absl::StatusOr<std::vector<kv::KeyValue>> found = kv_->BatchGet(keys);
-        metrics_->KvRequested(KvRead::kBatchGet, absl::Now() - start);
-        if (!found.ok()) return found.status();
-        AppendKvs(*found, resp->mutable_kvs());
-        return absl::OkStatus();
-      });
+        [this](const meta::BatchGetRequest& req,
+               meta::BatchGetResponse* resp) -> absl::Status {
+          const absl::Time start = absl::Now();
+          std::vector<std::string> keys(req.keys().begin(), req.keys().end());
+          absl::StatusOr<std::vector<kv::KeyValue>> found = kv_->BatchGet(keys);
+          metrics_->KvRequested(KvRead::kBatchGet, absl::Now() - start);
+          if (!found.ok()) return found.status();
+          AppendKvs(*found, resp->mutable_kvs());
+          return absl::OkStatus();
+        });
 }
 
 void ClusterService::Range(RangeCall* call) {
   Serve(Method::kRange, call, ReadCost::kLarge,
-      [this](const meta::RangeRequest& req,
-             meta::RangeResponse* resp) -> absl::Status {
-        const absl::Time start = absl::Now();
-        absl::StatusOr<kv::RangeResponse> found = kv_->Range(
-            {req.key(), req.range_end(), req.limit(), req.keys_only()});
-        metrics_->KvRequested(KvRead::kRange, absl::Now() - start);
-        if (!found.ok()) return found.status();
-        AppendKvs(found->kvs, resp->mutable_kvs());
-        resp->set_more(found->more);
-        return absl::OkStatus();
-      });
+        [this](const meta::RangeRequest& req,
+               meta::RangeResponse* resp) -> absl::Status {
+          const absl::Time start = absl::Now();
+          absl::StatusOr<kv::RangeResponse> found = kv_->Range(
+              {req.key(), req.range_end(), req.limit(), req.keys_only()});
+          metrics_->KvRequested(KvRead::kRange, absl::Now() - start);
+          if (!found.ok()) return found.status();
+          AppendKvs(found->kvs, resp->mutable_kvs());
+          resp->set_more(found->more);
+          return absl::OkStatus();
+        });
 }
 
 void ClusterService::MetasrvPeers(PeersCall* call) {
-  Serve(Method::kMetasrvPeers, call, ReadCost::kSmall,
+  Serve(
+      Method::kMetasrvPeers, call, ReadCost::kSmall,
       [this](const meta::MetasrvPeersRequest&,
              meta::MetasrvPeersResponse* resp) -> absl::Status {
         // As upstream: the leader (this replica) describes itself now; the

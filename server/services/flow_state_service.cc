@@ -31,9 +31,8 @@ void FlowStateService::Register(CallDispatcher* dispatcher) {
   dispatcher->Add(
       "/metasrv.v1.FlowState/WatchFlowState", CallMetrics::Type::kServerStream,
       [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
-        return std::make_unique<WatchStream>(call, watch_, gate_,
-                                             limits_.max_request_bytes,
-                                             metrics_);
+        return std::make_unique<WatchStream>(
+            call, watch_, gate_, limits_.max_request_bytes, metrics_);
       });
 }
 

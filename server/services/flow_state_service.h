@@ -46,8 +46,8 @@ class FlowStateService final {
   const CallGate* const gate_;                      // Who may call; borrowed.
   ReadExecutor* const reads_;                       // Runs reads; borrowed.
   WatchHub* const watch_;                           // Watchers; borrowed.
-  Metrics* const metrics_;   // Borrowed; never null (Metrics::OrDiscard).
-  const CallLimits limits_;  // Request size, replies.
+  Metrics* const metrics_;     // Borrowed; never null (Metrics::OrDiscard).
+  const CallLimits limits_;    // Request size, replies.
   FullStateReply full_state_;  // The last all-flows answers, shared.
 };
 

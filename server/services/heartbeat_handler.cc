@@ -57,11 +57,9 @@ absl::StatusOr<core::FlowStateValue> HeartbeatHandler::ReadReport(
     per_field[1] += stat.has(core::kLastExecTime);
     per_field[2] += stat.has(core::kStartTime);
   }
-  const uint64_t largest =
-      std::max({per_field[0], per_field[1], per_field[2]});
-  const uint64_t flows = largest > options_.max_flows_per_report
-                             ? largest
-                             : report.flows().size();
+  const uint64_t largest = std::max({per_field[0], per_field[1], per_field[2]});
+  const uint64_t flows =
+      largest > options_.max_flows_per_report ? largest : report.flows().size();
   if (flows > options_.max_flows_per_report) {
     metrics_->ReportIgnored(IgnoredReason::kTooManyFlows);
     return absl::InvalidArgumentError(absl::StrCat(

@@ -17,17 +17,16 @@ HeartbeatService::HeartbeatService(HeartbeatHandler* handler,
     : handler_(handler), registry_(registry), gate_(gate), limits_(limits) {}
 
 void HeartbeatService::Register(CallDispatcher* dispatcher) {
+  dispatcher->Add("/greptime.v1.meta.Heartbeat/Heartbeat",
+                  CallMetrics::Type::kBidiStream,
+                  [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
+                    return std::make_unique<HeartbeatStream>(
+                        call, handler_, registry_, limits_.max_request_bytes);
+                  });
   dispatcher->Add(
-      "/greptime.v1.meta.Heartbeat/Heartbeat", CallMetrics::Type::kBidiStream,
-      [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
-        return std::make_unique<HeartbeatStream>(call, handler_, registry_,
-                                                 limits_.max_request_bytes);
-      });
-  dispatcher->Add("/greptime.v1.meta.Heartbeat/AskLeader",
-                  CallMetrics::Type::kUnary,
-                  AskLeaderCall::Factory(limits_, [this](AskLeaderCall* call) {
-                    AskLeader(call);
-                  }));
+      "/greptime.v1.meta.Heartbeat/AskLeader", CallMetrics::Type::kUnary,
+      AskLeaderCall::Factory(limits_,
+                             [this](AskLeaderCall* call) { AskLeader(call); }));
 }
 
 void HeartbeatService::AskLeader(AskLeaderCall* call) {

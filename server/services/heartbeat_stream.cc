@@ -106,9 +106,9 @@ void HeartbeatStream::OnBatch(bool ok) {
     // Aborted meanwhile; or the client went away (cancelled, vanished); or
     // it closed its side: the stream ends.
     if (!finished) {
-      FinishOnce(ok ? grpc::Status::OK
-                    : grpc::Status(grpc::StatusCode::CANCELLED,
-                                   "the stream broke"));
+      FinishOnce(
+          ok ? grpc::Status::OK
+             : grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke"));
     }
     return;
   }
@@ -161,9 +161,7 @@ void HeartbeatStream::HandleRequest() {
   StartBatch(answer);
 }
 
-void HeartbeatStream::Abort(const grpc::Status& status) {
-  FinishOnce(status);
-}
+void HeartbeatStream::Abort(const grpc::Status& status) { FinishOnce(status); }
 
 void HeartbeatStream::FinishOnce(
     const grpc::Status& status,

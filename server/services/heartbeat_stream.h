@@ -52,19 +52,18 @@ class HeartbeatStream final : public CallHandler, public AbortableStream {
   void HandleRequest();
   // Starts the batch that sends `answer` (null: none; the first read) and
   // receives the next request. Takes `answer`.
-  void StartBatch(grpc_byte_buffer* answer)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartBatch(grpc_byte_buffer* answer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the stream with `status` (and `answer` before it, if given) unless
   // it is ending already.
   void FinishOnce(const grpc::Status& status,
-                  const greptime::v1::meta::HeartbeatResponse* answer =
-                      nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+                  const greptime::v1::meta::HeartbeatResponse* answer = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void FinishOnce(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
   // Starts the finishing operation. Once.
   void StartFinish(const grpc::Status& status,
                    const greptime::v1::meta::HeartbeatResponse* answer)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnSent(bool) {}      // Initial metadata or status sent.
+  void OnSent(bool) {}  // Initial metadata or status sent.
 
   ServerCall* const call_;           // The call; owns this.
   HeartbeatHandler* const handler_;  // Handles each request; borrowed.
@@ -76,9 +75,9 @@ class HeartbeatStream final : public CallHandler, public AbortableStream {
   // The flownode this stream is of, once its first request said so; for
   // the connect and disconnect lines.
   std::optional<uint64_t> flownode_;
-  HeartbeatRequestReader request_;   // The request last read, parsed.
+  HeartbeatRequestReader request_;  // The request last read, parsed.
   greptime::v1::meta::HeartbeatResponse response_;  // Reused per answer.
-  CallOp<HeartbeatStream> batch_;     // The batch in flight.
+  CallOp<HeartbeatStream> batch_;                   // The batch in flight.
   CallOp<HeartbeatStream> metadata_;  // Initial metadata, before answer 1.
   CallOp<HeartbeatStream> finished_;  // The status sent.
   // The next request, once the batch completed; owned, until parsed.

@@ -39,18 +39,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       manager.Reset();
     } else {
       if (pos + 2 > size) break;
-      size_t len = static_cast<size_t>(data[pos]) | (static_cast<size_t>(data[pos + 1]) << 8);
+      size_t len = static_cast<size_t>(data[pos]) |
+                   (static_cast<size_t>(data[pos + 1]) << 8);
       pos += 2;
       if (len > size - pos) len = size - pos;
       greptime::v1::meta::HeartbeatRequest request;
       const bool parsed =
           request.ParseFromArray(data + pos, static_cast<int>(len));
       static metasrv::server::HeartbeatRequestReader reader;
-      const bool read =
-          reader
-              .Read(absl::string_view(reinterpret_cast<const char*>(data + pos),
-                                      len))
-              .ok();
+      const bool read = reader
+                            .Read(absl::string_view(
+                                reinterpret_cast<const char*>(data + pos), len))
+                            .ok();
       if (parsed != read) {
         std::fprintf(stderr, "protobuf %s the request, the reader %s it\n",
                      parsed ? "parses" : "refuses", read ? "reads" : "refuses");
@@ -61,11 +61,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         metasrv::core::FlowStateValue::Builder expected;
         for (const auto& [id, size] : request.flow_stat().flow_stat_size())
           expected.SetStateSize(id, size);
-        for (const auto& [id, ms] : request.flow_stat().flow_last_exec_time_map())
+        for (const auto& [id, ms] :
+             request.flow_stat().flow_last_exec_time_map())
           expected.SetLastExecTime(id, ms);
         metasrv::server::HeartbeatRequestReader again;
-        (void)again.Read(absl::string_view(
-            reinterpret_cast<const char*>(data + pos), len));
+        (void)again.Read(
+            absl::string_view(reinterpret_cast<const char*>(data + pos), len));
         if (again.flows()->Build() != expected.Build() ||
             again.has_flow_stat() != request.has_flow_stat()) {
           std::fprintf(stderr, "the reader's flows differ from protobuf's\n");

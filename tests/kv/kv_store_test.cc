@@ -63,7 +63,8 @@ TEST_F(KvStoreTest, LimitSetsMore) {
   EXPECT_THAT(Keys({"a/", PrefixEnd("a/"), 3}, &more),
               ElementsAre("a/1", "a/2", "a/3"));
   EXPECT_FALSE(more);
-  EXPECT_THAT(Keys({"a/", PrefixEnd("a/"), 0}, &more), ElementsAre("a/1", "a/2", "a/3"));
+  EXPECT_THAT(Keys({"a/", PrefixEnd("a/"), 0}, &more),
+              ElementsAre("a/1", "a/2", "a/3"));
   EXPECT_FALSE(more);
 }
 

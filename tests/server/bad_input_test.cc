@@ -22,29 +22,35 @@ class BadInputTest : public ::metasrv::testing::InProcessServerTest {
  protected:
   // Sends `req` on a fresh stream; returns the final status and whether the
   // request was answered without error.
-  grpc::Status Send(const meta::HeartbeatRequest& req, bool* answered = nullptr) {
+  grpc::Status Send(const meta::HeartbeatRequest& req,
+                    bool* answered = nullptr) {
     HeartbeatClient client(channel_);
     auto resp = client.Call(req);
-    if (answered != nullptr) *answered = resp.has_value() && !resp->header().has_error();
+    if (answered != nullptr)
+      *answered = resp.has_value() && !resp->header().has_error();
     return client.Close();
   }
 };
 
 TEST_F(BadInputTest, EveryFieldOutOfRange) {
   constexpr uint64_t kMax64 = std::numeric_limits<uint64_t>::max();
-  meta::HeartbeatRequest req = FlowReport(kMax64, {{1, kMax64, std::numeric_limits<int64_t>::max()}});
+  meta::HeartbeatRequest req =
+      FlowReport(kMax64, {{1, kMax64, std::numeric_limits<int64_t>::max()}});
   req.mutable_header()->set_protocol_version(kMax64);
-  (*req.mutable_header()->mutable_tracing_context())[std::string(1000, 'k')] = "v";
+  (*req.mutable_header()->mutable_tracing_context())[std::string(1000, 'k')] =
+      "v";
   req.mutable_peer()->set_id(kMax64);
   // At the bound of what a node may say about itself (a longer one is
   // refused: hardening_test).
   req.mutable_peer()->set_addr(std::string(server::kMaxNodeStringBytes, '\0'));
-  req.mutable_report_interval()->set_start_timestamp_millis(std::numeric_limits<int64_t>::min());
+  req.mutable_report_interval()->set_start_timestamp_millis(
+      std::numeric_limits<int64_t>::min());
   req.mutable_report_interval()->set_end_timestamp_millis(-1);
   req.set_duration_since_epoch(kMax64);
   req.set_node_epoch(kMax64);
   req.mutable_info()->set_start_time_ms(kMax64);
-  req.mutable_info()->set_total_cpu_millicores(std::numeric_limits<int64_t>::min());
+  req.mutable_info()->set_total_cpu_millicores(
+      std::numeric_limits<int64_t>::min());
   req.mutable_info()->set_memory_usage_bytes(-1);
   (*req.mutable_extensions())["junk"] = std::string(100, '\xfe');
   bool answered = false;
@@ -56,7 +62,8 @@ TEST_F(BadInputTest, EveryFieldOutOfRange) {
             R"({"state_size":{"1":18446744073709551615},"last_exec_time_map":)"
             R"({"1":9223372036854775807},"start_time_map":{}})");
   // A role out of range is refused, and changes nothing.
-  req.mutable_header()->set_role(static_cast<meta::Role>(std::numeric_limits<int32_t>::max()));
+  req.mutable_header()->set_role(
+      static_cast<meta::Role>(std::numeric_limits<int32_t>::max()));
   req.mutable_flow_stat()->Clear();
   EXPECT_EQ(Send(req).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   req.mutable_header()->set_role(static_cast<meta::Role>(-1));
@@ -73,8 +80,10 @@ TEST_F(BadInputTest, InvalidUtf8StringIsRefused) {
   bool answered = true;
   const grpc::Status s = Send(req, &answered);
   EXPECT_FALSE(answered);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
-  EXPECT_NE(s.error_message().find("malformed HeartbeatRequest"), std::string::npos);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("malformed HeartbeatRequest"),
+            std::string::npos);
   auto state = GetFlowState(channel_);
   ASSERT_EQ(state.flows.size(), 1u);
   EXPECT_EQ(state.flows[0].flow_id, 1u);
@@ -107,7 +116,8 @@ TEST_F(BadInputTest, MillionFlowReportIsTooLargeAndLosesNothing) {
 }
 
 TEST_F(BadInputTest, ExtremeFlowIdsAndNegativeTimes) {
-  ASSERT_TRUE(Send(FlowReport(1, {{0, 5, -1733000000000}, {4294967295u, 6, -1}})).ok());
+  ASSERT_TRUE(
+      Send(FlowReport(1, {{0, 5, -1733000000000}, {4294967295u, 6, -1}})).ok());
   ASSERT_TRUE(Send(FlowReport(2, {{0, 1, -2}})).ok());
   auto state = GetFlowState(channel_);
   ASSERT_EQ(state.flows.size(), 2u);
@@ -153,8 +163,9 @@ TEST(DuplicateMapKeysTest, LastEntryWins) {
   ASSERT_TRUE(reader.Read(bytes).ok());
   meta::HeartbeatResponse resp;
   ASSERT_TRUE(handler.Handle(&reader, true, &resp).ok());
-  EXPECT_EQ(*manager.Get(core::FlowStateNodeKey(4)),
-            R"({"state_size":{"1":20},"last_exec_time_map":{"1":3},"start_time_map":{}})");
+  EXPECT_EQ(
+      *manager.Get(core::FlowStateNodeKey(4)),
+      R"({"state_size":{"1":20},"last_exec_time_map":{"1":3},"start_time_map":{}})");
 }
 
 }  // namespace

@@ -110,36 +110,41 @@ TEST(HeartbeatRequestReaderTest, ReadsWhatClientsWrite) {
 
 TEST(HeartbeatRequestReaderTest, OddEncodingsReadAsProtobufReadsThem) {
   const std::vector<std::string> stats = {
-      "",                                        // Empty FlowStat.
-      Entry(1, ""),                              // Entry without key/value.
-      Entry(1, "\x08\x05"),                      // Key only.
-      Entry(2, "\x10\x05"),                      // Value only.
-      Entry(1, "\x10\x07\x08\x02"),              // Value before key.
-      Entry(1, "\x08\x01\x08\x02\x10\x03"),      // Key twice: last wins.
+      "",                                    // Empty FlowStat.
+      Entry(1, ""),                          // Entry without key/value.
+      Entry(1, "\x08\x05"),                  // Key only.
+      Entry(2, "\x10\x05"),                  // Value only.
+      Entry(1, "\x10\x07\x08\x02"),          // Value before key.
+      Entry(1, "\x08\x01\x08\x02\x10\x03"),  // Key twice: last wins.
       Entry(1, "\x08\x01\x10\x0a") + Entry(1, "\x08\x01\x10\x14"),  // Dup.
-      Entry(1, "\x08\x80\x00\x10\x01"),          // Non-minimal varint key.
+      Entry(1, "\x08\x80\x00\x10\x01"),              // Non-minimal varint key.
       Entry(1, "\x08\xff\xff\xff\xff\x7f\x10\x01"),  // Key past 32 bits.
-      Entry(2, "\x08\x01\x10" + std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10)),
-      Entry(2, "\x08\x01\x10" + std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00", 10)),
-      Entry(2, "\x08\x01\x10" + std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 10)),
-      Entry(2, "\x08\x01\x10" + std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x80\x01", 11)),
-      Entry(1, "\x08\x01\x18\x09\x10\x02"),      // Unknown varint in entry.
-      Entry(1, "\x0d\x01\x00\x00\x00\x10\x02"),  // Key as fixed32: unknown.
-      Entry(1, "\x08\x01\x10"),                  // Truncated value.
+      Entry(2, "\x08\x01\x10" +
+                   std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10)),
+      Entry(2, "\x08\x01\x10" +
+                   std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00", 10)),
+      Entry(2, "\x08\x01\x10" +
+                   std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 10)),
+      Entry(2, "\x08\x01\x10" +
+                   std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x80\x01",
+                               11)),
+      Entry(1, "\x08\x01\x18\x09\x10\x02"),       // Unknown varint in entry.
+      Entry(1, "\x0d\x01\x00\x00\x00\x10\x02"),   // Key as fixed32: unknown.
+      Entry(1, "\x08\x01\x10"),                   // Truncated value.
       "\x18\x05" + Entry(1, "\x08\x01\x10\x02"),  // Unknown varint field.
       "\x22\x02\x01\x02" + Entry(1, "\x08\x01\x10\x02"),  // Unknown LEN.
       "\x29" + std::string(8, '\x01') + Entry(1, "\x08\x01\x10\x02"),  // I64.
       "\x2d" + std::string(4, '\x01') + Entry(1, "\x08\x01\x10\x02"),  // I32.
       "\x2b\x08\x01\x2c" + Entry(1, "\x08\x01\x10\x02"),  // Group field 5.
-      "\x2b\x08\x01",                            // Unterminated group.
-      "\x2c",                                    // Stray end group.
-      "\x08\x05" + Entry(1, "\x08\x01\x10\x02"),  // Field 1 as a varint.
-      "\x82\x01\x00" + Entry(1, "\x08\x01\x10\x02"),  // Two-byte tag.
-      "\x00",                                    // Tag 0.
-      "\x0e",                                    // Wire type 6.
-      "\x0a\x85\x80\x80\x80\x00\x08\x01\x10\x02",  // Five-byte length.
+      "\x2b\x08\x01",                                     // Unterminated group.
+      "\x2c",                                             // Stray end group.
+      "\x08\x05" + Entry(1, "\x08\x01\x10\x02"),       // Field 1 as a varint.
+      "\x82\x01\x00" + Entry(1, "\x08\x01\x10\x02"),   // Two-byte tag.
+      "\x00",                                          // Tag 0.
+      "\x0e",                                          // Wire type 6.
+      "\x0a\x85\x80\x80\x80\x00\x08\x01\x10\x02",      // Five-byte length.
       "\x0a\x85\x80\x80\x80\x80\x00\x08\x01\x10\x02",  // Six-byte length.
-      "\x0a\x05\x08\x01",                        // Length past the end.
+      "\x0a\x05\x08\x01",                              // Length past the end.
   };
   int accepted = 0;
   for (const std::string& stat : stats) {
@@ -150,9 +155,9 @@ TEST(HeartbeatRequestReaderTest, OddEncodingsReadAsProtobufReadsThem) {
   EXPECT_GT(accepted, 10);
   EXPECT_LT(accepted, static_cast<int>(stats.size()));
   // Two flow_stat fields merge: their maps are one, the later entry wins.
-  EXPECT_TRUE(ExpectSameReading(
-      WithFlowStat(Entry(1, "\x08\x01\x10\x0a") + Entry(2, "\x08\x02\x10\x01")) +
-      "\x4a\x04" + Entry(1, "\x08\x01")));
+  EXPECT_TRUE(ExpectSameReading(WithFlowStat(Entry(1, "\x08\x01\x10\x0a") +
+                                             Entry(2, "\x08\x02\x10\x01")) +
+                                "\x4a\x04" + Entry(1, "\x08\x01")));
 }
 
 // Corruptions of real requests: bytes flipped, dropped, inserted, repeated.
@@ -171,7 +176,8 @@ TEST(HeartbeatRequestReaderTest, CorruptedRequestsReadAsProtobufReadsThem) {
     const int flows = static_cast<int>(pick(6));
     for (int f = 0; f < flows; ++f) {
       const uint32_t id = static_cast<uint32_t>(pick(2) ? pick(200) : rng());
-      (*request.mutable_flow_stat()->mutable_flow_stat_size())[id] = rng() >> pick(64);
+      (*request.mutable_flow_stat()->mutable_flow_stat_size())[id] =
+          rng() >> pick(64);
       if (pick(2)) {
         (*request.mutable_flow_stat()->mutable_flow_last_exec_time_map())[id] =
             static_cast<int64_t>(rng() >> pick(64)) * (pick(2) ? 1 : -1);

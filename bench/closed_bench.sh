@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Closed loop, 1,000 streams x 10 flows: the metasrv (plain and zstd
+# requests) beside the callback echo and the completion-queue echo, the four
+# interleaved in every round (the order rotating), ratios per round and their
+# medians over REPS rounds. The server's CPU is read from /proc at the ends
+# of the measured window (loadgen --server_pid). The echoes are given plain
+# requests: they do not decode zstd frames, so the zstd row is the metasrv's
+# whole cost of a compressed heartbeat against a bare plain echo.
+#   REPS=3 bash bench/closed_bench.sh   # writes ${OUT:-build/bench-results}/closed_api.csv
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${REPS:-3}
+B=${BUILD_DIR:-build}
+OUT=${OUT:-$B/bench-results}
+DUR=${DUR:-8s}
+WARM=${WARM:-2s}
+mkdir -p "$OUT"
+. bench/lib.sh
+port=39400
+csv="$OUT/closed_api.csv"
+targets=(echo echo-cq metasrv metasrv-zstd)
+echo "rep,target,msgs,msgs_per_s,p50_us,p99_us,errors,server_cpu_s,cpu_us_per_msg" >"$csv"
+for rep in $(seq "$REPS"); do
+  shift_by=$(( (rep - 1) % ${#targets[@]} ))
+  for target in "${targets[@]:shift_by}" "${targets[@]:0:shift_by}"; do
+    port=$((port + 1)); start_server ${target%-zstd} $port
+    extra=()
+    [[ $target == *-zstd ]] && extra=(--zstd)
+    r=$(loadgen $target --mode=closed --streams=1000 --flows=10 --duration=$DUR \
+          --warmup=$WARM --server_pid=$server_pid "${extra[@]}")
+    stop_server
+    msgs=$(json "$r" msgs); cpu=$(json "$r" server_cpu_s)
+    per=$(python3 -c "print(round($cpu*1e6/max(1,$msgs),2))")
+    echo "$rep,$target,$msgs,$(json "$r" msgs_per_s),$(json "$r" p50_us),$(json "$r" p99_us),$(json "$r" errors),$cpu,$per" >>"$csv"
+  done
+done
+cat "$csv"
+python3 bench/ratios.py "$csv" rep msgs_per_s,p99_us,cpu_us_per_msg \
+  metasrv:echo metasrv:echo-cq metasrv-zstd:echo metasrv-zstd:echo-cq echo-cq:echo
