@@ -23,8 +23,7 @@ class Unimplemented final : public CallHandler {
   void Start() override {
     const grpc::Status status(grpc::StatusCode::UNIMPLEMENTED, "");
     call_->Finishing(status.error_code());
-    call_->stream()->Finish(status, call_->Begin(&finished_));
-    call_->FinishStarted();
+    call_->stream()->Finish(status, call_->BeginFinish(&finished_));
   }
 
  private:

@@ -121,8 +121,7 @@ class HealthService::Watcher final : public CallHandler,
   }
   void StartFinish(const grpc::Status& status) {
     call_->Finishing(static_cast<int>(status.error_code()));
-    call_->stream()->Finish(status, call_->Begin(&finished_));
-    call_->FinishStarted();
+    call_->stream()->Finish(status, call_->BeginFinish(&finished_));
   }
 
   ServerCall* const call_;              // The call; owns this.

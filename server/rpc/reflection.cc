@@ -111,8 +111,7 @@ class ReflectionStream final : public CallHandler {
   // write at a time, and each ends here or starts the next).
   void Finish(const grpc::Status& status) {
     call_->Finishing(static_cast<int>(status.error_code()));
-    call_->stream()->Finish(status, call_->Begin(&finished_));
-    call_->FinishStarted();
+    call_->stream()->Finish(status, call_->BeginFinish(&finished_));
   }
   void Give() {
     if (held_ != 0) budget_->Give(held_);

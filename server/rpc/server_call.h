@@ -103,7 +103,7 @@ class ServerCall {
   // The call was accepted: `handler` serves it, counted as `series` (null:
   // not counted). Starts the handler. After this the call owns itself: it
   // is deleted once the handler has started its finishing operation
-  // (FinishStarted()), its last operation has completed and gRPC's
+  // (BeginFinish()), its last operation has completed and gRPC's
   // notification that the call is done has come. So a handler that others
   // call back (an executor, a publisher) stays alive until it finishes.
   void Serve(std::unique_ptr<CallHandler> handler, CallSeries* series);
@@ -124,10 +124,15 @@ class ServerCall {
   grpc_call_error StartBatch(const grpc_op* ops, size_t count, CqTag* op);
   // An operation begun with Begin()/StartBatch() completed.
   void Release();
-  // The handler started the operation that sends the call's status (after
-  // which it starts no other): its hold on the call ends. Once.
-  void FinishStarted() {
+  // Begin() for the operation that sends the call's status (after which the
+  // handler starts no other): the handler's own hold on the call ends here,
+  // once. The call is never deleted inside this (the operation holds it
+  // until it completes, on a poller), so a caller may hold a lock that the
+  // handler's OnDone() takes (a registry aborting its streams).
+  void* BeginFinish(CqTag* op) {
+    void* tag = Begin(op);
     if (!finish_started_.exchange(true)) Release();
+    return tag;
   }
 
   // The status code the call is about to finish with, for its metrics. The
@@ -158,9 +163,9 @@ class ServerCall {
   DoneTag done_;                                 // gRPC's "call done".
   std::unique_ptr<CallHandler> handler_;         // The method's logic.
   // Begun operations in flight, plus one until the done notification came,
-  // one while Serve() runs and one until FinishStarted().
+  // one while Serve() runs and one until BeginFinish().
   std::atomic<int> refs_{3};
-  std::atomic<bool> finish_started_{false};  // FinishStarted() was called.
+  std::atomic<bool> finish_started_{false};  // BeginFinish() was called.
   std::atomic<bool> cancelled_{false};       // The done notification said so.
   // Guards the handing over of the handler and of its OnCancel(): whichever
   // of Serve() and the done notification comes second tells it.

@@ -91,11 +91,10 @@ class UnaryCall final : public CallHandler {
     call_->Finishing(result.error_code());
     if (result.ok()) {
       call_->stream()->WriteAndFinish(out_, grpc::WriteOptions(), result,
-                                      call_->Begin(&finished_));
+                                      call_->BeginFinish(&finished_));
     } else {
-      call_->stream()->Finish(result, call_->Begin(&finished_));
+      call_->stream()->Finish(result, call_->BeginFinish(&finished_));
     }
-    call_->FinishStarted();
   }
 
   void Start() override { call_->stream()->Read(&in_, call_->Begin(&read_)); }

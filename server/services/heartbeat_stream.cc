@@ -190,11 +190,10 @@ void HeartbeatStream::StartFinish(
     grpc::SerializationTraits<greptime::v1::meta::HeartbeatResponse>::Serialize(
         *answer, &bytes, &own);
     call_->stream()->WriteAndFinish(bytes, grpc::WriteOptions(), status,
-                                    call_->Begin(&finished_));
+                                    call_->BeginFinish(&finished_));
   } else {
-    call_->stream()->Finish(status, call_->Begin(&finished_));
+    call_->stream()->Finish(status, call_->BeginFinish(&finished_));
   }
-  call_->FinishStarted();
 }
 
 void HeartbeatStream::OnDone() {

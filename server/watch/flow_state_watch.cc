@@ -401,8 +401,7 @@ void WatchStream::FinishOnce(const grpc::Status& status) {
 
 void WatchStream::StartFinish(const grpc::Status& status) {
   call_->Finishing(static_cast<int>(status.error_code()));
-  call_->stream()->Finish(status, call_->Begin(&finished_));
-  call_->FinishStarted();
+  call_->stream()->Finish(status, call_->BeginFinish(&finished_));
 }
 
 void WatchStream::OnDone() {
