@@ -200,7 +200,8 @@ TEST(CqPollerTest, AHandlerThatBlocksDoesNotStopTheQueue) {
                            }));
   AddEcho(&runtime, "/test.Svc/Echo");
   runtime.Start();
-  EXPECT_EQ(runtime.poller().polling(), 1);
+  // The first poller counts itself once its thread runs.
+  EXPECT_TRUE(WaitFor([&] { return runtime.poller().polling() == 1; }));
   std::thread blocked([&] {
     EXPECT_TRUE(runtime.Unary("/test.Svc/Block", Request(), nullptr).ok());
   });
