@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/numeric/bits.h"
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "server/codec/flow_state_columns.h"
@@ -54,18 +55,48 @@ void WatchHub::OnFlowStateChanged() {
 
 absl::Status WatchHub::Add(WatchStream* stream) {
   absl::Status added = streams_.Add(stream);
-  if (added.ok()) {
-    absl::MutexLock lock(&mu_);
-    ++watchers_;
+  if (!added.ok()) return added;
+  {
+    absl::MutexLock lock(&buckets_mu_);
+    buckets_[stream->ordinal() % kMaxWaves].push_back(stream);
   }
+  absl::MutexLock lock(&mu_);
+  ++watchers_;
   return added;
 }
 
 void WatchHub::Remove(WatchStream* stream) {
+  {
+    absl::MutexLock lock(&buckets_mu_);
+    Bucket& bucket = buckets_[stream->ordinal() % kMaxWaves];
+    auto it = std::find(bucket.begin(), bucket.end(), stream);
+    if (it != bucket.end()) {
+      *it = bucket.back();
+      bucket.pop_back();
+    }
+  }
   streams_.Remove(stream);
   absl::MutexLock lock(&mu_);
   --watchers_;
 }
+
+namespace {
+
+grpc_byte_buffer* CoreBuffer(const grpc::ByteBuffer& bytes) {
+  std::vector<grpc::Slice> slices;
+  (void)bytes.Dump(&slices);  // Only fails for a null buffer: none here.
+  std::vector<grpc_slice> refs;
+  refs.reserve(slices.size());
+  for (const grpc::Slice& slice : slices) refs.push_back(slice.c_slice());
+  grpc_byte_buffer* raw = grpc_raw_byte_buffer_create(refs.data(), refs.size());
+  for (grpc_slice& ref : refs) grpc_slice_unref(ref);
+  return raw;
+}
+
+}  // namespace
+
+SharedMessage::SharedMessage(const grpc::ByteBuffer& bytes)
+    : raw_(CoreBuffer(bytes)) {}
 
 namespace {
 
@@ -124,7 +155,8 @@ std::shared_ptr<const WatchSnapshot> WatchHub::Publish(uint64_t sequence,
   MessageFields fields;
   fields.sequence = sequence;
   fields.reset = update.reset;
-  snapshot->message = Message(fields, whole, clock_->Now());
+  snapshot->message =
+      std::make_unique<SharedMessage>(Message(fields, whole, clock_->Now()));
   const std::optional<uint64_t> base = std::exchange(last_sequence_, sequence);
   if (!update.reset && base.has_value()) {
     EncodedFlowState changed;
@@ -136,7 +168,8 @@ std::shared_ptr<const WatchSnapshot> WatchHub::Publish(uint64_t sequence,
     fields.delta = true;
     fields.base = *base;
     fields.removed = &update.removed;
-    snapshot->delta = Message(fields, changed, clock_->Now());
+    snapshot->delta = std::make_unique<SharedMessage>(
+        Message(fields, changed, clock_->Now()));
   }
   return snapshot;
 }
@@ -194,11 +227,10 @@ void WatchHub::Run() {
     // Held from now on only by watchers still writing it: charged until the
     // last lets go (at once, if none holds it).
     if (superseded != nullptr) {
-      superseded->charge =
-          ReplyCharge(replies_, superseded->message.Length() +
-                                    (superseded->delta.has_value()
-                                         ? superseded->delta->Length()
-                                         : 0));
+      superseded->charge = ReplyCharge(
+          replies_,
+          superseded->message->Length() +
+              (superseded->delta != nullptr ? superseded->delta->Length() : 0));
       superseded.reset();
     }
     if (!OfferInWaves(snapshot)) return;
@@ -216,8 +248,9 @@ bool WatchHub::OfferInWaves(
   // Many watchers: waves of about kWaveSize, spread over half of the
   // interval, so that the writes (and their completions, which share
   // gRPC's threads with heartbeats) never come in one burst.
-  const uint64_t waves =
-      std::clamp<uint64_t>(streams_.size() / kWaveSize, 1, kMaxWaves);
+  // A power of two, so that wave w is the buckets w, w + waves, ...
+  const uint64_t waves = absl::bit_floor(
+      std::clamp<uint64_t>(streams_.size() / kWaveSize, 1, kMaxWaves));
   const absl::Duration gap =
       options_.min_interval / 2 / static_cast<int64_t>(waves);
   for (uint64_t wave = 0; wave < waves; ++wave) {
@@ -229,13 +262,12 @@ bool WatchHub::OfferInWaves(
       }
       poller = poller_;
     }
-    // Only WatchStreams are ever added to streams_ (see Add()); a watcher
-    // gone before its wave runs is not in it any more.
+    // A watcher gone before its wave runs is in no bucket any more.
     auto offer = [this, snapshot, wave, waves] {
-      streams_.ForEach([&](AbortableStream* stream) {
-        auto* watcher = static_cast<WatchStream*>(stream);
-        if (watcher->ordinal() % waves == wave) watcher->Offer(snapshot);
-      });
+      absl::MutexLock lock(&buckets_mu_);
+      for (uint64_t b = wave; b < kMaxWaves; b += waves) {
+        for (WatchStream* watcher : buckets_[b]) watcher->Offer(snapshot);
+      }
     };
     if (poller != nullptr) {
       poller->Post(std::move(offer));
@@ -255,6 +287,7 @@ WatchStream::WatchStream(ServerCall* call, WatchHub* hub, const CallGate* gate,
       ordinal_(hub->NextOrdinal()),
       metrics_(Metrics::OrDiscard(metrics)),
       read_(this, &WatchStream::OnRead),
+      metadata_(this, &WatchStream::OnMetadataSent),
       written_(this, &WatchStream::OnWriteDone),
       finished_(this, &WatchStream::OnFinished) {}
 
@@ -275,18 +308,24 @@ void WatchStream::OnRead(bool ok) {
     refused = DecodeRequest(&request_, max_request_bytes_, &parsed);
   }
   request_.Clear();
+  if (refused.ok() && hub_->OverBudget()) {
+    refused = absl::ResourceExhaustedError(
+        "watchers that do not read hold more than "
+        "--max_reply_bytes_in_flight; retry later");
+  }
   if (refused.ok()) {
-    refused = hub_->OverBudget()
-                  ? absl::ResourceExhaustedError(
-                        "watchers that do not read hold more than "
-                        "--max_reply_bytes_in_flight; retry later")
-                  : hub_->Add(this);
+    // Set before a wave can see this watcher.
+    deltas_ = parsed.deltas();
+    // The headers go first, through the C++ stream (so that its Finish()
+    // sends only the status), before any state: a wave may offer one as
+    // soon as the watcher is added.
+    call_->stream()->SendInitialMetadata(call_->Begin(&metadata_));
+    refused = hub_->Add(this);
   }
   if (!refused.ok()) {
     FinishOnce(ToGrpcStatus(refused, call_->context()));
     return;
   }
-  deltas_ = parsed.deltas();
   registered_ = true;
   // Registered first, so no push is missed; an older state offered after a
   // newer one is dropped. None: the publisher is about to send one.
@@ -321,7 +360,21 @@ void WatchStream::Offer(std::shared_ptr<const WatchSnapshot> snapshot) {
     EndStalled();
     return;
   }
-  call_->stream()->Write(write_buffer_, call_->Begin(&written_));
+  Write();
+}
+
+void WatchStream::Write() {
+  grpc_op op = {};
+  op.op = GRPC_OP_SEND_MESSAGE;
+  op.data.send_message.send_message = write_buffer_;
+  if (call_->StartBatch(&op, 1, &written_) != GRPC_CALL_OK) {
+    // Not expected (one write at a time, a valid call): complete it as a
+    // failed write, which ends the stream.
+    spdlog::error("watch stream from {}: write refused",
+                  call_->context()->peer());
+    call_->Begin(&written_);
+    written_.Complete(false);
+  }
 }
 
 void WatchStream::EndStalled() {
@@ -346,9 +399,9 @@ void WatchStream::StartWriteOf(std::shared_ptr<const WatchSnapshot> snapshot) {
   write_started_ = hub_->clock()->Monotonic();
   const bool follows =
       sent_publish_ != 0 && snapshot->publish == sent_publish_ + 1;
-  write_buffer_ = deltas_ && follows && snapshot->delta.has_value()
-                      ? *snapshot->delta
-                      : snapshot->message;
+  write_buffer_ = deltas_ && follows && snapshot->delta != nullptr
+                      ? snapshot->delta->NewWrite()
+                      : snapshot->message->NewWrite();
   sent_publish_ = snapshot->publish;
   in_flight_ = std::move(snapshot);
 }
@@ -359,7 +412,8 @@ void WatchStream::OnWriteDone(bool ok) {
     absl::MutexLock lock(&mu_);
     after = end_.WriteDone(ok);
     // gRPC is done with the bytes: the state they are of may go.
-    write_buffer_.Clear();
+    grpc_byte_buffer_destroy(write_buffer_);
+    write_buffer_ = nullptr;
     in_flight_.reset();
     if (!after.go_on) {
       next_.reset();
@@ -373,7 +427,7 @@ void WatchStream::OnWriteDone(bool ok) {
   if (after.finish.has_value()) {
     FinishOnce(*after.finish);
   } else if (after.go_on) {
-    call_->stream()->Write(write_buffer_, call_->Begin(&written_));
+    Write();
   }
 }
 

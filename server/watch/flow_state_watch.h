@@ -23,13 +23,16 @@
 #ifndef METASRV_SERVER_WATCH_FLOW_STATE_WATCH_H_
 #define METASRV_SERVER_WATCH_FLOW_STATE_WATCH_H_
 
+#include <grpc/byte_buffer.h>
 #include <grpcpp/support/byte_buffer.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -48,6 +51,24 @@
 
 namespace metasrv::server {
 
+// One serialized message as gRPC core takes it, shared by every watcher it
+// is sent to: each write is given a copy that refers to the same slices.
+// Thread-safe (immutable once built).
+class SharedMessage {
+ public:
+  explicit SharedMessage(const grpc::ByteBuffer& bytes);
+  ~SharedMessage() { grpc_byte_buffer_destroy(raw_); }
+  SharedMessage(const SharedMessage&) = delete;
+  SharedMessage& operator=(const SharedMessage&) = delete;
+
+  // A new buffer for one write (the caller owns it; gRPC empties it).
+  grpc_byte_buffer* NewWrite() const { return grpc_byte_buffer_copy(raw_); }
+  size_t Length() const { return grpc_byte_buffer_length(raw_); }
+
+ private:
+  grpc_byte_buffer* const raw_;  // Owned; never handed to gRPC itself.
+};
+
 // One state as sent: serialized metasrv.v1.WatchFlowStateResponses.
 struct WatchSnapshot {
   uint64_t sequence = 0;  // The hub's change count it reflects.
@@ -55,10 +76,11 @@ struct WatchSnapshot {
   // The publisher's count of states (1, 2, ...); 0 for a state built for a
   // new watcher, which no delta follows.
   uint64_t publish = 0;
-  grpc::ByteBuffer message;  // The whole state; shared by all watchers.
+  // The whole state; shared by all watchers. Never null once published.
+  std::unique_ptr<const SharedMessage> message;
   // The change since publish `publish - 1`, for delta watchers that were
-  // sent that one; none after a reset or when there is no such publish.
-  std::optional<grpc::ByteBuffer> delta;
+  // sent that one; null after a reset or when there is no such publish.
+  std::unique_ptr<const SharedMessage> delta;
   // Both messages' bytes, held against the reply budget from when a newer
   // state replaces this one (as the hub's current) for as long as a watcher
   // still holds it. Set by the publisher only, while it holds this state.
@@ -131,9 +153,12 @@ class WatchHub final : public core::FlowStateListener {
   // push, builds the state and offers it to every watcher.
   void Run();
   // Watchers are offered a state in waves of about kWaveSize, at most
-  // kMaxWaves of them.
+  // kMaxWaves of them (a power of two: a wave is a set of buckets).
   static constexpr uint64_t kWaveSize = 32;
   static constexpr uint64_t kMaxWaves = 32;
+  // The watchers of one bucket (those whose ordinal % kMaxWaves is its
+  // index); a wave visits only its own buckets, not every watcher.
+  using Bucket = std::vector<WatchStream*>;
   // Offers `snapshot` to every watcher, in waves; false if Stop() came.
   bool OfferInWaves(const std::shared_ptr<const WatchSnapshot>& snapshot);
   // Builds the next state, as of change count `sequence`, from the
@@ -150,7 +175,12 @@ class WatchHub final : public core::FlowStateListener {
   const core::Clock* const clock_;     // Times pushes and stalls; borrowed.
   StreamRegistry streams_;             // The open watchers (all WatchStreams).
   std::atomic<uint64_t> ordinals_{0};  // Next NextOrdinal().
-  absl::Mutex mu_;                     // Guards the fields below.
+  // Guards buckets_; taken before a watcher's own lock (a wave offers
+  // under it), never while holding one.
+  absl::Mutex buckets_mu_;
+  // The registered watchers of streams_, by bucket.
+  std::array<Bucket, kMaxWaves> buckets_ ABSL_GUARDED_BY(buckets_mu_);
+  absl::Mutex mu_;                              // Guards the fields below.
   uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;   // Changes seen so far.
   uint64_t watchers_ ABSL_GUARDED_BY(mu_) = 0;  // Registered watchers.
   // A new watcher found no state of this term: publish one now.
@@ -201,6 +231,7 @@ class WatchStream final : public CallHandler, public AbortableStream {
   // The request arrived (or not): admit, decode, register, send.
   void OnRead(bool ok);
   void OnWriteDone(bool ok);
+  void OnMetadataSent(bool) {}
   void OnFinished(bool) {}
   // Finishes with `status` unless already finishing. Call without mu_ held.
   void FinishOnce(const grpc::Status& status);
@@ -214,6 +245,8 @@ class WatchStream final : public CallHandler, public AbortableStream {
   // state sent and this watcher takes deltas, else the whole state.
   void StartWriteOf(std::shared_ptr<const WatchSnapshot> snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands write_buffer_ to gRPC (one core batch). Call without mu_ held.
+  void Write();
 
   ServerCall* const call_;          // The call; owns this.
   WatchHub* const hub_;             // Publishes to this stream; borrowed.
@@ -225,13 +258,14 @@ class WatchStream final : public CallHandler, public AbortableStream {
   bool registered_ = false;       // Whether Add() succeeded.
   grpc::ByteBuffer request_;      // The request's bytes, until decoded.
   CallOp<WatchStream> read_;      // The request read.
+  CallOp<WatchStream> metadata_;  // The headers sent.
   CallOp<WatchStream> written_;   // A state written.
   CallOp<WatchStream> finished_;  // The status sent.
 
   absl::Mutex mu_;  // Guards the fields below; never held into gRPC calls.
-  // The state being written; assigned only while no write is in flight,
-  // and cleared when it completes.
-  grpc::ByteBuffer write_buffer_;
+  // The state being written (owned); assigned only while no write is in
+  // flight, and destroyed when it completes.
+  grpc_byte_buffer* write_buffer_ = nullptr;
   // The state write_buffer_ is of, held (and so charged) until the write
   // completes; null when none is in flight.
   std::shared_ptr<const WatchSnapshot> in_flight_ ABSL_GUARDED_BY(mu_);

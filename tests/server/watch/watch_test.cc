@@ -154,11 +154,14 @@ TEST_F(WatchTest, ResetPushesAnEmptyStateMarkedAsReset) {
 TEST_F(WatchTest, AWatcherThatVanishesIsReleased) {
   {
     Watcher watcher(stub_.get());
-    ASSERT_TRUE(watcher.WaitFor(
-        [](const std::vector<WatchFlowStateResponse>& m) { return !m.empty(); }));
+    ASSERT_TRUE(
+        watcher.WaitFor([](const std::vector<WatchFlowStateResponse>& m) {
+          return !m.empty();
+        }));
     EXPECT_EQ(server_->watch_for_test().watchers(), 1u);
   }  // Cancelled here.
-  EXPECT_TRUE(WaitFor([&] { return server_->watch_for_test().watchers() == 0u; }));
+  EXPECT_TRUE(
+      WaitFor([&] { return server_->watch_for_test().watchers() == 0u; }));
   // Changes still flow to nobody, and reads keep working.
   HeartbeatClient node(channel_);
   ASSERT_TRUE(node.Call(FlowReport(1, {{1, 1, 1}})));
@@ -185,7 +188,8 @@ TEST_F(FastWatchTest, SlowWatcherSkipsToTheLatestState) {
   // 20,000 flows: one state is far larger than HTTP/2's flow-control window,
   // so a write to a reader that stops reading stays in flight.
   std::vector<std::tuple<uint32_t, uint64_t, int64_t>> flows;
-  for (uint32_t f = 0; f < 20000; ++f) flows.push_back({f, 1000000 + f, 1700000000000});
+  for (uint32_t f = 0; f < 20000; ++f)
+    flows.push_back({f, 1000000 + f, 1700000000000});
   HeartbeatClient node(channel_);
   ASSERT_TRUE(node.Call(FlowReport(1, flows)));
   // The slow reader's own connection, with a fixed 64 KiB window: otherwise
@@ -194,8 +198,8 @@ TEST_F(FastWatchTest, SlowWatcherSkipsToTheLatestState) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024);
-  auto slow_stub =
-      metasrv::v1::FlowState::NewStub(ConnectOwn(server_->advertised_addr(), args));
+  auto slow_stub = metasrv::v1::FlowState::NewStub(
+      ConnectOwn(server_->advertised_addr(), args));
   Watcher slow(slow_stub.get(), /*hold=*/true);
   Watcher fast(stub_.get());
   ASSERT_TRUE(slow.WaitFor(LastHas(0, 1000000)));
@@ -227,8 +231,8 @@ TEST_F(WatchTest, ThousandWatchersEachGetEveryState) {
   ASSERT_TRUE(node.Call(FlowReport(1, {{1, 1, 1}})));
   std::vector<std::unique_ptr<metasrv::v1::FlowState::Stub>> stubs;
   for (int c = 0; c < kChannels; ++c) {
-    stubs.push_back(
-        metasrv::v1::FlowState::NewStub(ConnectOwn(server_->advertised_addr())));
+    stubs.push_back(metasrv::v1::FlowState::NewStub(
+        ConnectOwn(server_->advertised_addr())));
   }
   std::vector<std::unique_ptr<Watcher>> watchers;
   for (int i = 0; i < kWatchers; ++i) {
@@ -241,7 +245,8 @@ TEST_F(WatchTest, ThousandWatchersEachGetEveryState) {
     return true;
   };
   EXPECT_TRUE(all_see(LastHas(1, 1)));
-  EXPECT_EQ(server_->watch_for_test().watchers(), static_cast<uint64_t>(kWatchers));
+  EXPECT_EQ(server_->watch_for_test().watchers(),
+            static_cast<uint64_t>(kWatchers));
   ASSERT_TRUE(node.Call(FlowReport(1, {{1, 2, 2}})));
   EXPECT_TRUE(all_see(LastHas(1, 2)));
   LeaderChange();
@@ -249,7 +254,46 @@ TEST_F(WatchTest, ThousandWatchersEachGetEveryState) {
     return m.back().reset() && m.back().state().flow_ids_size() == 0;
   }));
   watchers.clear();
-  EXPECT_TRUE(WaitFor([&] { return server_->watch_for_test().watchers() == 0u; }));
+  EXPECT_TRUE(
+      WaitFor([&] { return server_->watch_for_test().watchers() == 0u; }));
+}
+
+// Watchers are offered states in waves (256 watchers: 8 of them, spread over
+// half the interval); watchers that leave while a state is being offered
+// leave the others served, and leave no trace in the hub.
+TEST_F(WatchTest, WatchersLeavingWhileWavesRunLeaveTheRestServed) {
+  constexpr int kChannels = 2, kWatchers = 256;
+  HeartbeatClient node(channel_);
+  ASSERT_TRUE(node.Call(FlowReport(1, {{1, 1, 1}})));
+  std::vector<std::unique_ptr<metasrv::v1::FlowState::Stub>> stubs;
+  for (int c = 0; c < kChannels; ++c) {
+    stubs.push_back(metasrv::v1::FlowState::NewStub(
+        ConnectOwn(server_->advertised_addr())));
+  }
+  std::vector<std::unique_ptr<Watcher>> watchers;
+  for (int i = 0; i < kWatchers; ++i) {
+    watchers.push_back(std::make_unique<Watcher>(stubs[i % kChannels].get()));
+  }
+  auto all_see = [&](auto pred) {
+    for (auto& w : watchers) {
+      if (!w->WaitFor(pred, absl::Seconds(30))) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(all_see(LastHas(1, 1)));
+  for (int64_t size = 2; size <= 4; ++size) {
+    ASSERT_TRUE(node.Call(FlowReport(1, {{1, size, size}})));
+    // A third of the watchers leave while this state goes out.
+    std::vector<std::unique_ptr<Watcher>> staying;
+    for (size_t i = 0; i < watchers.size(); ++i) {
+      if (i % 3 != 0) staying.push_back(std::move(watchers[i]));
+    }
+    watchers = std::move(staying);
+    EXPECT_TRUE(all_see(LastHas(1, size))) << "size " << size;
+    EXPECT_TRUE(WaitFor([&] {
+      return server_->watch_for_test().watchers() == watchers.size();
+    }));
+  }
 }
 
 }  // namespace
