@@ -248,9 +248,11 @@ bool WatchHub::OfferInWaves(
   // Many watchers: waves of about kWaveSize, spread over half of the
   // interval, so that the writes (and their completions, which share
   // gRPC's threads with heartbeats) never come in one burst.
-  // A power of two, so that wave w is the buckets w, w + waves, ...
-  const uint64_t waves = absl::bit_floor(
-      std::clamp<uint64_t>(streams_.size() / kWaveSize, 1, kMaxWaves));
+  // A power of two, so that wave w is the buckets w, w + waves, ...;
+  // rounded up, so that a wave is at most about kWaveSize watchers.
+  const uint64_t waves = std::min(
+      absl::bit_ceil(std::max<uint64_t>(streams_.size() / kWaveSize, 1)),
+      kMaxWaves);
   const absl::Duration gap =
       options_.min_interval / 2 / static_cast<int64_t>(waves);
   for (uint64_t wave = 0; wave < waves; ++wave) {
