@@ -54,8 +54,36 @@ class WatchTest : public InProcessServerTest {
     ASSERT_TRUE(admin->LeaderChange(&ctx, {}, &resp).ok());
   }
 
+  // `count` watchers of the whole state over `channels` connections of
+  // their own, spread evenly.
+  std::vector<std::unique_ptr<Watcher>> ManyWatchers(int count, int channels) {
+    for (int c = 0; c < channels; ++c) {
+      own_stubs_.push_back(metasrv::v1::FlowState::NewStub(
+          ConnectOwn(server_->advertised_addr())));
+    }
+    const size_t first = own_stubs_.size() - channels;
+    std::vector<std::unique_ptr<Watcher>> watchers;
+    for (int i = 0; i < count; ++i) {
+      watchers.push_back(
+          std::make_unique<Watcher>(own_stubs_[first + i % channels].get()));
+    }
+    return watchers;
+  }
+
+  // Whether every watcher's messages come to satisfy `pred` (30 s each).
+  template <typename Pred>
+  static bool AllSee(const std::vector<std::unique_ptr<Watcher>>& watchers,
+                     Pred pred) {
+    for (const auto& w : watchers) {
+      if (!w->WaitFor(pred, absl::Seconds(30))) return false;
+    }
+    return true;
+  }
+
   absl::Duration interval_ = absl::Milliseconds(200);  // --watch_min_interval.
   std::unique_ptr<metasrv::v1::FlowState::Stub> stub_;
+  // Stubs of ManyWatchers' connections; outlive their watchers.
+  std::vector<std::unique_ptr<metasrv::v1::FlowState::Stub>> own_stubs_;
 };
 
 TEST_F(WatchTest, CurrentStateAtOnceThenAPushPerChange) {
@@ -229,21 +257,9 @@ TEST_F(WatchTest, ThousandWatchersEachGetEveryState) {
   constexpr int kChannels = 4, kWatchers = 1000;
   HeartbeatClient node(channel_);
   ASSERT_TRUE(node.Call(FlowReport(1, {{1, 1, 1}})));
-  std::vector<std::unique_ptr<metasrv::v1::FlowState::Stub>> stubs;
-  for (int c = 0; c < kChannels; ++c) {
-    stubs.push_back(metasrv::v1::FlowState::NewStub(
-        ConnectOwn(server_->advertised_addr())));
-  }
-  std::vector<std::unique_ptr<Watcher>> watchers;
-  for (int i = 0; i < kWatchers; ++i) {
-    watchers.push_back(std::make_unique<Watcher>(stubs[i % kChannels].get()));
-  }
-  auto all_see = [&](auto pred) {
-    for (auto& w : watchers) {
-      if (!w->WaitFor(pred, absl::Seconds(30))) return false;
-    }
-    return true;
-  };
+  std::vector<std::unique_ptr<Watcher>> watchers =
+      ManyWatchers(kWatchers, kChannels);
+  auto all_see = [&](auto pred) { return AllSee(watchers, pred); };
   EXPECT_TRUE(all_see(LastHas(1, 1)));
   EXPECT_EQ(server_->watch_for_test().watchers(),
             static_cast<uint64_t>(kWatchers));
@@ -265,21 +281,9 @@ TEST_F(WatchTest, WatchersLeavingWhileWavesRunLeaveTheRestServed) {
   constexpr int kChannels = 2, kWatchers = 256;
   HeartbeatClient node(channel_);
   ASSERT_TRUE(node.Call(FlowReport(1, {{1, 1, 1}})));
-  std::vector<std::unique_ptr<metasrv::v1::FlowState::Stub>> stubs;
-  for (int c = 0; c < kChannels; ++c) {
-    stubs.push_back(metasrv::v1::FlowState::NewStub(
-        ConnectOwn(server_->advertised_addr())));
-  }
-  std::vector<std::unique_ptr<Watcher>> watchers;
-  for (int i = 0; i < kWatchers; ++i) {
-    watchers.push_back(std::make_unique<Watcher>(stubs[i % kChannels].get()));
-  }
-  auto all_see = [&](auto pred) {
-    for (auto& w : watchers) {
-      if (!w->WaitFor(pred, absl::Seconds(30))) return false;
-    }
-    return true;
-  };
+  std::vector<std::unique_ptr<Watcher>> watchers =
+      ManyWatchers(kWatchers, kChannels);
+  auto all_see = [&](auto pred) { return AllSee(watchers, pred); };
   ASSERT_TRUE(all_see(LastHas(1, 1)));
   for (int64_t size = 2; size <= 4; ++size) {
     ASSERT_TRUE(node.Call(FlowReport(1, {{1, size, size}})));
