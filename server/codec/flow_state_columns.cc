@@ -155,8 +155,8 @@ std::optional<EncodedFlowState> CachedFlowStateColumns(
   return FromChunks(std::move(chunks));
 }
 
-grpc::ByteBuffer ToByteBuffer(const EncodedFlowState& state,
-                              std::string prefix) {
+std::vector<grpc::Slice> ToSlices(const EncodedFlowState& state,
+                                  std::string prefix) {
   if (state.found) {
     AppendVarint(kFound << 3 | kVarint, &prefix);
     AppendVarint(1, &prefix);
@@ -165,6 +165,12 @@ grpc::ByteBuffer ToByteBuffer(const EncodedFlowState& state,
   slices.reserve(state.chunks.size() + 1);
   if (!prefix.empty()) slices.emplace_back(prefix);
   for (const auto& chunk : state.chunks) slices.push_back(SliceOf(chunk));
+  return slices;
+}
+
+grpc::ByteBuffer ToByteBuffer(const EncodedFlowState& state,
+                              std::string prefix) {
+  std::vector<grpc::Slice> slices = ToSlices(state, std::move(prefix));
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 

@@ -10,6 +10,7 @@
 #define METASRV_SERVER_CODEC_FLOW_STATE_COLUMNS_H_
 
 #include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
 
 #include <cstdint>
 #include <memory>
@@ -46,6 +47,10 @@ std::optional<EncodedFlowState> CachedFlowStateColumns(
 // referenced, not copied.
 grpc::ByteBuffer ToByteBuffer(const EncodedFlowState& state,
                               std::string prefix = "");
+// The same bytes as the slices ToByteBuffer() would hold, for a caller that
+// builds gRPC core's buffer itself.
+std::vector<grpc::Slice> ToSlices(const EncodedFlowState& state,
+                                  std::string prefix = "");
 
 // The chunk encoders (exposed for tests).
 std::string EncodeColumnsChunk(absl::Span<const core::AggregateFlow> flows);

@@ -82,9 +82,7 @@ void WatchHub::Remove(WatchStream* stream) {
 
 namespace {
 
-grpc_byte_buffer* CoreBuffer(const grpc::ByteBuffer& bytes) {
-  std::vector<grpc::Slice> slices;
-  (void)bytes.Dump(&slices);  // Only fails for a null buffer: none here.
+grpc_byte_buffer* CoreBuffer(const std::vector<grpc::Slice>& slices) {
   std::vector<grpc_slice> refs;
   refs.reserve(slices.size());
   for (const grpc::Slice& slice : slices) refs.push_back(slice.c_slice());
@@ -95,8 +93,8 @@ grpc_byte_buffer* CoreBuffer(const grpc::ByteBuffer& bytes) {
 
 }  // namespace
 
-SharedMessage::SharedMessage(const grpc::ByteBuffer& bytes)
-    : raw_(CoreBuffer(bytes)) {}
+SharedMessage::SharedMessage(const std::vector<grpc::Slice>& slices)
+    : raw_(CoreBuffer(slices)) {}
 
 namespace {
 
@@ -111,8 +109,9 @@ struct MessageFields {
 
 // A serialized WatchFlowStateResponse: `fields`, then `state` (field 4) as
 // its chunks, referenced and not copied.
-grpc::ByteBuffer Message(const MessageFields& fields,
-                         const EncodedFlowState& state, absl::Time now) {
+std::vector<grpc::Slice> Message(const MessageFields& fields,
+                                 const EncodedFlowState& state,
+                                 absl::Time now) {
   std::string prefix;
   auto varint_field = [&prefix](uint32_t field, uint64_t value) {
     AppendVarint(field << 3 | 0, &prefix);
@@ -132,7 +131,7 @@ grpc::ByteBuffer Message(const MessageFields& fields,
   }
   AppendVarint(4 << 3 | 2, &prefix);
   AppendVarint(state.size(), &prefix);
-  return ToByteBuffer(state, std::move(prefix));
+  return ToSlices(state, std::move(prefix));
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 
 #include <grpc/byte_buffer.h>
 #include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
 
 #include <array>
 #include <atomic>
@@ -56,7 +57,8 @@ namespace metasrv::server {
 // Thread-safe (immutable once built).
 class SharedMessage {
  public:
-  explicit SharedMessage(const grpc::ByteBuffer& bytes);
+  // Refers to `slices` (a message's bytes, in order); copies none.
+  explicit SharedMessage(const std::vector<grpc::Slice>& slices);
   ~SharedMessage() { grpc_byte_buffer_destroy(raw_); }
   SharedMessage(const SharedMessage&) = delete;
   SharedMessage& operator=(const SharedMessage&) = delete;
