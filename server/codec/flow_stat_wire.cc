@@ -14,13 +14,14 @@ constexpr uint8_t kExecTimeEntry = 2 << 3 | 2;   // flow_last_exec_time_map.
 constexpr uint8_t kEntryKey = 1 << 3 | 0;        // A map entry's key, VARINT.
 constexpr uint8_t kEntryValue = 2 << 3 | 0;      // Its value, VARINT.
 
-// Reads a varint at *p (before `end`) into *out and advances *p. False, with
-// nothing read, for a varint the fast path leaves to protobuf: truncated,
-// longer than ten bytes, or with bits past the 64th.
-bool ReadVarint(const uint8_t** p, const uint8_t* end, uint64_t* out) {
+// Reads a varint of at most `max_bytes` bytes at *p (before `end`) into
+// *out and advances *p. False, with nothing read, for one the fast path
+// leaves to protobuf: truncated, longer, or with bits past the 64th.
+inline bool ReadVarintOf(int max_bytes, const uint8_t** p, const uint8_t* end,
+                         uint64_t* out) {
   uint64_t value = 0;
   const uint8_t* at = *p;
-  for (int shift = 0; shift < 64; shift += 7) {
+  for (int shift = 0; shift < 7 * max_bytes; shift += 7) {
     if (at == end) return false;
     const uint8_t byte = *at++;
     if (shift == 63 && byte > 1) return false;
@@ -34,24 +35,22 @@ bool ReadVarint(const uint8_t** p, const uint8_t* end, uint64_t* out) {
   return false;
 }
 
+// A varint of up to ten bytes (any uint64).
+bool ReadVarint(const uint8_t** p, const uint8_t* end, uint64_t* out) {
+  return ReadVarintOf(10, p, end, out);
+}
+
 // Reads a length at *p (before `end`) that fits in what follows, and
 // advances *p. Only lengths of up to four bytes: protobuf refuses some longer
 // encodings, and no FlowStat part comes near 2^28 bytes.
 bool ReadLength(const uint8_t** p, const uint8_t* end, uint64_t* out) {
-  uint64_t value = 0;
   const uint8_t* at = *p;
-  for (int shift = 0; shift < 28; shift += 7) {
-    if (at == end) return false;
-    const uint8_t byte = *at++;
-    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if (byte < 0x80) {
-      if (value > static_cast<uint64_t>(end - at)) return false;
-      *p = at;
-      *out = value;
-      return true;
-    }
+  if (!ReadVarintOf(4, &at, end, out) ||
+      *out > static_cast<uint64_t>(end - at)) {
+    return false;
   }
-  return false;
+  *p = at;
+  return true;
 }
 
 // Skips an unknown field's payload of wire type `wire` (VARINT, I64, LEN or
