@@ -34,9 +34,13 @@ WatchHub::~WatchHub() {
 }
 
 void WatchHub::Start() {
-  tracker_ = std::make_unique<core::FlowChangeTracker>(
-      core::ChunkEncoding::kColumns, &EncodeColumnsChunk, flow_state_->term());
   publisher_ = std::thread([this] { Run(); });
+}
+
+int WatchHub::TierFor(absl::Duration asked) const {
+  int tier = 0;
+  while (tier + 1 < kTiers && IntervalOf(tier) < asked) ++tier;
+  return tier;
 }
 
 void WatchHub::Stop(const grpc::Status& status) {
@@ -58,17 +62,17 @@ absl::Status WatchHub::Add(WatchStream* stream) {
   if (!added.ok()) return added;
   {
     absl::MutexLock lock(&buckets_mu_);
-    buckets_[stream->ordinal() % kMaxWaves].push_back(stream);
+    buckets_[stream->tier()][stream->ordinal() % kMaxWaves].push_back(stream);
   }
   absl::MutexLock lock(&mu_);
-  ++watchers_;
+  ++tiers_[stream->tier()].watchers;
   return added;
 }
 
 void WatchHub::Remove(WatchStream* stream) {
   {
     absl::MutexLock lock(&buckets_mu_);
-    Bucket& bucket = buckets_[stream->ordinal() % kMaxWaves];
+    Bucket& bucket = buckets_[stream->tier()][stream->ordinal() % kMaxWaves];
     auto it = std::find(bucket.begin(), bucket.end(), stream);
     if (it != bucket.end()) {
       *it = bucket.back();
@@ -77,7 +81,7 @@ void WatchHub::Remove(WatchStream* stream) {
   }
   streams_.Remove(stream);
   absl::MutexLock lock(&mu_);
-  --watchers_;
+  --tiers_[stream->tier()].watchers;
 }
 
 namespace {
@@ -136,18 +140,25 @@ std::vector<grpc::Slice> Message(const MessageFields& fields,
 
 }  // namespace
 
-std::shared_ptr<const WatchSnapshot> WatchHub::Publish(uint64_t sequence,
+std::shared_ptr<const WatchSnapshot> WatchHub::Publish(int tier,
+                                                       uint64_t sequence,
                                                        bool force) {
-  core::FlowChangeTracker::Update update = tracker_->Advance(*flow_state_);
+  TierPublisher& pub = publishing_[tier];
+  if (pub.tracker == nullptr) {
+    pub.tracker = std::make_unique<core::FlowChangeTracker>(
+        core::ChunkEncoding::kColumns, &EncodeColumnsChunk,
+        flow_state_->term());
+  }
+  core::FlowChangeTracker::Update update = pub.tracker->Advance(*flow_state_);
   const bool same = !force && !update.reset && update.changed.empty() &&
-                    update.removed.empty() && update.found == last_found_ &&
-                    last_sequence_.has_value();
+                    update.removed.empty() && update.found == pub.last_found &&
+                    pub.last_sequence.has_value();
   if (same) return nullptr;  // Reports that repeated what was known.
-  last_found_ = update.found;
+  pub.last_found = update.found;
   auto snapshot = std::make_shared<WatchSnapshot>();
   snapshot->sequence = sequence;
   snapshot->term = update.term;
-  snapshot->publish = ++publishes_;
+  snapshot->publish = ++pub.publishes;
   EncodedFlowState whole;
   whole.found = update.found;
   whole.chunks = std::move(update.chunks);
@@ -156,7 +167,8 @@ std::shared_ptr<const WatchSnapshot> WatchHub::Publish(uint64_t sequence,
   fields.reset = update.reset;
   snapshot->message =
       std::make_unique<SharedMessage>(Message(fields, whole, clock_->Now()));
-  const std::optional<uint64_t> base = std::exchange(last_sequence_, sequence);
+  const std::optional<uint64_t> base =
+      std::exchange(pub.last_sequence, sequence);
   if (!update.reset && base.has_value()) {
     EncodedFlowState changed;
     changed.found = update.found;
@@ -173,67 +185,123 @@ std::shared_ptr<const WatchSnapshot> WatchHub::Publish(uint64_t sequence,
   return snapshot;
 }
 
-std::shared_ptr<const WatchSnapshot> WatchHub::Current() {
+std::shared_ptr<const WatchSnapshot> WatchHub::Current(int tier) {
   const uint64_t term = flow_state_->term();  // Before mu_: see the lock order.
   absl::MutexLock lock(&mu_);
-  // The last state published, if of this term: changes since are about to
-  // be published (a watcher is registered now), and this watcher gets them
-  // next, as a delta.
-  if (current_ != nullptr && current_->term == term) return current_;
+  TierState& t = tiers_[tier];
+  // The last state published to the tier, if of this term: changes since
+  // are about to be published (a watcher is registered now), and this
+  // watcher gets them next, as a delta.
+  if (t.current != nullptr && t.current->term == term) return t.current;
   // None yet: the publisher publishes one now, and offers it to this
   // watcher with the others, so that deltas can follow it.
-  refresh_ = true;
+  t.refresh = true;
   return nullptr;
 }
 
+int WatchHub::TiersHeld() const {
+  absl::MutexLock lock(&mu_);
+  int held = 0;
+  for (const TierState& t : tiers_) held += t.built ? 1 : 0;
+  return held;
+}
+
+bool WatchHub::Wanted() const {
+  if (stopping_) return true;
+  for (int tier = 0; tier < kTiers; ++tier) {
+    const TierState& t = tiers_[tier];
+    if (Pending(tier) || (t.watchers == 0 && t.built)) return true;
+  }
+  return false;
+}
+
+bool WatchHub::AwaitDue(uint64_t* sequence,
+                        std::vector<std::pair<int, bool>>* due) {
+  while (true) {
+    // Nobody watching: nothing is built; the changes wait for a watcher.
+    mu_.Await(absl::Condition(this, &WatchHub::Wanted));
+    if (stopping_) return false;
+    // A tier nobody watches lets go of its copy and its state.
+    for (int tier = 0; tier < kTiers; ++tier) {
+      TierState& t = tiers_[tier];
+      if (t.watchers > 0 || !t.built) continue;
+      t.built = false;
+      t.refresh = false;
+      t.current.reset();
+      TierPublisher& pub = publishing_[tier];
+      pub.tracker.reset();
+      pub.last_sequence.reset();
+      pub.last_found = false;
+      pub.last_push = absl::InfinitePast();
+    }
+    // Coalesce: no push to a tier sooner than its interval after the
+    // previous one, as the clock tells (a test's manual clock too: hence
+    // the slices).
+    const absl::Time now = clock_->Monotonic();
+    absl::Duration left = absl::InfiniteDuration();
+    for (int tier = 0; tier < kTiers; ++tier) {
+      if (!Pending(tier)) continue;
+      left =
+          std::min(left, publishing_[tier].last_push + IntervalOf(tier) - now);
+    }
+    if (left == absl::InfiniteDuration()) continue;  // Only tiers to free.
+    if (left > absl::ZeroDuration()) {
+      mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                           std::min(left, absl::Milliseconds(50)));
+      continue;
+    }
+    *sequence = changes_;
+    for (int tier = 0; tier < kTiers; ++tier) {
+      TierState& t = tiers_[tier];
+      if (!Pending(tier) ||
+          publishing_[tier].last_push + IntervalOf(tier) > now) {
+        continue;
+      }
+      t.published = *sequence;
+      t.built = true;
+      due->emplace_back(tier, std::exchange(t.refresh, false));
+    }
+    return true;
+  }
+}
+
+void WatchHub::MakeCurrent(int tier,
+                           std::shared_ptr<const WatchSnapshot> snapshot) {
+  std::shared_ptr<const WatchSnapshot> superseded;
+  {
+    absl::MutexLock lock(&mu_);
+    std::shared_ptr<const WatchSnapshot>& current = tiers_[tier].current;
+    if (current == nullptr || current->sequence <= snapshot->sequence) {
+      superseded = std::exchange(current, std::move(snapshot));
+    }
+  }
+  // Held from now on only by watchers still writing it: charged until the
+  // last lets go (at once, if none holds it).
+  if (superseded != nullptr) {
+    superseded->charge = ReplyCharge(
+        replies_,
+        superseded->message->Length() +
+            (superseded->delta != nullptr ? superseded->delta->Length() : 0));
+  }
+}
+
 void WatchHub::Run() {
-  absl::Time last_push = absl::InfinitePast();
   while (true) {
     uint64_t sequence = 0;
-    bool force = false;  // A new watcher waits for a state.
+    std::vector<std::pair<int, bool>> due;  // Tier, and whether forced.
     {
       absl::MutexLock lock(&mu_);
-      // Nobody watching: nothing is built; the changes wait for a watcher.
-      auto changed_or_stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ ||
-               (watchers_ > 0 && (changes_ != published_ || refresh_));
-      };
-      mu_.Await(absl::Condition(&changed_or_stopping));
-      // Coalesce: no push sooner than min_interval after the previous one,
-      // as the clock tells (a test's manual clock too: hence the slices).
-      for (absl::Duration left =
-               last_push + options_.min_interval - clock_->Monotonic();
-           !stopping_ && left > absl::ZeroDuration();
-           left = last_push + options_.min_interval - clock_->Monotonic()) {
-        mu_.AwaitWithTimeout(absl::Condition(&stopping_),
-                             std::min(left, absl::Milliseconds(50)));
-      }
-      if (stopping_) return;
-      sequence = changes_;
-      published_ = sequence;
-      force = std::exchange(refresh_, false);
+      if (!AwaitDue(&sequence, &due)) return;
     }
-    std::shared_ptr<const WatchSnapshot> snapshot = Publish(sequence, force);
-    if (snapshot == nullptr) continue;  // Nothing to tell.
-    last_push = clock_->Monotonic();
-    std::shared_ptr<const WatchSnapshot> superseded;
-    {
-      absl::MutexLock lock(&mu_);
-      if (current_ == nullptr || current_->sequence <= sequence) {
-        superseded = std::exchange(current_, snapshot);
-      }
+    for (const auto& [tier, force] : due) {
+      std::shared_ptr<const WatchSnapshot> snapshot =
+          Publish(tier, sequence, force);
+      if (snapshot == nullptr) continue;  // Nothing to tell.
+      publishing_[tier].last_push = clock_->Monotonic();
+      MakeCurrent(tier, snapshot);
+      if (!OfferInWaves(tier, snapshot)) return;
+      metrics_->WatchPublished();
     }
-    // Held from now on only by watchers still writing it: charged until the
-    // last lets go (at once, if none holds it).
-    if (superseded != nullptr) {
-      superseded->charge = ReplyCharge(
-          replies_,
-          superseded->message->Length() +
-              (superseded->delta != nullptr ? superseded->delta->Length() : 0));
-      superseded.reset();
-    }
-    if (!OfferInWaves(snapshot)) return;
-    metrics_->WatchPublished();
   }
 }
 
@@ -243,15 +311,19 @@ void WatchHub::OfferOn(CqPoller* poller) {
 }
 
 bool WatchHub::OfferInWaves(
-    const std::shared_ptr<const WatchSnapshot>& snapshot) {
+    int tier, const std::shared_ptr<const WatchSnapshot>& snapshot) {
   // Many watchers: waves of about kWaveSize, spread over half of the
   // interval, so that the writes (and their completions, which share
   // gRPC's threads with heartbeats) never come in one burst.
   // A power of two, so that wave w is the buckets w, w + waves, ...;
   // rounded up, so that a wave is at most about kWaveSize watchers.
+  uint64_t watchers = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    watchers = tiers_[tier].watchers;
+  }
   const uint64_t waves = std::min(
-      absl::bit_ceil(std::max<uint64_t>(streams_.size() / kWaveSize, 1)),
-      kMaxWaves);
+      absl::bit_ceil(std::max<uint64_t>(watchers / kWaveSize, 1)), kMaxWaves);
   const absl::Duration gap =
       options_.min_interval / 2 / static_cast<int64_t>(waves);
   for (uint64_t wave = 0; wave < waves; ++wave) {
@@ -264,10 +336,12 @@ bool WatchHub::OfferInWaves(
       poller = poller_;
     }
     // A watcher gone before its wave runs is in no bucket any more.
-    auto offer = [this, snapshot, wave, waves] {
+    auto offer = [this, tier, snapshot, wave, waves] {
       absl::MutexLock lock(&buckets_mu_);
       for (uint64_t b = wave; b < kMaxWaves; b += waves) {
-        for (WatchStream* watcher : buckets_[b]) watcher->Offer(snapshot);
+        for (WatchStream* watcher : buckets_[tier][b]) {
+          watcher->Offer(snapshot);
+        }
       }
     };
     if (poller != nullptr) {
@@ -317,6 +391,7 @@ void WatchStream::OnRead(bool ok) {
   if (refused.ok()) {
     // Set before a wave can see this watcher.
     deltas_ = parsed.deltas();
+    tier_ = hub_->TierFor(absl::Milliseconds(parsed.min_interval_ms()));
     // The headers go first, through the C++ stream (so that its Finish()
     // sends only the status), before any state: a wave may offer one as
     // soon as the watcher is added.
@@ -330,7 +405,7 @@ void WatchStream::OnRead(bool ok) {
   registered_ = true;
   // Registered first, so no push is missed; an older state offered after a
   // newer one is dropped. None: the publisher is about to send one.
-  std::shared_ptr<const WatchSnapshot> current = hub_->Current();
+  std::shared_ptr<const WatchSnapshot> current = hub_->Current(tier_);
   if (current != nullptr) Offer(std::move(current));
 }
 

@@ -20,6 +20,11 @@
 // the change when the previous state was the last one it was sent, and the
 // whole state otherwise (its first message, after a reset, after it skipped a
 // state). Either message is built once and shared by every watcher.
+//
+// Intervals: a watcher may ask for fewer messages. Watchers are served in
+// tiers, tier t every min_interval * 2^t (t < kTiers), each with its own
+// publishes and its own tracker, so that a delta holds every flow changed
+// over its tier's interval once. A tier nobody watches holds nothing.
 #ifndef METASRV_SERVER_WATCH_FLOW_STATE_WATCH_H_
 #define METASRV_SERVER_WATCH_FLOW_STATE_WATCH_H_
 
@@ -33,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -129,17 +135,26 @@ class WatchHub final : public core::FlowStateListener {
   // watchers.
   void OnFlowStateChanged() override;
 
-  // Registers a watcher; kUnavailable after Stop(), kResourceExhausted at
-  // the limit.
+  // Watchers are served at min_interval * 2^tier, tier < kTiers.
+  static constexpr int kTiers = 8;
+  // The tier of a watcher that asked for at most one message per `asked`:
+  // the first whose interval is not shorter, else the last.
+  int TierFor(absl::Duration asked) const;
+
+  // Registers a watcher (in its tier()); kUnavailable after Stop(),
+  // kResourceExhausted at the limit.
   absl::Status Add(WatchStream* stream);
   void Remove(WatchStream* stream);
 
-  // The state for a new watcher (registered first): the last one published
-  // if it is of this term (changes since are about to be published); else
-  // null, and the publisher publishes one at once, offered to it.
-  std::shared_ptr<const WatchSnapshot> Current();
+  // The state for a new watcher of `tier` (registered first): the last one
+  // published to the tier if it is of this term (changes since are about to
+  // be published); else null, and the publisher publishes one at once,
+  // offered to it.
+  std::shared_ptr<const WatchSnapshot> Current(int tier);
 
   uint64_t watchers() const { return streams_.size(); }
+  // Tiers that hold a copy of the aggregate or a state (for tests).
+  int TiersHeld() const ABSL_LOCKS_EXCLUDED(mu_);
   // Whether watchers hold more than the reply budget allows, and how long a
   // write may be in flight then.
   bool OverBudget() const {
@@ -151,8 +166,44 @@ class WatchHub final : public core::FlowStateListener {
   uint64_t NextOrdinal() { return ordinals_.fetch_add(1); }
 
  private:
-  // The publisher: waits for a change, waits out min_interval since the last
-  // push, builds the state and offers it to every watcher.
+  // What a tier shares with watchers' threads (under mu_).
+  struct TierState {
+    uint64_t watchers = 0;   // Registered watchers.
+    bool refresh = false;    // A new watcher found no state: publish now.
+    uint64_t published = 0;  // changes_ last published to it.
+    // The newest state built for it (for new watchers); null before the
+    // first and while nobody watches.
+    std::shared_ptr<const WatchSnapshot> current;
+    bool built = false;  // It holds a tracker or a state (the publisher's).
+  };
+  // A tier's publishing; the publisher thread's only.
+  struct TierPublisher {
+    // Its copy of the aggregate; null while nobody watches.
+    std::unique_ptr<core::FlowChangeTracker> tracker;
+    uint64_t publishes = 0;  // States published (never reset).
+    // Sequence of its last state published (nullopt: none to follow).
+    std::optional<uint64_t> last_sequence;
+    bool last_found = false;                      // Its `found`.
+    absl::Time last_push = absl::InfinitePast();  // Monotonic.
+  };
+  absl::Duration IntervalOf(int tier) const {
+    return options_.min_interval * (int64_t{1} << tier);
+  }
+  // Whether `tier` has watchers and news for them.
+  bool Pending(int tier) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const TierState& t = tiers_[tier];
+    return t.watchers > 0 && (changes_ != t.published || t.refresh);
+  }
+  // Whether the publisher has anything to do (a pending tier, an empty tier
+  // to free, Stop()).
+  bool Wanted() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits until a pending tier is due (or Stop(): false), frees the tiers
+  // nobody watches, and marks the due ones published as of `sequence`;
+  // returns them with whether each was forced (a new watcher waits).
+  bool AwaitDue(uint64_t* sequence, std::vector<std::pair<int, bool>>* due)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The publisher: waits for a change, waits out each tier's interval since
+  // its last push, builds its state and offers it to its watchers.
   void Run();
   // Watchers are offered a state in waves of about kWaveSize, at most
   // kMaxWaves of them (a power of two: a wave is a set of buckets).
@@ -161,12 +212,18 @@ class WatchHub final : public core::FlowStateListener {
   // The watchers of one bucket (those whose ordinal % kMaxWaves is its
   // index); a wave visits only its own buckets, not every watcher.
   using Bucket = std::vector<WatchStream*>;
-  // Offers `snapshot` to every watcher, in waves; false if Stop() came.
-  bool OfferInWaves(const std::shared_ptr<const WatchSnapshot>& snapshot);
-  // Builds the next state, as of change count `sequence`, from the
-  // tracker's copy; null when it is the same as the last one published,
-  // unless `force`.
-  std::shared_ptr<const WatchSnapshot> Publish(uint64_t sequence, bool force);
+  // Offers `snapshot` to every watcher of `tier`, in waves; false if Stop()
+  // came.
+  bool OfferInWaves(int tier,
+                    const std::shared_ptr<const WatchSnapshot>& snapshot);
+  // Builds `tier`'s next state, as of change count `sequence`, from its
+  // tracker's copy; null when it is the same as the last one published to
+  // it, unless `force`.
+  std::shared_ptr<const WatchSnapshot> Publish(int tier, uint64_t sequence,
+                                               bool force);
+  // Makes `snapshot` the tier's current state; the one it replaces is
+  // charged to the reply budget for as long as watchers hold it.
+  void MakeCurrent(int tier, std::shared_ptr<const WatchSnapshot> snapshot);
 
   const core::FlowStateManager* const flow_state_;  // The state; borrowed.
   const Options options_;                           // Interval and limit.
@@ -180,25 +237,16 @@ class WatchHub final : public core::FlowStateListener {
   // Guards buckets_; taken before a watcher's own lock (a wave offers
   // under it), never while holding one.
   absl::Mutex buckets_mu_;
-  // The registered watchers of streams_, by bucket.
-  std::array<Bucket, kMaxWaves> buckets_ ABSL_GUARDED_BY(buckets_mu_);
-  absl::Mutex mu_;                              // Guards the fields below.
-  uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;   // Changes seen so far.
-  uint64_t watchers_ ABSL_GUARDED_BY(mu_) = 0;  // Registered watchers.
-  // A new watcher found no state of this term: publish one now.
-  bool refresh_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t published_ ABSL_GUARDED_BY(mu_) = 0;      // changes_ last published.
+  // The registered watchers of streams_, by tier and bucket.
+  std::array<std::array<Bucket, kMaxWaves>, kTiers> buckets_
+      ABSL_GUARDED_BY(buckets_mu_);
+  mutable absl::Mutex mu_;                     // Guards the fields below.
+  uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;  // Changes seen so far.
+  std::array<TierState, kTiers> tiers_ ABSL_GUARDED_BY(mu_);  // By tier.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;       // Stop() was called.
   CqPoller* poller_ ABSL_GUARDED_BY(mu_) = nullptr;  // Runs waves; or null.
-  // The newest state built (for new watchers); null before the first.
-  std::shared_ptr<const WatchSnapshot> current_ ABSL_GUARDED_BY(mu_);
-  // The publisher's copy of the aggregate; used by its thread only.
-  std::unique_ptr<core::FlowChangeTracker> tracker_;
-  uint64_t publishes_ = 0;  // States published; the publisher's only.
-  // Sequence of the last state published; the publisher's only.
-  std::optional<uint64_t> last_sequence_;
-  bool last_found_ = false;  // Its `found`; the publisher's only.
-  std::thread publisher_;    // Runs Run(); joinable between Start() and Stop().
+  std::array<TierPublisher, kTiers> publishing_;     // The publisher's only.
+  std::thread publisher_;  // Runs Run(); joinable between Start() and Stop().
 };
 
 // One WatchFlowState call: reads its request, then writes the states the
@@ -223,6 +271,8 @@ class WatchStream final : public CallHandler, public AbortableStream {
   void Offer(std::shared_ptr<const WatchSnapshot> snapshot);
 
   uint64_t ordinal() const { return ordinal_; }
+  // Its hub tier (set from the request before it registers).
+  int tier() const { return tier_; }
 
   void Start() override;
   void OnCancel() override;
@@ -257,6 +307,7 @@ class WatchStream final : public CallHandler, public AbortableStream {
   const uint64_t ordinal_;          // Its number; picks its wave.
   Metrics* const metrics_;        // Borrowed; never null (Metrics::OrDiscard).
   bool deltas_ = false;           // The watcher asked for changes only.
+  int tier_ = 0;                  // The hub's tier of its interval.
   bool registered_ = false;       // Whether Add() succeeded.
   grpc::ByteBuffer request_;      // The request's bytes, until decoded.
   CallOp<WatchStream> read_;      // The request read.

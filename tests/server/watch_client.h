@@ -2,11 +2,12 @@
 #ifndef METASRV_TESTS_SERVER_WATCH_CLIENT_H_
 #define METASRV_TESTS_SERVER_WATCH_CLIENT_H_
 
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -19,13 +20,16 @@ using metasrv::v1::WatchFlowStateResponse;
 
 // One WatchFlowState call, read by gRPC's callback client API. With `hold`,
 // it reads the first message and then nothing until Release(): a slow reader.
-// With `deltas`, it asks for changes only.
-class WatchClient final : public grpc::ClientReadReactor<WatchFlowStateResponse> {
+// With `deltas`, it asks for changes only; with `min_interval_ms`, for at
+// most one message per that many ms.
+class WatchClient final
+    : public grpc::ClientReadReactor<WatchFlowStateResponse> {
  public:
   explicit WatchClient(metasrv::v1::FlowState::Stub* stub, bool hold = false,
-                       bool deltas = false)
+                       bool deltas = false, uint32_t min_interval_ms = 0)
       : hold_(hold) {
     request_.set_deltas(deltas);
+    request_.set_min_interval_ms(min_interval_ms);
     stub->async()->WatchFlowState(&context_, &request_, this);
     StartRead(&incoming_);
     StartCall();
@@ -65,7 +69,8 @@ class WatchClient final : public grpc::ClientReadReactor<WatchFlowStateResponse>
   }
 
   // Waits up to `timeout` for `pred` over the messages so far.
-  bool WaitFor(const std::function<bool(const std::vector<WatchFlowStateResponse>&)>& pred,
+  bool WaitFor(const std::function<
+                   bool(const std::vector<WatchFlowStateResponse>&)>& pred,
                absl::Duration timeout = absl::Seconds(10)) {
     absl::MutexLock lock(&mu_);
     auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

@@ -91,8 +91,7 @@ TEST_F(WatchDeltaTest, WholeStateFirstThenOnlyWhatChanged) {
   // for this watcher, so its first message is the whole state of now.
   ASSERT_TRUE(Converges(watcher));
   EXPECT_FALSE(watcher.messages().front().delta());
-  EXPECT_THAT(FlowIds(watcher.messages().front()),
-              ElementsAre(1u, 2u, 3000u));
+  EXPECT_THAT(FlowIds(watcher.messages().front()), ElementsAre(1u, 2u, 3000u));
   // Node 1 raises flow 2 only; the next message with flows names flow 2
   // alone.
   const size_t seen = watcher.messages().size();
@@ -220,8 +219,8 @@ class WatchIdleTest : public WatchDeltaTest {
   }
 };
 
-// Nobody watching: reports build no states. A watcher that comes later
-// gets the last state published, then what changed since, as a delta.
+// Nobody watching: reports build no states, and the last state built is
+// let go. A watcher that comes later gets the whole state of its time.
 TEST_F(WatchIdleTest, NothingIsBuiltWhileNobodyWatches) {
   const int port = server_->metrics_port();
   HeartbeatClient node(channel_);
