@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -420,11 +421,22 @@ int Watch(const Client& c, const Flags& f) {
       return kUsage;
     }
   }
+  absl::Duration interval = absl::ZeroDuration();
+  if (auto it = f.values.find("interval"); it != f.values.end()) {
+    if (!absl::ParseDuration(it->second, &interval) ||
+        interval < absl::ZeroDuration() ||
+        interval > absl::Milliseconds(std::numeric_limits<uint32_t>::max())) {
+      std::fprintf(stderr, "metasrvctl watch: bad --interval\n");
+      return kUsage;
+    }
+  }
   const bool json = FlagOn(f, "json");
   auto stub = metasrv::v1::FlowState::NewStub(c.channel());
   grpc::ClientContext ctx;  // No deadline: it runs until stopped.
   metasrv::v1::WatchFlowStateRequest request;
   request.set_deltas(true);  // Changes only, after the first state.
+  request.set_min_interval_ms(
+      static_cast<uint32_t>(absl::ToInt64Milliseconds(interval)));
   std::unique_ptr<grpc::ClientReader<metasrv::v1::WatchFlowStateResponse>>
       reader = stub->WatchFlowState(&ctx, request);
   metasrv::v1::WatchFlowStateResponse msg;

@@ -121,17 +121,21 @@ void AddOtherCommands(std::vector<Command>* commands) {
            Forget},
           {"watch",
            "print flow-state changes as they happen",
-           "usage: metasrvctl watch [--count=N] [--json]\n"
+           "usage: metasrvctl watch [--interval=D] [--count=N] [--json]\n"
            "Subscribes to the flow state (WatchFlowState, changes only after "
            "the\n"
            "first state) and prints one line per change: new, changed and "
            "removed\n"
            "flows, and resets. The server pushes at\n"
-           "most once per its --watch_min_interval. Stops after N states "
-           "(default:\n"
-           "never). With --json, one object per change: time, event (new,\n"
-           "changed, removed, reset), flow_id, values.\n",
-           {"count", "json"},
+           "most once per its --watch_min_interval, or per --interval (e.g. "
+           "10s)\n"
+           "if longer: the server rounds it up to its interval times 1, 2, 4, "
+           "...,\n"
+           "128. Stops after N states (default: never). With --json, one "
+           "object\n"
+           "per change: time, event (new, changed, removed, reset), flow_id,\n"
+           "values.\n",
+           {"interval", "count", "json"},
            Watch},
           {"top",
            "the largest and the most lagging flows",

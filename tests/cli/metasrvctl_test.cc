@@ -126,8 +126,10 @@ TEST(MetasrvctlTest, GetLeaderPeersAndWatch) {
   auto removed = watch.ReadLine();
   ASSERT_TRUE(removed.has_value());
   EXPECT_NE(removed->find("flow 7 removed"), std::string::npos) << *removed;
-  // --json: one object per change; the first state's flows are new.
-  CtlRun watch_json = Ctl({addr, "watch", "--count=1", "--json"});
+  // --json: one object per change; the first state's flows are new. With
+  // a long --interval, the first state still comes at once.
+  CtlRun watch_json =
+      Ctl({addr, "watch", "--count=1", "--json", "--interval=1h"});
   EXPECT_EQ(watch_json.exit_code, 0);
   const std::vector<std::string> lines =
       absl::StrSplit(watch_json.out, '\n', absl::SkipEmpty());
@@ -225,6 +227,8 @@ TEST(MetasrvctlTest, ExitCodesAndHelp) {
   EXPECT_EQ(Ctl({"get", "--nope"}).exit_code, 2);
   EXPECT_EQ(Ctl({"get", "--flow=x"}).exit_code, 2);
   EXPECT_EQ(Ctl({"watch", "--count=0"}).exit_code, 2);
+  EXPECT_EQ(Ctl({"watch", "--interval=soon"}).exit_code, 2);
+  EXPECT_EQ(Ctl({"watch", "--interval=-1s"}).exit_code, 2);
   EXPECT_EQ(Ctl({"--help"}).exit_code, 0);
   EXPECT_EQ(Ctl({"-h"}).exit_code, 0);
   EXPECT_EQ(Ctl({"help"}).exit_code, 0);
