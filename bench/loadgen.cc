@@ -68,6 +68,9 @@ ABSL_FLAG(
     "watchers read their first state, then never read again (slow readers)");
 ABSL_FLAG(bool, watch_deltas, false,
           "watchers ask for deltas (changes only after the first state)");
+ABSL_FLAG(uint32_t, watch_interval_ms, 0,
+          "watchers ask for at most one message per this many ms "
+          "(min_interval_ms); 0: the server's --watch_min_interval");
 ABSL_FLAG(int, changing_flows, -1,
           "of each report's --flows, how many change from one report to the "
           "next (the others repeat their values); -1: all");
@@ -508,10 +511,12 @@ bool ReadWatchHeader(grpc::ByteBuffer* bytes, WatchHeader* out) {
 class Watcher final
     : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  Watcher(grpc::GenericStub* stub, Shared* shared, bool stall, bool deltas)
+  Watcher(grpc::GenericStub* stub, Shared* shared, bool stall, bool deltas,
+          uint32_t interval_ms)
       : shared_(shared), stall_(stall) {
     metasrv::v1::WatchFlowStateRequest request;
     request.set_deltas(deltas);
+    request.set_min_interval_ms(interval_ms);
     grpc::Slice slice(request.SerializeAsString());
     request_ = grpc::ByteBuffer(&slice, 1);
     stub->PrepareBidiStreamingCall(&ctx_,
@@ -687,7 +692,8 @@ int main(int argc, char** argv) {
   // The server's CPU over exactly the measured window.
   double server_cpu_s = -1;
   std::thread cpu_sampler;
-  if (const int pid = absl::GetFlag(FLAGS_server_pid); pid > 0 && reports == 0) {
+  if (const int pid = absl::GetFlag(FLAGS_server_pid);
+      pid > 0 && reports == 0) {
     cpu_sampler = std::thread([&shared, pid, &server_cpu_s] {
       std::this_thread::sleep_until(shared.measure_from);
       const double from = ProcessCpuSeconds(pid);
@@ -715,7 +721,8 @@ int main(int argc, char** argv) {
   for (int w = 0; w < absl::GetFlag(FLAGS_watchers); ++w) {
     watchers.push_back(std::make_unique<Watcher>(
         watch_stubs[w % nchan].get(), &shared, absl::GetFlag(FLAGS_watch_stall),
-        absl::GetFlag(FLAGS_watch_deltas)));
+        absl::GetFlag(FLAGS_watch_deltas),
+        absl::GetFlag(FLAGS_watch_interval_ms)));
   }
 
   if (closed) {
