@@ -1,4 +1,5 @@
-// A WatchFlowState client for tests, on gRPC's callback client API.
+// A WatchFlowState client for tests, on gRPC's callback client API, and the
+// state its messages add up to.
 #ifndef METASRV_TESTS_SERVER_WATCH_CLIENT_H_
 #define METASRV_TESTS_SERVER_WATCH_CLIENT_H_
 
@@ -6,13 +7,19 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "gtest/gtest.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
+#include "tests/server/test_util.h"
 
 namespace metasrv::testing {
 
@@ -104,6 +111,44 @@ class WatchClient final
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
   std::vector<WatchFlowStateResponse> messages_ ABSL_GUARDED_BY(mu_);
 };
+
+// A watcher's view: flow id -> "size/exec", from applying its messages in
+// order as a client must. Fails the test when a delta does not follow the
+// message before it.
+inline std::map<uint32_t, std::string> WatchedFlows(
+    const std::vector<WatchFlowStateResponse>& messages) {
+  std::map<uint32_t, std::string> flows;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const WatchFlowStateResponse& m = messages[i];
+    if (m.delta()) {
+      EXPECT_GT(i, 0u) << "the first message is never a delta";
+      if (i > 0) {
+        EXPECT_EQ(m.base_sequence(), messages[i - 1].sequence()) << i;
+      }
+      for (uint32_t id : m.removed_flow_ids()) {
+        EXPECT_EQ(flows.erase(id), 1u) << "removed unknown flow " << id;
+      }
+    } else {
+      flows.clear();
+    }
+    const metasrv::v1::GetFlowStateResponse& s = m.state();
+    for (int f = 0; f < s.flow_ids_size(); ++f) {
+      flows[s.flow_ids(f)] =
+          absl::StrCat(s.state_sizes(f), "/", s.last_exec_times_ms(f));
+    }
+  }
+  return flows;
+}
+
+// The same view, from GetFlowState.
+inline std::map<uint32_t, std::string> ReadFlows(
+    const std::shared_ptr<grpc::Channel>& ch) {
+  std::map<uint32_t, std::string> flows;
+  for (const FlowRow& r : GetFlowState(ch).flows) {
+    flows[r.flow_id] = absl::StrCat(r.state_size, "/", r.last_exec_time_ms);
+  }
+  return flows;
+}
 
 }  // namespace metasrv::testing
 

@@ -21,42 +21,6 @@ using metasrv::v1::WatchFlowStateResponse;
 using ::testing::ElementsAre;
 using Messages = std::vector<WatchFlowStateResponse>;
 
-// A watcher's view: flow id -> "size/exec", from applying its messages in
-// order as a client must. Fails the test when a delta does not follow the
-// message before it.
-std::map<uint32_t, std::string> Apply(const Messages& messages) {
-  std::map<uint32_t, std::string> flows;
-  for (size_t i = 0; i < messages.size(); ++i) {
-    const WatchFlowStateResponse& m = messages[i];
-    if (m.delta()) {
-      EXPECT_GT(i, 0u) << "the first message is never a delta";
-      if (i > 0) {
-        EXPECT_EQ(m.base_sequence(), messages[i - 1].sequence()) << i;
-      }
-      for (uint32_t id : m.removed_flow_ids()) {
-        EXPECT_EQ(flows.erase(id), 1u) << "removed unknown flow " << id;
-      }
-    } else {
-      flows.clear();
-    }
-    const metasrv::v1::GetFlowStateResponse& s = m.state();
-    for (int f = 0; f < s.flow_ids_size(); ++f) {
-      flows[s.flow_ids(f)] =
-          absl::StrCat(s.state_sizes(f), "/", s.last_exec_times_ms(f));
-    }
-  }
-  return flows;
-}
-
-// The same view, from GetFlowState.
-std::map<uint32_t, std::string> Read(const std::shared_ptr<grpc::Channel>& ch) {
-  std::map<uint32_t, std::string> flows;
-  for (const FlowRow& r : GetFlowState(ch).flows) {
-    flows[r.flow_id] = absl::StrCat(r.state_size, "/", r.last_exec_time_ms);
-  }
-  return flows;
-}
-
 std::vector<uint32_t> FlowIds(const WatchFlowStateResponse& m) {
   return {m.state().flow_ids().begin(), m.state().flow_ids().end()};
 }
@@ -74,9 +38,10 @@ class WatchDeltaTest : public InProcessServerTest {
   }
   // Waits until `watcher`'s applied view equals GetFlowState's.
   bool Converges(WatchClient& watcher) {
-    const std::map<uint32_t, std::string> want = Read(channel_);
-    return watcher.WaitFor(
-        [&](const Messages& m) { return !m.empty() && Apply(m) == want; });
+    const std::map<uint32_t, std::string> want = ReadFlows(channel_);
+    return watcher.WaitFor([&](const Messages& m) {
+      return !m.empty() && WatchedFlows(m) == want;
+    });
   }
 
   std::unique_ptr<metasrv::v1::FlowState::Stub> stub_;

@@ -1,8 +1,11 @@
 // WatchFlowState with a watcher's own interval (min_interval_ms): fewer
 // messages, each delta holding every flow changed over the interval once.
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -147,6 +150,66 @@ TEST_F(WatchIntervalTest, ATierNobodyWatchesStartsAfresh) {
   EXPECT_FALSE(first_message.delta());
   ASSERT_EQ(first_message.state().state_sizes_size(), 1);
   EXPECT_EQ(first_message.state().state_sizes(0), 105u);
+}
+
+// Watchers of five intervals (the server's 5 ms, and 10, 20, 40 and 80 ms
+// asked) come and go on four threads while a flownode changes flows: every
+// watcher that stays converges to GetFlowState through its deltas, and once
+// all have left no tier holds anything.
+class WatchTiersRaceTest : public InProcessServerTest {
+ protected:
+  server::ServerOptions Options() override {
+    server::ServerOptions options = InProcessServerTest::Options();
+    options.watch_min_interval = absl::Milliseconds(5);
+    return options;
+  }
+};
+
+TEST_F(WatchTiersRaceTest, WatchersOfEveryTierComingAndGoingConverge) {
+  auto stub = metasrv::v1::FlowState::NewStub(channel_);
+  constexpr uint32_t kIntervalsMs[] = {0, 10, 20, 40, 80};
+  std::vector<std::unique_ptr<WatchClient>> staying;
+  for (int i = 0; i < 40; ++i) {
+    staying.push_back(std::make_unique<WatchClient>(
+        stub.get(), false, /*deltas=*/true, kIntervalsMs[i % 5]));
+  }
+  std::atomic<bool> done{false};
+  std::vector<std::thread> churn;
+  for (int t = 0; t < 4; ++t) {
+    churn.emplace_back([&, t] {
+      for (int i = 0; !done.load(); ++i) {
+        WatchClient passing(stub.get(), false, (i + t) % 2 == 0,
+                            kIntervalsMs[(i + t) % 5]);
+        passing.WaitFor(Count(1), absl::Milliseconds(20));
+      }
+    });
+  }
+  HeartbeatClient node(channel_);
+  std::vector<std::tuple<uint32_t, uint64_t, int64_t>> flows;
+  for (uint32_t f = 0; f < 50; ++f) flows.push_back({f, 100, 1});
+  for (int round = 1; round <= 100; ++round) {
+    // A few flows change each round, and one comes and goes.
+    for (uint32_t f = round % 7; f < flows.size(); f += 7) {
+      std::get<1>(flows[f]) = 100 + round;
+    }
+    auto report = flows;
+    if (round % 2 == 0) report.pop_back();
+    ASSERT_TRUE(node.Call(FlowReport(1, report)));
+    if (round % 10 == 0) absl::SleepFor(absl::Milliseconds(5));
+  }
+  done = true;
+  for (std::thread& t : churn) t.join();
+  const std::map<uint32_t, std::string> want = ReadFlows(channel_);
+  ASSERT_EQ(want.size(), flows.size() - 1);  // The last round left one out.
+  for (size_t i = 0; i < staying.size(); ++i) {
+    EXPECT_TRUE(staying[i]->WaitFor([&](const Messages& m) {
+      return !m.empty() && WatchedFlows(m) == want;
+    })) << "watcher "
+        << i << " of interval " << kIntervalsMs[i % 5];
+  }
+  staying.clear();
+  EXPECT_TRUE(
+      WaitFor([&] { return server_->watch_for_test().TiersHeld() == 0; }));
 }
 
 }  // namespace
