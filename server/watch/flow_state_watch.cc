@@ -218,10 +218,14 @@ bool WatchHub::Wanted() const {
 bool WatchHub::AwaitDue(uint64_t* sequence,
                         std::vector<std::pair<int, bool>>* due) {
   while (true) {
+    bool offering = false;  // Waves are still to go: wait for them too.
+    for (const TierPublisher& pub : publishing_) {
+      offering |= pub.offering != nullptr;
+    }
     // Nobody watching: nothing is built; the changes wait for a watcher.
-    mu_.Await(absl::Condition(this, &WatchHub::Wanted));
+    if (!offering) mu_.Await(absl::Condition(this, &WatchHub::Wanted));
     if (stopping_) return false;
-    // A tier nobody watches lets go of its copy and its state.
+    // A tier nobody watches lets go of its copy and its states.
     for (int tier = 0; tier < kTiers; ++tier) {
       TierState& t = tiers_[tier];
       if (t.watchers > 0 || !t.built) continue;
@@ -233,16 +237,21 @@ bool WatchHub::AwaitDue(uint64_t* sequence,
       pub.last_sequence.reset();
       pub.last_found = false;
       pub.last_push = absl::InfinitePast();
+      pub.offering.reset();
     }
     // Coalesce: no push to a tier sooner than its interval after the
     // previous one, as the clock tells (a test's manual clock too: hence
-    // the slices).
+    // the slices). Waves are paced in real time: they spread load.
     const absl::Time now = clock_->Monotonic();
     absl::Duration left = absl::InfiniteDuration();
     for (int tier = 0; tier < kTiers; ++tier) {
-      if (!Pending(tier)) continue;
-      left =
-          std::min(left, publishing_[tier].last_push + IntervalOf(tier) - now);
+      const TierPublisher& pub = publishing_[tier];
+      if (Pending(tier)) {
+        left = std::min(left, pub.last_push + IntervalOf(tier) - now);
+      }
+      if (pub.offering != nullptr) {
+        left = std::min(left, pub.next_wave_at - absl::Now());
+      }
     }
     if (left == absl::InfiniteDuration()) continue;  // Only tiers to free.
     if (left > absl::ZeroDuration()) {
@@ -289,9 +298,17 @@ void WatchHub::Run() {
   while (true) {
     uint64_t sequence = 0;
     std::vector<std::pair<int, bool>> due;  // Tier, and whether forced.
+    CqPoller* poller = nullptr;
     {
       absl::MutexLock lock(&mu_);
       if (!AwaitDue(&sequence, &due)) return;
+      poller = poller_;
+    }
+    for (int tier = 0; tier < kTiers; ++tier) {
+      const TierPublisher& pub = publishing_[tier];
+      while (pub.offering != nullptr && pub.next_wave_at <= absl::Now()) {
+        OfferWave(tier, poller);
+      }
     }
     for (const auto& [tier, force] : due) {
       std::shared_ptr<const WatchSnapshot> snapshot =
@@ -299,7 +316,7 @@ void WatchHub::Run() {
       if (snapshot == nullptr) continue;  // Nothing to tell.
       publishing_[tier].last_push = clock_->Monotonic();
       MakeCurrent(tier, snapshot);
-      if (!OfferInWaves(tier, snapshot)) return;
+      StartOffering(tier, std::move(snapshot), poller);
       metrics_->WatchPublished();
     }
   }
@@ -310,47 +327,49 @@ void WatchHub::OfferOn(CqPoller* poller) {
   poller_ = poller;
 }
 
-bool WatchHub::OfferInWaves(
-    int tier, const std::shared_ptr<const WatchSnapshot>& snapshot) {
-  // Many watchers: waves of about kWaveSize, spread over half of the
-  // interval, so that the writes (and their completions, which share
-  // gRPC's threads with heartbeats) never come in one burst.
-  // A power of two, so that wave w is the buckets w, w + waves, ...;
-  // rounded up, so that a wave is at most about kWaveSize watchers.
+void WatchHub::StartOffering(int tier,
+                             std::shared_ptr<const WatchSnapshot> snapshot,
+                             CqPoller* poller) {
+  TierPublisher& pub = publishing_[tier];
+  // The previous state's last waves go first, at once (they are late only
+  // if the tier's watchers keep the pollers too busy).
+  while (pub.offering != nullptr) OfferWave(tier, poller);
   uint64_t watchers = 0;
   {
     absl::MutexLock lock(&mu_);
     watchers = tiers_[tier].watchers;
   }
-  const uint64_t waves = std::min(
+  // Many watchers: waves of about kWaveSize, spread over half of the
+  // tier's interval, so that the writes (and their completions, which share
+  // gRPC's threads with heartbeats) never come in one burst. A power of
+  // two, so that wave w is the buckets w, w + waves, ...; rounded up, so
+  // that a wave is at most about kWaveSize watchers.
+  pub.waves = std::min(
       absl::bit_ceil(std::max<uint64_t>(watchers / kWaveSize, 1)), kMaxWaves);
-  const absl::Duration gap =
-      options_.min_interval / 2 / static_cast<int64_t>(waves);
-  for (uint64_t wave = 0; wave < waves; ++wave) {
-    CqPoller* poller = nullptr;
-    {
-      absl::MutexLock lock(&mu_);
-      if (wave > 0 && mu_.AwaitWithTimeout(absl::Condition(&stopping_), gap)) {
-        return false;
-      }
-      poller = poller_;
+  pub.gap = IntervalOf(tier) / 2 / static_cast<int64_t>(pub.waves);
+  pub.wave = 0;
+  pub.next_wave_at = absl::Now();
+  pub.offering = std::move(snapshot);
+  OfferWave(tier, poller);
+}
+
+void WatchHub::OfferWave(int tier, CqPoller* poller) {
+  TierPublisher& pub = publishing_[tier];
+  // A watcher gone before its wave runs is in no bucket any more.
+  auto offer = [this, tier, snapshot = pub.offering, wave = pub.wave,
+                waves = pub.waves] {
+    absl::MutexLock lock(&buckets_mu_);
+    for (uint64_t b = wave; b < kMaxWaves; b += waves) {
+      for (WatchStream* watcher : buckets_[tier][b]) watcher->Offer(snapshot);
     }
-    // A watcher gone before its wave runs is in no bucket any more.
-    auto offer = [this, tier, snapshot, wave, waves] {
-      absl::MutexLock lock(&buckets_mu_);
-      for (uint64_t b = wave; b < kMaxWaves; b += waves) {
-        for (WatchStream* watcher : buckets_[tier][b]) {
-          watcher->Offer(snapshot);
-        }
-      }
-    };
-    if (poller != nullptr) {
-      poller->Post(std::move(offer));
-    } else {
-      offer();
-    }
+  };
+  if (poller != nullptr) {
+    poller->Post(std::move(offer));
+  } else {
+    offer();
   }
-  return true;
+  pub.next_wave_at += pub.gap;
+  if (++pub.wave == pub.waves) pub.offering.reset();
 }
 
 WatchStream::WatchStream(ServerCall* call, WatchHub* hub, const CallGate* gate,

@@ -185,6 +185,12 @@ class WatchHub final : public core::FlowStateListener {
     std::optional<uint64_t> last_sequence;
     bool last_found = false;                      // Its `found`.
     absl::Time last_push = absl::InfinitePast();  // Monotonic.
+    // The state being offered wave by wave; null once every wave went.
+    std::shared_ptr<const WatchSnapshot> offering;
+    uint64_t wave = 0;        // Its next wave.
+    uint64_t waves = 0;       // Its number of waves.
+    absl::Duration gap;       // Between two of its waves.
+    absl::Time next_wave_at;  // When its next wave is due (real time).
   };
   absl::Duration IntervalOf(int tier) const {
     return options_.min_interval * (int64_t{1} << tier);
@@ -197,9 +203,10 @@ class WatchHub final : public core::FlowStateListener {
   // Whether the publisher has anything to do (a pending tier, an empty tier
   // to free, Stop()).
   bool Wanted() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Waits until a pending tier is due (or Stop(): false), frees the tiers
-  // nobody watches, and marks the due ones published as of `sequence`;
-  // returns them with whether each was forced (a new watcher waits).
+  // Waits until a pending tier or a wave is due (or Stop(): false), frees
+  // the tiers nobody watches, and marks the due tiers published as of
+  // `sequence`; returns them with whether each was forced (a new watcher
+  // waits).
   bool AwaitDue(uint64_t* sequence, std::vector<std::pair<int, bool>>* due)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The publisher: waits for a change, waits out each tier's interval since
@@ -212,10 +219,13 @@ class WatchHub final : public core::FlowStateListener {
   // The watchers of one bucket (those whose ordinal % kMaxWaves is its
   // index); a wave visits only its own buckets, not every watcher.
   using Bucket = std::vector<WatchStream*>;
-  // Offers `snapshot` to every watcher of `tier`, in waves; false if Stop()
-  // came.
-  bool OfferInWaves(int tier,
-                    const std::shared_ptr<const WatchSnapshot>& snapshot);
+  // Starts offering `snapshot` to `tier`'s watchers in waves spread over
+  // half the tier's interval, after the rest of the tier's previous state.
+  void StartOffering(int tier, std::shared_ptr<const WatchSnapshot> snapshot,
+                     CqPoller* poller);
+  // Offers the next wave of `tier`'s state to its watchers, on `poller`
+  // (null: here).
+  void OfferWave(int tier, CqPoller* poller);
   // Builds `tier`'s next state, as of change count `sequence`, from its
   // tracker's copy; null when it is the same as the last one published to
   // it, unless `force`.
