@@ -212,5 +212,30 @@ TEST_F(WatchTiersRaceTest, WatchersOfEveryTierComingAndGoingConverge) {
       WaitFor([&] { return server_->watch_for_test().TiersHeld() == 0; }));
 }
 
+// 128 watchers of a 40 ms tier are offered each state in four waves, paced
+// by the publisher between its other work: every one of them gets every
+// state, and so does a watcher of the server's 5 ms meanwhile.
+TEST_F(WatchTiersRaceTest, EveryWaveOfALongerTierGoesOut) {
+  auto stub = metasrv::v1::FlowState::NewStub(channel_);
+  std::vector<std::unique_ptr<WatchClient>> watchers;
+  for (int i = 0; i < 128; ++i) {
+    watchers.push_back(
+        std::make_unique<WatchClient>(stub.get(), false, true, 40));
+  }
+  WatchClient fast(stub.get(), false, true);
+  HeartbeatClient node(channel_);
+  for (uint64_t size = 1; size <= 5; ++size) {
+    ASSERT_TRUE(node.Call(FlowReport(1, {{1, size, 1}, {2, 7, 1}})));
+    const std::map<uint32_t, std::string> want = ReadFlows(channel_);
+    auto converged = [&](const Messages& m) {
+      return !m.empty() && WatchedFlows(m) == want;
+    };
+    ASSERT_TRUE(fast.WaitFor(converged)) << size;
+    for (size_t i = 0; i < watchers.size(); ++i) {
+      ASSERT_TRUE(watchers[i]->WaitFor(converged)) << size << " " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace metasrv::testing
