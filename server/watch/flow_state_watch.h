@@ -2,10 +2,11 @@
 // is the hub that builds and offers the states; each call is a WatchStream
 // (watch_stream.h).
 //
-// One publisher thread builds each new state once, serializes it once, and
-// offers the same bytes to every watcher. A change only marks the state
-// dirty (heartbeats never wait for watchers); the publisher builds at most
-// one state per min_interval, and none while nobody watches. Each watcher has
+// One publisher thread builds each new state once per tier (see Intervals
+// below), serializes it once, and offers the same bytes to every watcher of
+// that tier. A change only marks the state dirty (heartbeats never wait for
+// watchers); the publisher builds at most one state per tier interval, and
+// none while nobody watches. Each watcher has
 // at most one write in flight and one state waiting: a newer state replaces the
 // waiting one, so a slow reader skips to the latest.
 //
