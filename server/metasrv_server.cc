@@ -27,6 +27,27 @@
 namespace metasrv::server {
 namespace {
 
+// What one open call costs gRPC, about: 15.7 KiB measured for a unary call
+// waiting for its request, 17.2 KiB for a heartbeat stream
+// (docs/RELIABILITY.md), rounded up. --max_calls is sized by it.
+constexpr uint64_t kCallBytes = 20 << 10;
+
+// The door's bounds: the settings, with their derived defaults.
+DoorOptions DoorOptionsOf(const ServerOptions& o) {
+  DoorOptions door;
+  PeerLimits& peers = door.peers;
+  peers.max_calls =
+      o.max_calls != 0 ? o.max_calls : o.grpc_memory_limit / kCallBytes;
+  peers.max_calls_per_peer =
+      o.max_calls_per_peer != 0 ? o.max_calls_per_peer : peers.max_calls / 2;
+  peers.max_reply_bytes_per_peer = o.max_reply_bytes_per_peer != 0
+                                       ? o.max_reply_bytes_per_peer
+                                       : o.max_reply_bytes_in_flight / 4;
+  door.request_timeout = o.request_timeout;
+  door.reply_stall_limit = o.reply_stall_limit;
+  return door;
+}
+
 // How long, past the shutdown grace, calls may take to end (each was
 // cancelled by then) before the pollers stop anyway.
 constexpr absl::Duration kCallsEndSlack = absl::Seconds(10);
@@ -228,18 +249,20 @@ absl::Status MetasrvServer::MakeServices() {
                                     options_.retry_interval)),
                                 options_.max_flows_per_report},
       metrics_.get());
+  door_ = std::make_unique<CallDoor>(leadership_.get(), std::move(auth),
+                                     DoorOptionsOf(options_), &replies_,
+                                     options_.clock, metrics_.get());
   const CallLimits limits{static_cast<size_t>(options_.max_message_bytes),
-                          &replies_};
-  gate_ = std::make_unique<CallGate>(leadership_.get(), std::move(auth));
+                          door_.get()};
   heartbeat_service_ = std::make_unique<HeartbeatService>(
-      handler_.get(), &streams_, gate_.get(), limits);
+      handler_.get(), &streams_, leadership_.get(), limits);
   cluster_service_ = std::make_unique<ClusterService>(
-      &flow_state_, gate_.get(), &reads_, self_description_.get(),
+      &flow_state_, leadership_.get(), &reads_, self_description_.get(),
       metrics_.get(), limits);
   flow_state_service_ = std::make_unique<FlowStateService>(
-      &flow_state_, gate_.get(), &reads_, watch_.get(), metrics_.get(), limits);
+      &flow_state_, &reads_, watch_.get(), metrics_.get(), limits);
   admin_service_ = std::make_unique<AdminService>(
-      [this] { return LeaderChange(); }, &flow_state_, gate_.get(), limits);
+      [this] { return LeaderChange(); }, &flow_state_, limits);
   const std::vector<std::string> services = {
       "greptime.v1.meta.Heartbeat",
       "greptime.v1.meta.Cluster",
@@ -253,7 +276,8 @@ absl::Status MetasrvServer::MakeServices() {
       std::make_unique<ReflectionV1alphaService>(services, &replies_);
   health_ = std::make_unique<HealthService>();
   // Every method, served on the server's own completion queue.
-  dispatcher_ = std::make_unique<CallDispatcher>(&metrics_->calls());
+  dispatcher_ =
+      std::make_unique<CallDispatcher>(&metrics_->calls(), door_.get());
   heartbeat_service_->Register(dispatcher_.get());
   cluster_service_->Register(dispatcher_.get());
   flow_state_service_->Register(dispatcher_.get());

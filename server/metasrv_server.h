@@ -28,7 +28,7 @@
 #include "server/ops/self_description.h"
 #include "server/ops/tcp_listener.h"
 #include "server/rpc/call_dispatcher.h"
-#include "server/rpc/call_gate.h"
+#include "server/rpc/call_door.h"
 #include "server/rpc/cq_poller.h"
 #include "server/rpc/grpc_acceptor.h"
 #include "server/rpc/health_service.h"
@@ -152,7 +152,8 @@ class MetasrvServer final : public core::LeadershipListener {
   std::unique_ptr<WatchHub> watch_;            // WatchFlowState pushes.
   std::unique_ptr<NodeExpirer> expirer_;       // With a node TTL, else null.
   std::unique_ptr<HeartbeatHandler> handler_;  // Per-request logic.
-  std::unique_ptr<CallGate> gate_;  // Who may call what; used by services.
+  // Every call comes through it: charged per peer, admitted, bounded.
+  std::unique_ptr<CallDoor> door_;
   std::unique_ptr<HeartbeatService> heartbeat_service_;   // Heartbeat.
   std::unique_ptr<ClusterService> cluster_service_;       // Cluster.
   std::unique_ptr<FlowStateService> flow_state_service_;  // FlowState.

@@ -73,8 +73,11 @@ void MetasrvServer::Reload() {
     absl::StatusOr<AdminAuth> auth =
         AdminAuth::FromToken(now.admin_token, options_.admin_token_file);
     if (auth.ok()) {
-      gate_->SetAdminAuth(*std::move(auth));
+      door_->SetAdminAuth(*std::move(auth));
       spdlog::info("reload: the admin token changed; admin calls need it now");
+    } else {
+      spdlog::error("reload: {}; the old admin token stays",
+                    std::string(auth.status().message()));
     }
   }
   if (now.store_password != reloaded_files_.store_password &&

@@ -70,6 +70,16 @@ struct ServerOptions {
   uint64_t max_reply_bytes_in_flight = 128 << 20;
   // Bytes gRPC itself may use (its ResourceQuota); 0: no limit.
   uint64_t grpc_memory_limit = 512 << 20;
+  // Calls open at once, in all (0: grpc_memory_limit / kCallBytes) and per
+  // client host (0: half of that); a host's unread answers (0: a quarter of
+  // max_reply_bytes_in_flight). See DoorOptionsOf().
+  uint64_t max_calls = 0;
+  uint64_t max_calls_per_peer = 0;
+  uint64_t max_reply_bytes_per_peer = 0;
+  // A unary call's request must arrive within this of its headers.
+  absl::Duration request_timeout = absl::Seconds(10);
+  // A large answer unread for this long is cancelled.
+  absl::Duration reply_stall_limit = absl::Seconds(5);
   // Large reads (all flows, KV ranges) waiting for a read thread; more get
   // RESOURCE_EXHAUSTED.
   uint64_t max_queued_reads = 64;

@@ -306,6 +306,39 @@ void LimitRows(Rows* r) {
                    : absl::InvalidArgumentError("must be 0 or at least 16 MiB");
       });
   Add(r,
+      {"max_calls", nullptr,
+       "calls of any kind (heartbeat streams included) open at once, each "
+       "charged from its first HEADERS frame; more get RESOURCE_EXHAUSTED at "
+       "once (0: --grpc_memory_limit / 20 KiB, what a call costs gRPC; "
+       "26214 with its default; no limit if that is 0 too)",
+       false},
+      &ServerOptions::max_calls);
+  Add(r,
+      {"max_calls_per_peer", nullptr,
+       "calls open at once from one client host (every connection from one "
+       "IP address); more get RESOURCE_EXHAUSTED (0: half of --max_calls)",
+       false},
+      &ServerOptions::max_calls_per_peer);
+  Add(r,
+      {"max_reply_bytes_per_peer", nullptr,
+       "bytes of answers one client host may hold unread: its share of "
+       "--max_reply_bytes_in_flight; past it, its new answers get "
+       "RESOURCE_EXHAUSTED (0: a quarter of --max_reply_bytes_in_flight)",
+       false},
+      &ServerOptions::max_reply_bytes_per_peer);
+  Add(r,
+      {"request_timeout", nullptr,
+       "a unary call whose request has not arrived this long after its "
+       "headers is cancelled (half-open calls hold no memory)",
+       false},
+      &ServerOptions::request_timeout, Between(absl::Milliseconds(100), kDay));
+  Add(r,
+      {"reply_stall_limit", nullptr,
+       "an answer of 64 KiB or more that its client has not read this long "
+       "after it was sent is cancelled, giving back its reply budget",
+       false},
+      &ServerOptions::reply_stall_limit, Between(absl::Milliseconds(100), kDay));
+  Add(r,
       {"max_queued_reads", nullptr,
        "large reads waiting for a read thread; more get "
        "RESOURCE_EXHAUSTED",

@@ -46,6 +46,11 @@ absl::StatusOr<AdminAuth> AdminAuth::FromToken(absl::string_view text,
                        "): use visible ASCII, e.g. openssl rand -hex 32"));
     }
   }
+  if (token.size() < kMinTokenBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the admin token in ", where, " is ", token.size(), " bytes; at least ",
+        kMinTokenBytes, " are needed (e.g. openssl rand -hex 32)"));
+  }
   AdminAuth auth;
   auth.token_ = std::move(token);
   return auth;

@@ -303,6 +303,16 @@ Metrics::Metrics(Sources sources)
       "time (late), or the oldest one at the connection limit (evicted).",
       "reason", {"late", "evicted"});
   dropped_ = {refused[0], refused[1], closed[0], closed[1]};
+  door_ = Labelled<kDoorRefusals>(
+      r, "metasrv_calls_refused_total",
+      "Calls the server refused or ended before serving them in full, by "
+      "reason: past --max_calls or --max_calls_per_peer, a request later "
+      "than --request_timeout, an answer past its peer's share of the reply "
+      "budget or unread past --reply_stall_limit, a wrong admin token, or an "
+      "admin call during its peer's back-off (docs/RELIABILITY.md).",
+      "reason",
+      {"calls", "peer_calls", "request_timeout", "reply_share", "reply_stalled",
+       "auth_failed", "auth_backoff"});
 }
 
 Metrics::~Metrics() = default;
@@ -352,6 +362,10 @@ void Metrics::NodesExpired(uint64_t n) {
 
 void Metrics::ConnectionDropped(ConnectionDrop why) {
   dropped_[static_cast<size_t>(why)]->Increment();
+}
+
+void Metrics::DoorRefused(DoorRefusal why) {
+  door_[static_cast<size_t>(why)]->Increment();
 }
 
 Metrics* Metrics::OrDiscard(Metrics* metrics) {

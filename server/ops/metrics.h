@@ -43,6 +43,18 @@ enum class ConnectionDrop {
   kHttpEvicted,  // HTTP: at the connection limit, a newer one took its place.
 };
 
+// A call the door (rpc/call_door.h) turned away or ended, and why.
+enum class DoorRefusal {
+  kCalls,           // Past --max_calls open at once.
+  kPeerCalls,       // Past --max_calls_per_peer from its peer.
+  kRequestTimeout,  // Its request did not arrive within --request_timeout.
+  kReplyShare,      // Its answer past the peer's share of the reply budget.
+  kReplyStalled,    // Its answer unread past --reply_stall_limit: cancelled.
+  kAuthFailed,      // An admin call with no token or the wrong one.
+  kAuthBackoff,     // An admin call from a peer still in its back-off.
+};
+inline constexpr int kDoorRefusals = 7;
+
 // The election's store as the metrics see it.
 struct StoreHealth {
   bool elected = false;      // An election runs (not standalone).
@@ -103,6 +115,8 @@ class Metrics {
   void NodesExpired(uint64_t n);
   // A connection closed by us, and why.
   void ConnectionDropped(ConnectionDrop why);
+  // A call the door refused or ended, and why.
+  void DoorRefused(DoorRefusal why);
 
  private:
   class Gauges;
@@ -112,13 +126,14 @@ class Metrics {
   prometheus::Counter* merged_;                     // In registry_.
   std::array<prometheus::Counter*, 6> ignored_;     // By reason; in registry_.
   prometheus::Histogram* merge_seconds_;            // In registry_.
-  std::array<prometheus::Counter*, 3> leader_changes_;  // By cause.
-  prometheus::Counter* watch_published_;                // In registry_.
-  prometheus::Counter* watch_skipped_;                  // In registry_.
-  prometheus::Counter* watch_stalled_;                  // In registry_.
-  prometheus::Counter* nodes_expired_;                  // In registry_.
-  std::array<prometheus::Counter*, 4> dropped_;         // By ConnectionDrop.
-  std::shared_ptr<Gauges> gauges_;                      // Scrape-time gauges.
+  std::array<prometheus::Counter*, 3> leader_changes_;    // By cause.
+  prometheus::Counter* watch_published_;                  // In registry_.
+  prometheus::Counter* watch_skipped_;                    // In registry_.
+  prometheus::Counter* watch_stalled_;                    // In registry_.
+  prometheus::Counter* nodes_expired_;                    // In registry_.
+  std::array<prometheus::Counter*, 4> dropped_;           // By ConnectionDrop.
+  std::array<prometheus::Counter*, kDoorRefusals> door_;  // By DoorRefusal.
+  std::shared_ptr<Gauges> gauges_;                        // Scrape-time gauges.
   std::unique_ptr<CallMetrics> calls_;         // grpc_server_*; in registry_.
   std::unique_ptr<GreptimeMetrics> greptime_;  // greptime_meta_*; likewise.
 };

@@ -6,6 +6,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "server/rpc/grpc_status.h"
 
 namespace metasrv::server {
 namespace {
@@ -14,23 +15,27 @@ namespace {
 // fleet reconnecting) is accepted without a round trip per call.
 constexpr int kAcceptors = 16;
 
-// The answer to a method nobody registered: what gRPC itself sends.
-class Unimplemented final : public CallHandler {
+// A call finished at once with a status, reading nothing: a method nobody
+// registered (UNIMPLEMENTED with no message, what gRPC itself sends), or a
+// call the door refused.
+class Refused final : public CallHandler {
  public:
-  explicit Unimplemented(ServerCall* call)
-      : call_(call), finished_(this, &Unimplemented::OnFinished) {}
+  Refused(ServerCall* call, grpc::Status status)
+      : call_(call),
+        status_(std::move(status)),
+        finished_(this, &Refused::OnFinished) {}
   ServerCall* call() const { return call_; }
   void Start() override {
-    const grpc::Status status(grpc::StatusCode::UNIMPLEMENTED, "");
-    call_->Finishing(status.error_code());
-    call_->stream()->Finish(status, call_->BeginFinish(&finished_));
+    call_->Finishing(status_.error_code());
+    call_->stream()->Finish(status_, call_->BeginFinish(&finished_));
   }
 
  private:
   void OnFinished(bool) {}
 
-  ServerCall* const call_;          // The call; owns this.
-  CallOp<Unimplemented> finished_;  // Its status sent.
+  ServerCall* const call_;     // The call; owns this.
+  const grpc::Status status_;  // What it finishes with.
+  CallOp<Refused> finished_;   // Its status sent.
 };
 
 }  // namespace
@@ -67,7 +72,8 @@ class CallDispatcher::Acceptor final : public CqTag {
   ServerCall* waiting_ = nullptr;          // The call requested; owned.
 };
 
-CallDispatcher::CallDispatcher(CallMetrics* metrics) : metrics_(metrics) {
+CallDispatcher::CallDispatcher(CallMetrics* metrics, CallDoor* door)
+    : metrics_(metrics), door_(door) {
   if (metrics_ != nullptr) {
     // One series for every unregistered method: a client cannot make new
     // series by making up names.
@@ -78,11 +84,11 @@ CallDispatcher::CallDispatcher(CallMetrics* metrics) : metrics_(metrics) {
 
 CallDispatcher::~CallDispatcher() = default;
 
-void CallDispatcher::Add(const std::string& method, CallMetrics::Type type,
-                         Factory make) {
+void CallDispatcher::Add(Method method, Factory make) {
+  const MethodRow& row = RowOf(method);
   CallSeries* series =
-      metrics_ == nullptr ? nullptr : metrics_->For(method, type);
-  methods_[method] = Entry{std::move(make), series};
+      metrics_ == nullptr ? nullptr : metrics_->For(row.path, row.kind);
+  methods_[row.path] = Entry{&row, std::move(make), series};
 }
 
 void CallDispatcher::Start(grpc::ServerCompletionQueue* cq) {
@@ -97,10 +103,22 @@ void CallDispatcher::Start(grpc::ServerCompletionQueue* cq) {
 void CallDispatcher::Dispatch(ServerCall* call) {
   auto it = methods_.find(call->method());
   if (it == methods_.end()) {
-    call->Serve(std::make_unique<Unimplemented>(call), unknown_series_);
+    call->Serve(std::make_unique<Refused>(
+                    call, grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "")),
+                unknown_series_);
     return;
   }
-  call->Serve(it->second.make(call), it->second.series);
+  const Entry& entry = it->second;
+  if (door_ != nullptr) {
+    // Charged from its first HEADERS frame, before its handler exists.
+    if (absl::Status entered = door_->Enter(*entry.row, call); !entered.ok()) {
+      call->Serve(std::make_unique<Refused>(
+                      call, ToGrpcStatus(entered, call->context())),
+                  entry.series);
+      return;
+    }
+  }
+  call->Serve(entry.make(call), entry.series);
 }
 
 bool CallDispatcher::WaitForCalls(absl::Time deadline) const {

@@ -1,7 +1,10 @@
 // Every call the server serves comes through here: one generic async
-// service accepts them, and each goes to its method's handler, counted by
-// method and code. A method nobody registered is answered UNIMPLEMENTED, as
-// gRPC answers it.
+// service accepts them, each is looked up in the method table
+// (method_table.h), charged and checked at the door (call_door.h) the moment
+// it is accepted, and handed to its method's handler, counted by method and
+// code. A refused call is finished at once with the door's status, before
+// any handler exists. A method nobody registered is answered UNIMPLEMENTED,
+// as gRPC answers it.
 #ifndef METASRV_SERVER_RPC_CALL_DISPATCHER_H_
 #define METASRV_SERVER_RPC_CALL_DISPATCHER_H_
 
@@ -10,11 +13,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "server/ops/call_metrics.h"
+#include "server/rpc/call_door.h"
+#include "server/rpc/method_table.h"
 #include "server/rpc/server_call.h"
 
 namespace metasrv::server {
@@ -24,17 +30,19 @@ class CallDispatcher {
  public:
   using Factory = CallHandlerFactory;
 
-  // Counts calls in `metrics` (null: not counted), which must outlive this.
-  explicit CallDispatcher(CallMetrics* metrics);
+  // Counts calls in `metrics` (null: not counted) and admits them through
+  // `door` (null: every call is admitted, for tests of the runtime alone);
+  // both must outlive this.
+  CallDispatcher(CallMetrics* metrics, CallDoor* door);
   ~CallDispatcher();
   CallDispatcher(const CallDispatcher&) = delete;
   CallDispatcher& operator=(const CallDispatcher&) = delete;
 
-  // Serves `method` ("/package.Service/Method"), of `type`, with `make`.
-  void Add(const std::string& method, CallMetrics::Type type, Factory make);
+  // Serves `method` (its path and kind are its row's) with `make`.
+  void Add(Method method, Factory make);
   // Whether `method` is served.
-  bool Serves(const std::string& method) const {
-    return methods_.contains(method);
+  bool Serves(Method method) const {
+    return methods_.contains(RowOf(method).path);
   }
 
   // The service to register with the server builder.
@@ -53,8 +61,9 @@ class CallDispatcher {
   // One request for the next call, renewed each time a call comes.
   class Acceptor;
   struct Entry {
-    Factory make;        // The method's handler.
-    CallSeries* series;  // Its call metrics; null when not counted.
+    const MethodRow* row;  // The method's row.
+    Factory make;          // Its handler.
+    CallSeries* series;    // Its call metrics; null when not counted.
   };
   // An accepted call: handed to its method's handler.
   void Dispatch(ServerCall* call);
@@ -62,8 +71,9 @@ class CallDispatcher {
   grpc::AsyncGenericService service_;  // Takes every call.
   CallBook book_;                      // Live calls; metrics.
   CallMetrics* const metrics_;         // May be null.
+  CallDoor* const door_;               // May be null.
   // By method path; filled before Start(), then only read.
-  absl::flat_hash_map<std::string, Entry> methods_;
+  absl::flat_hash_map<std::string_view, Entry> methods_;
   CallSeries* unknown_series_ = nullptr;  // Unregistered methods' metrics.
   std::vector<std::unique_ptr<Acceptor>> acceptors_;  // Requests out.
 };

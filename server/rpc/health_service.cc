@@ -147,11 +147,10 @@ HealthService::HealthService(uint64_t max_watchers)
 
 void HealthService::Register(CallDispatcher* dispatcher, CallLimits limits) {
   limits.max_request_bytes = kMaxHealthRequest;
-  dispatcher->Add(
-      "/grpc.health.v1.Health/Check", CallMetrics::Type::kUnary,
-      CheckCall::Factory(limits, [this](CheckCall* call) { Check(call); }));
-  dispatcher->Add("/grpc.health.v1.Health/Watch",
-                  CallMetrics::Type::kServerStream,
+  dispatcher->Add(Method::kHealthCheck,
+                  CheckCall::Factory(Method::kHealthCheck, limits,
+                                     [this](CheckCall* call) { Check(call); }));
+  dispatcher->Add(Method::kHealthWatch,
                   [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
                     return std::make_unique<Watcher>(call, this);
                   });

@@ -183,14 +183,17 @@ void ExtensionNumbers(const std::string& type_name, Response* out) {
 template <typename Service, typename Request, typename Response>
 void ReflectionService<Service, Request, Response>::Register(
     CallDispatcher* dispatcher) {
-  dispatcher->Add(
-      absl::StrCat("/", Service::service_full_name(), "/ServerReflectionInfo"),
-      CallMetrics::Type::kBidiStream,
-      [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
-        return std::make_unique<
-            ReflectionStream<Request, Response, ReflectionService>>(call, this,
-                                                                    budget_);
-      });
+  // The row whose path names this version's service.
+  const Method method =
+      FindMethod(absl::StrCat("/", Service::service_full_name(),
+                              "/ServerReflectionInfo"))
+          ->method;
+  dispatcher->Add(method,
+                  [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
+                    return std::make_unique<
+                        ReflectionStream<Request, Response, ReflectionService>>(
+                        call, this, budget_);
+                  });
 }
 
 template <typename Service, typename Request, typename Response>

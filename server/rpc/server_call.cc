@@ -44,6 +44,7 @@ ServerCall::~ServerCall() {
 
 void ServerCall::Request(grpc::AsyncGenericService* service,
                          grpc::ServerCompletionQueue* cq, CqTag* accepted) {
+  cq_ = cq;
   service->RequestCall(&context_, &stream_, cq, cq, accepted->AsTag());
 }
 

@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "server/ops/call_metrics.h"
 #include "server/rpc/cq_tag.h"
+#include "server/rpc/peer_ledger.h"
 
 namespace metasrv::server {
 
@@ -109,6 +110,16 @@ class ServerCall {
   void Serve(std::unique_ptr<CallHandler> handler, CallSeries* series);
 
   grpc::GenericServerContext* context() { return &context_; }
+  // The completion queue its operations complete on (alarms too).
+  grpc::ServerCompletionQueue* cq() const { return cq_; }
+  // Its place in the peer ledger, charged by the door when it was accepted;
+  // given back when the call is deleted. Null when no door charged it.
+  void SetTicket(PeerLedger::Ticket ticket) {
+    ticket_.emplace(std::move(ticket));
+  }
+  PeerLedger::Ticket* ticket() {
+    return ticket_.has_value() ? &*ticket_ : nullptr;
+  }
   grpc::GenericServerAsyncReaderWriter* stream() { return &stream_; }
   grpc_call* c_call() { return context_.c_call(); }
   // "/package.Service/Method".
@@ -157,8 +168,9 @@ class ServerCall {
 
   ~ServerCall();
 
-  CallBook* const book_;                // Live calls, metrics; borrowed.
-  grpc::GenericServerContext context_;  // The call's context.
+  CallBook* const book_;                       // Live calls, metrics; borrowed.
+  grpc::ServerCompletionQueue* cq_ = nullptr;  // Set by Request().
+  grpc::GenericServerContext context_;         // The call's context.
   grpc::GenericServerAsyncReaderWriter stream_;  // The call's stream.
   DoneTag done_;                                 // gRPC's "call done".
   std::unique_ptr<CallHandler> handler_;         // The method's logic.
@@ -175,6 +187,8 @@ class ServerCall {
   static constexpr int kNoCode = -1;               // No code said yet.
   std::atomic<int> code_{kNoCode};                 // The first code said.
   std::optional<SelfCountedCall> counted_;  // Its call metrics, once served.
+  // Its peer's charge; released last, with the call.
+  std::optional<PeerLedger::Ticket> ticket_;
 };
 
 template <typename Handler>

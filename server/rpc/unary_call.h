@@ -1,15 +1,21 @@
-// A unary call of a method that takes raw bytes: the request decoded (zstd
-// included, see request_decoder.h) into an arena, the response built on the
-// same arena and sent, with the status, in one batch when the method
-// finishes it. Until gRPC has taken the answer, its bytes count against the
-// ReplyBudget.
+// A unary call of a method that takes raw bytes, through the door
+// (call_door.h): its request must arrive within --request_timeout, is
+// decoded (zstd included, see request_decoder.h) into an arena and admitted
+// by the method's leader policy; only then does the method see it, with the
+// admission. The response is built on the same arena and sent, with the
+// status, in one batch when the method finishes it. Until gRPC has taken
+// the answer, its bytes count against its peer's share and the reply
+// budget, and a large answer left unread past --reply_stall_limit is
+// cancelled.
 #ifndef METASRV_SERVER_RPC_UNARY_CALL_H_
 #define METASRV_SERVER_RPC_UNARY_CALL_H_
 
 #include <google/protobuf/arena.h>
+#include <grpcpp/alarm.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/support/byte_buffer.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -17,9 +23,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "server/rpc/call_door.h"
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/method_table.h"
 #include "server/rpc/read_executor.h"
-#include "server/rpc/reply_budget.h"
 #include "server/rpc/request_decoder.h"
 #include "server/rpc/server_call.h"
 
@@ -28,7 +35,9 @@ namespace metasrv::server {
 // What every unary call is held to.
 struct CallLimits {
   size_t max_request_bytes = 4 << 20;  // An inflated request, at most.
-  ReplyBudget* replies = nullptr;      // Answers in flight; null: unbounded.
+  // Admission, the reply charge and the deadlines; null: every call is
+  // served as admitted, nothing is charged or timed (tests of the runtime).
+  CallDoor* door = nullptr;
 };
 
 // The handler of one unary call. Its method (`serve`) gets it once the
@@ -41,26 +50,35 @@ class UnaryCall final : public CallHandler {
   using Serve = std::function<void(UnaryCall*)>;
 
   // `serve` (the method table's) outlives the call.
-  UnaryCall(ServerCall* call, const CallLimits& limits, const Serve* serve)
+  UnaryCall(ServerCall* call, Method method, const CallLimits& limits,
+            const Serve* serve)
       : call_(call),
+        method_(method),
         limits_(limits),
         serve_(serve),
         read_(this, &UnaryCall::OnRead),
         finished_(this, &UnaryCall::OnFinished),
+        request_due_(this, &UnaryCall::OnRequestDue),
+        reply_due_(this, &UnaryCall::OnReplyDue),
         request_(google::protobuf::Arena::CreateMessage<Request>(&arena_)),
         response_(google::protobuf::Arena::CreateMessage<Response>(&arena_)) {}
 
-  // A handler factory for the dispatcher: calls of one method.
-  static CallHandlerFactory Factory(CallLimits limits, Serve serve) {
+  // A handler factory for the dispatcher: calls of `method`.
+  static CallHandlerFactory Factory(Method method, CallLimits limits,
+                                    Serve serve) {
     auto shared = std::make_shared<const Serve>(std::move(serve));
-    return [limits, shared](ServerCall* call) -> std::unique_ptr<CallHandler> {
-      return std::make_unique<UnaryCall>(call, limits, shared.get());
+    return [method, limits,
+            shared](ServerCall* call) -> std::unique_ptr<CallHandler> {
+      return std::make_unique<UnaryCall>(call, method, limits, shared.get());
     };
   }
 
   ServerCall* call() const { return call_; }
   grpc::ServerContextBase* context() const { return call_->context(); }
   const Request& request() const { return *request_; }
+  // How the door admitted it: serve it, or answer GreptimeDB's not-leader
+  // header; and the flow-state term of the leadership it was admitted under.
+  const Admission& admission() const { return admission_; }
   Response* response() { return response_; }
   // Whether the client cancelled the call or its deadline passed: work for
   // it is wasted.
@@ -90,6 +108,15 @@ class UnaryCall final : public CallHandler {
     arena_.Reset();
     call_->Finishing(result.error_code());
     if (result.ok()) {
+      if (held_ != 0 && held_ >= limits_.door->options().watched_reply_bytes) {
+        // Cancelled if the client has not taken it by then (OnReplyDue).
+        reply_armed_ = true;
+        reply_alarm_.Set(
+            call_->cq(),
+            absl::ToChronoTime(absl::Now() +
+                               limits_.door->options().reply_stall_limit),
+            call_->Begin(&reply_due_));
+      }
       call_->stream()->WriteAndFinish(out_, grpc::WriteOptions(), result,
                                       call_->BeginFinish(&finished_));
     } else {
@@ -97,38 +124,45 @@ class UnaryCall final : public CallHandler {
     }
   }
 
-  void Start() override { call_->stream()->Read(&in_, call_->Begin(&read_)); }
+  void Start() override {
+    if (limits_.door != nullptr) {
+      // Ended if its request has not come by then (OnRequestDue).
+      request_alarm_.Set(
+          call_->cq(),
+          absl::ToChronoTime(absl::Now() +
+                             limits_.door->options().request_timeout),
+          call_->Begin(&request_due_));
+    }
+    call_->stream()->Read(&in_, call_->Begin(&read_));
+  }
 
  private:
-  // The answer's bytes charged to the budget; an error if they do not fit.
+  // Where the call is between its request's deadline and its reading.
+  enum Phase { kWaiting, kRead, kTimedOut };
+
+  // The answer's bytes charged to its peer and the reply budget; an error
+  // if they do not fit.
   grpc::Status Charge() {
-    ReplyBudget* budget = limits_.replies;
-    if (budget == nullptr) return grpc::Status::OK;
+    if (limits_.door == nullptr) return grpc::Status::OK;
     const uint64_t bytes = out_.Length();
-    if (budget->limit() != 0 && bytes > budget->limit()) {
-      // Larger than the whole budget: it would never fit; retrying cannot
-      // help, asking for less can.
+    if (absl::Status taken = limits_.door->TakeReply(call_, bytes);
+        !taken.ok()) {
       out_.Clear();
-      return ToGrpcStatus(
-          absl::FailedPreconditionError(absl::StrCat(
-              "the answer has ", bytes,
-              " bytes, more than --max_reply_bytes_in_flight (",
-              budget->limit(), "); ask for fewer nodes, flows or keys")),
-          context());
-    }
-    if (!budget->TryTake(bytes)) {
-      out_.Clear();
-      return ToGrpcStatus(
-          absl::ResourceExhaustedError(absl::StrCat(
-              "too many answers in flight that clients have not read (",
-              budget->used(), " of ", budget->limit(), " bytes); retry later")),
-          context());
+      return ToGrpcStatus(taken, context());
     }
     held_ = bytes;
     return grpc::Status::OK;
   }
 
   void OnRead(bool ok) {
+    int waiting = kWaiting;
+    if (!phase_.compare_exchange_strong(waiting, kRead)) {
+      // Its deadline passed first: the call was cancelled (OnRequestDue).
+      Finish(absl::DeadlineExceededError(
+          "the request did not arrive within --request_timeout"));
+      return;
+    }
+    if (limits_.door != nullptr) request_alarm_.Cancel();
     if (!ok) {
       // No request: the client went away, or half-closed without one.
       Finish(absl::InternalError("the call carried no request message"));
@@ -141,26 +175,60 @@ class UnaryCall final : public CallHandler {
       Finish(decoded);
       return;
     }
+    if (limits_.door != nullptr) {
+      absl::StatusOr<Admission> admitted = limits_.door->AdmitLeader(method_);
+      if (!admitted.ok()) {
+        Finish(admitted.status());
+        return;
+      }
+      admission_ = *admitted;
+    }
     (*serve_)(this);
   }
+  void OnRequestDue(bool fired) {
+    int waiting = kWaiting;
+    if (!fired || !phase_.compare_exchange_strong(waiting, kTimedOut)) return;
+    // Half a call (HEADERS, no request) holds its memory no longer.
+    limits_.door->metrics()->DoorRefused(DoorRefusal::kRequestTimeout);
+    call_->Finishing(grpc::StatusCode::DEADLINE_EXCEEDED);
+    context()->TryCancel();
+  }
   void OnFinished(bool) {
+    answered_.store(true);
+    if (reply_armed_) reply_alarm_.Cancel();
+    if (held_ != 0) limits_.door->GiveReply(call_, held_);
     out_.Clear();
-    if (held_ != 0) limits_.replies->Give(held_);
     held_ = 0;
   }
+  void OnReplyDue(bool fired) {
+    if (!fired || answered_.load()) return;
+    // Unread past the stall limit while holding its peer's share and the
+    // budget: cancelled, which gives both back (OnFinished).
+    limits_.door->metrics()->DoorRefused(DoorRefusal::kReplyStalled);
+    context()->TryCancel();
+  }
 
-  ServerCall* const call_;         // The call; owns this.
-  const CallLimits limits_;        // Request size, reply budget.
-  const Serve* const serve_;       // The method; the table's.
-  CallOp<UnaryCall> read_;         // The request read.
-  CallOp<UnaryCall> finished_;     // The answer and status sent.
-  grpc::ByteBuffer in_;            // The request's bytes, until decoded.
-  grpc::ByteBuffer out_;           // The answer's bytes, until sent.
-  uint64_t held_ = 0;              // Bytes taken from the budget.
-  bool raw_ = false;               // SetResponseBytes() made the answer.
-  google::protobuf::Arena arena_;  // Holds both messages.
-  Request* request_;               // On arena_; null once answered.
-  Response* response_;             // On arena_; null once answered.
+  ServerCall* const call_;             // The call; owns this.
+  const Method method_;                // Its row in the method table.
+  const CallLimits limits_;            // Request size, the door.
+  const Serve* const serve_;           // The method; the table's.
+  CallOp<UnaryCall> read_;             // The request read.
+  CallOp<UnaryCall> finished_;         // The answer and status sent.
+  CallOp<UnaryCall> request_due_;      // The request's deadline.
+  CallOp<UnaryCall> reply_due_;        // The answer's stall limit.
+  grpc::Alarm request_alarm_;          // Set at Start(), with a door.
+  grpc::Alarm reply_alarm_;            // Set for a large answer, with a door.
+  std::atomic<int> phase_{kWaiting};   // Phase: request read or too late.
+  std::atomic<bool> answered_{false};  // The answer's batch completed.
+  Admission admission_;                // Set before serve_ runs.
+  bool reply_armed_ = false;           // reply_alarm_ was set.
+  grpc::ByteBuffer in_;                // The request's bytes, until decoded.
+  grpc::ByteBuffer out_;               // The answer's bytes, until sent.
+  uint64_t held_ = 0;                  // Bytes taken from the budget.
+  bool raw_ = false;                   // SetResponseBytes() made the answer.
+  google::protobuf::Arena arena_;      // Holds both messages.
+  Request* request_;                   // On arena_; null once answered.
+  Response* response_;                 // On arena_; null once answered.
 };
 
 // Runs `read(request, response)` (returning an absl::Status) for `call` on

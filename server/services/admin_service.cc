@@ -11,21 +11,17 @@ namespace metasrv::server {
 
 AdminService::AdminService(LeaderChangeFn leader_change,
                            core::FlowStateManager* flow_state,
-                           const CallGate* gate, CallLimits limits)
+                           CallLimits limits)
     : leader_change_(std::move(leader_change)),
       flow_state_(flow_state),
-      gate_(gate),
       limits_(limits) {}
 
 template <typename Request, typename Response, typename Handle>
-void AdminService::Add(CallDispatcher* dispatcher, const char* name,
-                       Method method, Handle handle) {
+void AdminService::Add(CallDispatcher* dispatcher, Method method,
+                       Handle handle) {
   using Call = UnaryCall<Request, Response>;
-  dispatcher->Add(absl::StrCat("/metasrv.v1.Admin/", name),
-                  CallMetrics::Type::kUnary,
-                  Call::Factory(limits_, [this, method, handle](Call* call) {
-                    // kLeaderOrRefuse, admin: a refusal finishes the call.
-                    if (!AdmitCall(*gate_, method, call).has_value()) return;
+  // kLeaderOrRefuse, admin: the door finished a refused call.
+  dispatcher->Add(method, Call::Factory(method, limits_, [handle](Call* call) {
                     call->Finish(handle(call->request(), call->response(),
                                         call->context()->peer()));
                   }));
@@ -33,7 +29,7 @@ void AdminService::Add(CallDispatcher* dispatcher, const char* name,
 
 void AdminService::Register(CallDispatcher* dispatcher) {
   Add<metasrv::v1::LeaderChangeRequest, metasrv::v1::LeaderChangeResponse>(
-      dispatcher, "LeaderChange", Method::kLeaderChange,
+      dispatcher, Method::kLeaderChange,
       [this](const metasrv::v1::LeaderChangeRequest&,
              metasrv::v1::LeaderChangeResponse* resp, const std::string& peer) {
         absl::StatusOr<uint64_t> dropped = leader_change_();
@@ -44,7 +40,7 @@ void AdminService::Register(CallDispatcher* dispatcher) {
         return absl::OkStatus();
       });
   Add<metasrv::v1::ForgetFlowsRequest, metasrv::v1::ForgetFlowsResponse>(
-      dispatcher, "ForgetFlows", Method::kForgetFlows,
+      dispatcher, Method::kForgetFlows,
       [this](const metasrv::v1::ForgetFlowsRequest& req,
              metasrv::v1::ForgetFlowsResponse* resp, const std::string& peer) {
         const auto& ids = req.flow_ids();
@@ -61,7 +57,7 @@ void AdminService::Register(CallDispatcher* dispatcher) {
         return absl::OkStatus();
       });
   Add<metasrv::v1::ForgetNodesRequest, metasrv::v1::ForgetNodesResponse>(
-      dispatcher, "ForgetNodes", Method::kForgetNodes,
+      dispatcher, Method::kForgetNodes,
       [this](const metasrv::v1::ForgetNodesRequest& req,
              metasrv::v1::ForgetNodesResponse* resp, const std::string& peer) {
         const auto& ids = req.node_ids();

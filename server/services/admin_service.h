@@ -11,7 +11,7 @@
 #include "core/leadership.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "server/rpc/call_dispatcher.h"
-#include "server/rpc/call_gate.h"
+#include "server/rpc/method_table.h"
 #include "server/rpc/unary_call.h"
 
 namespace metasrv::server {
@@ -24,27 +24,24 @@ class AdminService final {
   // standalone, a reset; with etcd, a resignation.
   using LeaderChangeFn = std::function<absl::StatusOr<uint64_t>()>;
 
-  // Borrows `flow_state` and `gate`; they must outlive the service. Every
-  // call must pass the gate first (admin rights, then leadership). Requests
-  // inflate to at most `limits`.
+  // Borrows `flow_state`; it must outlive the service. The door admits
+  // every call first (admin rights when accepted, then leadership).
+  // Requests inflate to at most `limits`.
   AdminService(LeaderChangeFn leader_change, core::FlowStateManager* flow_state,
-               const CallGate* gate, CallLimits limits);
+               CallLimits limits);
 
   // Serves the service's methods through `dispatcher`.
   void Register(CallDispatcher* dispatcher);
 
  private:
-  // Adds `method` (`name` in the service), served by admitting the call
-  // through the gate, running `handle(request, response*, peer)` (returning
-  // an absl::Status) and finishing.
+  // Adds `method`, served by running `handle(request, response*, peer)`
+  // (returning an absl::Status) and finishing.
   template <typename Request, typename Response, typename Handle>
-  void Add(CallDispatcher* dispatcher, const char* name, Method method,
-           Handle handle);
+  void Add(CallDispatcher* dispatcher, Method method, Handle handle);
 
   const LeaderChangeFn leader_change_;        // Does LeaderChange.
   core::FlowStateManager* const flow_state_;  // The state; borrowed.
-  const CallGate* const gate_;                // Who may call; borrowed.
-  const CallLimits limits_;                   // Request size, reply budget.
+  const CallLimits limits_;                   // Request size, the door.
 };
 
 }  // namespace metasrv::server

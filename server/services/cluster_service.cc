@@ -33,38 +33,37 @@ void FillNodeInfo(const core::MetasrvNodeInfo& node,
 
 }  // namespace
 
-ClusterService::ClusterService(const kv::KvBackend* kv, const CallGate* gate,
+ClusterService::ClusterService(const kv::KvBackend* kv,
+                               const core::Leadership* leadership,
                                ReadExecutor* reads, SelfDescription* self,
                                Metrics* metrics, CallLimits limits)
     : kv_(kv),
-      gate_(gate),
+      leadership_(leadership),
       reads_(reads),
       self_(self),
       metrics_(Metrics::OrDiscard(metrics)),
       limits_(limits) {}
 
 void ClusterService::Register(CallDispatcher* dispatcher) {
-  dispatcher->Add("/greptime.v1.meta.Cluster/BatchGet",
-                  CallMetrics::Type::kUnary,
-                  BatchGetCall::Factory(
-                      limits_, [this](BatchGetCall* call) { BatchGet(call); }));
   dispatcher->Add(
-      "/greptime.v1.meta.Cluster/Range", CallMetrics::Type::kUnary,
-      RangeCall::Factory(limits_, [this](RangeCall* call) { Range(call); }));
+      Method::kBatchGet,
+      BatchGetCall::Factory(Method::kBatchGet, limits_,
+                            [this](BatchGetCall* call) { BatchGet(call); }));
+  dispatcher->Add(Method::kRange,
+                  RangeCall::Factory(Method::kRange, limits_,
+                                     [this](RangeCall* call) { Range(call); }));
   dispatcher->Add(
-      "/greptime.v1.meta.Cluster/MetasrvPeers", CallMetrics::Type::kUnary,
-      PeersCall::Factory(limits_,
+      Method::kMetasrvPeers,
+      PeersCall::Factory(Method::kMetasrvPeers, limits_,
                          [this](PeersCall* call) { MetasrvPeers(call); }));
 }
 
 template <typename Request, typename Response, typename Fill>
-void ClusterService::Serve(Method method, UnaryCall<Request, Response>* call,
-                           ReadCost cost, Fill fill) {
-  std::optional<Admission> admission = AdmitCall(*gate_, method, call);
-  if (!admission.has_value()) return;
+void ClusterService::Serve(UnaryCall<Request, Response>* call, ReadCost cost,
+                           Fill fill) {
   meta::ResponseHeader* header = call->response()->mutable_header();
-  if (*admission == Admission::kAnswerNotLeader) {
-    SetNotLeader(gate_->leadership(), header);
+  if (call->admission().kind == Admission::Kind::kAnswerNotLeader) {
+    SetNotLeader(*leadership_, header);
     call->Finish(absl::OkStatus());
     return;
   }
@@ -73,7 +72,7 @@ void ClusterService::Serve(Method method, UnaryCall<Request, Response>* call,
 }
 
 void ClusterService::BatchGet(BatchGetCall* call) {
-  Serve(Method::kBatchGet, call, ReadCost::kLarge,
+  Serve(call, ReadCost::kLarge,
         [this](const meta::BatchGetRequest& req,
                meta::BatchGetResponse* resp) -> absl::Status {
           const absl::Time start = absl::Now();
@@ -87,7 +86,7 @@ void ClusterService::BatchGet(BatchGetCall* call) {
 }
 
 void ClusterService::Range(RangeCall* call) {
-  Serve(Method::kRange, call, ReadCost::kLarge,
+  Serve(call, ReadCost::kLarge,
         [this](const meta::RangeRequest& req,
                meta::RangeResponse* resp) -> absl::Status {
           const absl::Time start = absl::Now();
@@ -102,19 +101,18 @@ void ClusterService::Range(RangeCall* call) {
 }
 
 void ClusterService::MetasrvPeers(PeersCall* call) {
-  Serve(
-      Method::kMetasrvPeers, call, ReadCost::kSmall,
-      [this](const meta::MetasrvPeersRequest&,
-             meta::MetasrvPeersResponse* resp) -> absl::Status {
-        // As upstream: the leader (this replica) describes itself now; the
-        // followers are what they registered in the election's store.
-        const core::MetasrvNodeInfo me = self_->Now();
-        FillNodeInfo(me, resp->mutable_leader());
-        for (const core::MetasrvNodeInfo& peer : gate_->leadership().Peers()) {
-          if (peer.addr != me.addr) FillNodeInfo(peer, resp->add_followers());
-        }
-        return absl::OkStatus();
-      });
+  Serve(call, ReadCost::kSmall,
+        [this](const meta::MetasrvPeersRequest&,
+               meta::MetasrvPeersResponse* resp) -> absl::Status {
+          // As upstream: the leader (this replica) describes itself now; the
+          // followers are what they registered in the election's store.
+          const core::MetasrvNodeInfo me = self_->Now();
+          FillNodeInfo(me, resp->mutable_leader());
+          for (const core::MetasrvNodeInfo& peer : leadership_->Peers()) {
+            if (peer.addr != me.addr) FillNodeInfo(peer, resp->add_followers());
+          }
+          return absl::OkStatus();
+        });
 }
 
 }  // namespace metasrv::server

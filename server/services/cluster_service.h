@@ -11,7 +11,7 @@
 #include "server/ops/metrics.h"
 #include "server/ops/self_description.h"
 #include "server/rpc/call_dispatcher.h"
-#include "server/rpc/call_gate.h"
+#include "server/rpc/method_table.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/unary_call.h"
 
@@ -23,7 +23,7 @@ namespace metasrv::server {
 // and no data. Methods take raw bytes (see request_decoder.h).
 class ClusterService final {
  public:
-  ClusterService(const kv::KvBackend* kv, const CallGate* gate,
+  ClusterService(const kv::KvBackend* kv, const core::Leadership* leadership,
                  ReadExecutor* reads, SelfDescription* self, Metrics* metrics,
                  CallLimits limits);
 
@@ -41,19 +41,18 @@ class ClusterService final {
   void Range(RangeCall* call);
   void MetasrvPeers(PeersCall* call);
 
-  // Admits `call` (a follower answers with the not-leader header), then
-  // runs `fill(request, response)` on the read executor as a read of
-  // `cost`, and finishes with its status.
+  // Answers a call the door admitted as kAnswerNotLeader with the
+  // not-leader header, or runs `fill(request, response)` on the read executor
+  // as a read of `cost`, and finishes with its status.
   template <typename Request, typename Response, typename Fill>
-  void Serve(Method method, UnaryCall<Request, Response>* call, ReadCost cost,
-             Fill fill);
+  void Serve(UnaryCall<Request, Response>* call, ReadCost cost, Fill fill);
 
-  const kv::KvBackend* const kv_;  // The in-memory KV; borrowed.
-  const CallGate* const gate_;     // Who may call; borrowed.
-  ReadExecutor* const reads_;      // Runs KV reads; borrowed.
-  SelfDescription* const self_;    // This replica, for peers; borrowed.
-  Metrics* const metrics_;         // KV read times; borrowed.
-  const CallLimits limits_;        // Request size, reply budget.
+  const kv::KvBackend* const kv_;             // The in-memory KV; borrowed.
+  const core::Leadership* const leadership_;  // Who leads; borrowed.
+  ReadExecutor* const reads_;                 // Runs KV reads; borrowed.
+  SelfDescription* const self_;  // This replica, for peers; borrowed.
+  Metrics* const metrics_;       // KV read times; borrowed.
+  const CallLimits limits_;      // Request size, the door.
 };
 
 }  // namespace metasrv::server

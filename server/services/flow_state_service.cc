@@ -11,11 +11,9 @@
 namespace metasrv::server {
 
 FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
-                                   const CallGate* gate, ReadExecutor* reads,
-                                   WatchHub* watch, Metrics* metrics,
-                                   CallLimits limits)
+                                   ReadExecutor* reads, WatchHub* watch,
+                                   Metrics* metrics, CallLimits limits)
     : flow_state_(flow_state),
-      gate_(gate),
       reads_(reads),
       watch_(watch),
       metrics_(Metrics::OrDiscard(metrics)),
@@ -23,18 +21,19 @@ FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
 
 void FlowStateService::Register(CallDispatcher* dispatcher) {
   dispatcher->Add(
-      "/metasrv.v1.FlowState/GetFlowState", CallMetrics::Type::kUnary,
-      GetCall::Factory(limits_, [this](GetCall* call) { GetFlowState(call); }));
+      Method::kGetFlowState,
+      GetCall::Factory(Method::kGetFlowState, limits_,
+                       [this](GetCall* call) { GetFlowState(call); }));
   dispatcher->Add(
-      "/metasrv.v1.FlowState/ListFlownodes", CallMetrics::Type::kUnary,
-      ListCall::Factory(limits_,
+      Method::kListFlownodes,
+      ListCall::Factory(Method::kListFlownodes, limits_,
                         [this](ListCall* call) { ListFlownodes(call); }));
-  dispatcher->Add(
-      "/metasrv.v1.FlowState/WatchFlowState", CallMetrics::Type::kServerStream,
-      [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
-        return std::make_unique<WatchStream>(
-            call, watch_, gate_, limits_.max_request_bytes, metrics_);
-      });
+  dispatcher->Add(Method::kWatchFlowState,
+                  [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
+                    return std::make_unique<WatchStream>(
+                        call, watch_, limits_.door, limits_.max_request_bytes,
+                        metrics_);
+                  });
 }
 
 namespace {
@@ -55,8 +54,7 @@ ReadCost Cost(const metasrv::v1::ListFlownodesRequest& request) {
 void FlowStateService::GetFlowState(GetCall* call) {
   using Request = metasrv::v1::GetFlowStateRequest;
   using Response = metasrv::v1::GetFlowStateResponse;
-  // kLeaderOrRefuse: a follower's refusal finishes the call.
-  if (!AdmitCall(*gate_, Method::kGetFlowState, call).has_value()) return;
+  // kLeaderOrRefuse: the door finished a follower's call with its refusal.
   if (call->request().flow_ids_size() == 0) {
     // All flows: the cached chunk encodings, sent without a copy. When every
     // chunk is cached (an unchanged state) there is nothing to encode: the
@@ -87,7 +85,6 @@ void FlowStateService::GetFlowState(GetCall* call) {
 }
 
 void FlowStateService::ListFlownodes(ListCall* call) {
-  if (!AdmitCall(*gate_, Method::kListFlownodes, call).has_value()) return;
   ScheduleRead(reads_, Cost(call->request()), call,
                [this](const metasrv::v1::ListFlownodesRequest& req,
                       metasrv::v1::ListFlownodesResponse* resp) {

@@ -10,7 +10,7 @@
 #include "server/codec/full_state_reply.h"
 #include "server/ops/metrics.h"
 #include "server/rpc/call_dispatcher.h"
-#include "server/rpc/call_gate.h"
+#include "server/rpc/method_table.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/unary_call.h"
 #include "server/watch/flow_state_watch.h"
@@ -25,8 +25,8 @@ class FlowStateService final {
   // Borrows all; they must outlive the service. Reads run on `reads`.
   // Null `metrics`: none kept. Calls are held to `limits`.
   FlowStateService(const core::FlowStateManager* flow_state,
-                   const CallGate* gate, ReadExecutor* reads, WatchHub* watch,
-                   Metrics* metrics, CallLimits limits);
+                   ReadExecutor* reads, WatchHub* watch, Metrics* metrics,
+                   CallLimits limits);
 
   // Serves the service's methods through `dispatcher`.
   void Register(CallDispatcher* dispatcher);
@@ -43,11 +43,10 @@ class FlowStateService final {
                          metasrv::v1::ListFlownodesResponse* response) const;
 
   const core::FlowStateManager* const flow_state_;  // The state; borrowed.
-  const CallGate* const gate_;                      // Who may call; borrowed.
   ReadExecutor* const reads_;                       // Runs reads; borrowed.
   WatchHub* const watch_;                           // Watchers; borrowed.
   Metrics* const metrics_;     // Borrowed; never null (Metrics::OrDiscard).
-  const CallLimits limits_;    // Request size, replies.
+  const CallLimits limits_;    // Request size, the door.
   FullStateReply full_state_;  // The last all-flows answers, shared.
 };
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
+#include "server/rpc/method_table.h"
 #include "server/services/node_identity.h"
 #include "server/services/node_info_proto.h"
 #include "spdlog/spdlog.h"
@@ -157,16 +158,20 @@ absl::Status HeartbeatHandler::Handle(HeartbeatRequestReader* reader,
     config->set_heartbeat_interval_ms(IntervalFor(role));
     config->set_retry_interval_ms(options_.retry_interval_ms);
   }
-  const core::Leadership::Term term = leadership_->CurrentTerm();
-  if (term.leading) {
+  // Each request is admitted by the heartbeat's row of the method table, as
+  // the door admits every call (rpc/method_table.h).
+  absl::StatusOr<Admission> admitted =
+      AdmitLeader(Method::kHeartbeat, *leadership_);
+  const bool serve = admitted.ok() && admitted->kind == Admission::Kind::kServe;
+  if (serve) {
     absl::StatusOr<MergeResult> merged =
-        MergeFlowStat(reader, request.header().role(), term.state_term);
+        MergeFlowStat(reader, request.header().role(), admitted->state_term);
     // kAborted: leadership was lost while merging; answer as a follower.
     if (merged.ok() || !absl::IsAborted(merged.status())) {
       return merged.status();
     }
   }
-  if (reader->has_flow_stat() && !term.leading) {
+  if (reader->has_flow_stat() && !serve) {
     metrics_->ReportIgnored(IgnoredReason::kNotLeader);
   }
   SetNotLeader(*leadership_, response->mutable_header());

@@ -13,32 +13,34 @@ using greptime::v1::meta::AskLeaderResponse;
 
 HeartbeatService::HeartbeatService(HeartbeatHandler* handler,
                                    StreamRegistry* registry,
-                                   const CallGate* gate, CallLimits limits)
-    : handler_(handler), registry_(registry), gate_(gate), limits_(limits) {}
+                                   const core::Leadership* leadership,
+                                   CallLimits limits)
+    : handler_(handler),
+      registry_(registry),
+      leadership_(leadership),
+      limits_(limits) {}
 
 void HeartbeatService::Register(CallDispatcher* dispatcher) {
-  dispatcher->Add("/greptime.v1.meta.Heartbeat/Heartbeat",
-                  CallMetrics::Type::kBidiStream,
+  dispatcher->Add(Method::kHeartbeat,
                   [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
                     return std::make_unique<HeartbeatStream>(
                         call, handler_, registry_, limits_.max_request_bytes);
                   });
   dispatcher->Add(
-      "/greptime.v1.meta.Heartbeat/AskLeader", CallMetrics::Type::kUnary,
-      AskLeaderCall::Factory(limits_,
+      Method::kAskLeader,
+      AskLeaderCall::Factory(Method::kAskLeader, limits_,
                              [this](AskLeaderCall* call) { AskLeader(call); }));
 }
 
 void HeartbeatService::AskLeader(AskLeaderCall* call) {
-  // kAnywhere: the only admission.
-  if (!AdmitCall(*gate_, Method::kAskLeader, call).has_value()) return;
+  // kAnywhere: admitted on any replica.
   // Any replica answers, leader or not: that is how clients find the leader.
   // With none known, an error, as upstream's handle_ask_leader answers when
   // its election has no leader (src/meta-srv/src/service/heartbeat.rs): an
   // empty address would be taken for the leader's. Upstream's is its
   // election's NoLeader error, of status code Internal (retryable; gRPC
   // INTERNAL): the same here, code for code.
-  std::string leader = gate_->leadership().LeaderAddr();
+  std::string leader = leadership_->LeaderAddr();
   if (leader.empty()) {
     call->Finish(absl::InternalError(
         "no metasrv leader is known yet (an election is in progress); ask "

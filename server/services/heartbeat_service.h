@@ -7,7 +7,7 @@
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
 #include "server/rpc/call_dispatcher.h"
-#include "server/rpc/call_gate.h"
+#include "server/rpc/method_table.h"
 #include "server/rpc/stream_registry.h"
 #include "server/rpc/unary_call.h"
 #include "server/services/heartbeat_handler.h"
@@ -22,7 +22,7 @@ class HeartbeatService final {
   // Borrows all three; they must outlive the service. Requests inflate to at
   // most `limits.max_request_bytes`.
   HeartbeatService(HeartbeatHandler* handler, StreamRegistry* registry,
-                   const CallGate* gate, CallLimits limits);
+                   const core::Leadership* leadership, CallLimits limits);
 
   // Serves the service's methods through `dispatcher`.
   void Register(CallDispatcher* dispatcher);
@@ -32,10 +32,10 @@ class HeartbeatService final {
                                   greptime::v1::meta::AskLeaderResponse>;
   void AskLeader(AskLeaderCall* call);
 
-  HeartbeatHandler* const handler_;  // Per-request logic.
-  StreamRegistry* const registry_;   // Open streams.
-  const CallGate* const gate_;       // Who may call; who leads.
-  const CallLimits limits_;          // Request size, reply budget.
+  HeartbeatHandler* const handler_;           // Per-request logic.
+  StreamRegistry* const registry_;            // Open streams.
+  const core::Leadership* const leadership_;  // Who leads; borrowed.
+  const CallLimits limits_;                   // Request size, reply budget.
 };
 
 }  // namespace metasrv::server

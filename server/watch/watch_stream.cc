@@ -12,11 +12,11 @@
 
 namespace metasrv::server {
 
-WatchStream::WatchStream(ServerCall* call, WatchHub* hub, const CallGate* gate,
+WatchStream::WatchStream(ServerCall* call, WatchHub* hub, const CallDoor* door,
                          size_t max_request_bytes, Metrics* metrics)
     : call_(call),
       hub_(hub),
-      gate_(gate),
+      door_(door),
       max_request_bytes_(max_request_bytes),
       ordinal_(hub->NextOrdinal()),
       metrics_(Metrics::OrDiscard(metrics)),
@@ -36,7 +36,8 @@ void WatchStream::OnRead(bool ok) {
     return;
   }
   absl::Status refused =
-      gate_->Admit(Method::kWatchFlowState, call_->context()).status();
+      door_ == nullptr ? absl::OkStatus()
+                       : door_->AdmitLeader(Method::kWatchFlowState).status();
   metasrv::v1::WatchFlowStateRequest parsed;
   if (refused.ok()) {
     refused = DecodeRequest(&request_, max_request_bytes_, &parsed);

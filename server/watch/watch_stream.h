@@ -14,7 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/ops/metrics.h"
-#include "server/rpc/call_gate.h"
+#include "server/rpc/call_door.h"
 #include "server/rpc/server_call.h"
 #include "server/rpc/stream_end.h"
 #include "server/rpc/stream_registry.h"
@@ -26,12 +26,13 @@ namespace metasrv::server {
 // hub offers, one write at a time.
 class WatchStream final : public CallHandler, public AbortableStream {
  public:
-  // Borrows all (`call` owns this). Admits the call through `gate`, decodes
+  // Borrows all (`call` owns this). Admits the call through `door` (null:
+  // admitted), decodes
   // its request (at most `max_request_bytes` inflated), registers with `hub`
   // and sends the current state; with `deltas` asked, later messages are
   // changes where they can be. Ends at once with RESOURCE_EXHAUSTED while
   // the hub is over its budget.
-  WatchStream(ServerCall* call, WatchHub* hub, const CallGate* gate,
+  WatchStream(ServerCall* call, WatchHub* hub, const CallDoor* door,
               size_t max_request_bytes, Metrics* metrics);
 
   ServerCall* call() const { return call_; }
@@ -75,7 +76,7 @@ class WatchStream final : public CallHandler, public AbortableStream {
 
   ServerCall* const call_;          // The call; owns this.
   WatchHub* const hub_;             // Publishes to this stream; borrowed.
-  const CallGate* const gate_;      // Who may call; borrowed.
+  const CallDoor* const door_;      // Who may call; borrowed.
   const size_t max_request_bytes_;  // Limit of the inflated request.
   const uint64_t ordinal_;          // Its number; picks its wave.
   Metrics* const metrics_;        // Borrowed; never null (Metrics::OrDiscard).

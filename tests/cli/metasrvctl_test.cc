@@ -185,7 +185,7 @@ TEST(MetasrvctlTest, ResetSendsTheTokenFromAFile) {
   const int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
   close(fd);
-  std::ofstream(path) << "t0ken\n";
+  std::ofstream(path) << "t0ken-0123456789abcdef\n";
   ServerProcess server({absl::StrCat("--admin_token_file=", path)});
   const std::string addr = "--addr=" + server.addr();
   Report(server.channel(), 1, 7, 700);

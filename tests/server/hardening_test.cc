@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "core/clock.h"
 #include "gtest/gtest.h"
 #include "server/metasrv_server.h"
 #include "server/ops/admin_auth.h"
@@ -356,6 +357,10 @@ TEST(HardeningLogTest, PerRequestLinesAreRateLimited) {
   ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.max_streams = 1;
   options.metrics_addr = "127.0.0.1:0";
+  // Time stands still: the door's back-off of failed admin attempts never
+  // ends during the test.
+  core::ManualClock clock;
+  options.clock = &clock;
   char token_path[] = "/tmp/metasrv-token-XXXXXX";
   const int fd = mkstemp(token_path);
   ASSERT_GE(fd, 0);
@@ -366,11 +371,15 @@ TEST(HardeningLogTest, PerRequestLinesAreRateLimited) {
   ASSERT_NE(server, nullptr);
   const uint64_t before = LogLinesSuppressed();
   auto admin = metasrv::v1::Admin::NewStub(Connect(server->advertised_addr()));
+  // Three failures are free and the fourth starts the host's back-off:
+  // the rest are refused unchecked.
   for (int i = 0; i < 200; ++i) {
     grpc::ClientContext ctx;
     metasrv::v1::LeaderChangeResponse resp;
     EXPECT_EQ(admin->LeaderChange(&ctx, {}, &resp).error_code(),
-              grpc::StatusCode::UNAUTHENTICATED);
+              i < 4 ? grpc::StatusCode::UNAUTHENTICATED
+                    : grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << i;
   }
   HeartbeatClient holder(Connect(server->advertised_addr()));
   ASSERT_TRUE(holder.Call(Request(meta::FLOWNODE, 1)).has_value());
@@ -394,9 +403,10 @@ TEST(HardeningLogTest, PerRequestLinesAreRateLimited) {
     }
     return n;
   };
-  EXPECT_EQ(count("admin call LeaderChange"), 1u) << text;
+  // One line for the failures, one for the back-off's refusals.
+  EXPECT_EQ(count("admin call LeaderChange"), 2u) << text;
   EXPECT_EQ(count("heartbeat stream from"), 1u) << text;
-  EXPECT_EQ(LogLinesSuppressed() - before, 199u + 99u);
+  EXPECT_EQ(LogLinesSuppressed() - before, 3u + 195u + 99u);
   EXPECT_NE(metrics.find("metasrv_log_lines_suppressed_total"),
             std::string::npos);
 }
@@ -409,6 +419,13 @@ TEST(HardeningAdminTokenTest, ATokenThatCannotTravelInAHeaderIsRefusedAtStart) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("5000 bytes"), std::string::npos);
   EXPECT_TRUE(AdminAuth::FromToken("  0123456789abcdef\n", "f").ok());
+  // Shorter than 16 bytes: guessable, or a file caught half-written.
+  refused = AdminAuth::FromToken("0123456789abcde\n", "f");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("15 bytes; at least 16"),
+            std::string::npos);
+  EXPECT_EQ(AdminAuth::FromToken("ab", "f").status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(HardeningBudgetTest, RepliesFitTheBudgetOrAreRefused) {

@@ -37,7 +37,9 @@ using Call = UnaryCall<Request, Response>;
 class Runtime {
  public:
   explicit Runtime(CqPoller::Options options = {})
-      : metrics_(&registry_), dispatcher_(&metrics_), options_(options) {}
+      : metrics_(&registry_),
+        dispatcher_(&metrics_, nullptr),
+        options_(options) {}
   ~Runtime() { Stop(); }
 
   CallDispatcher& dispatcher() { return dispatcher_; }
@@ -131,9 +133,12 @@ class Runtime {
 };
 
 // A method that answers at once: the request's flow ids, counted.
-void AddEcho(Runtime* runtime, const std::string& method) {
+// The runtime is tested on real rows of the method table (this one's
+// request is a ForgetFlowsRequest), without a door.
+void AddEcho(Runtime* runtime) {
   runtime->dispatcher().Add(
-      method, CallMetrics::Type::kUnary, Call::Factory({}, [](Call* call) {
+      Method::kForgetFlows,
+      Call::Factory(Method::kForgetFlows, {}, [](Call* call) {
         call->response()->set_forgotten_flows(call->request().flow_ids_size());
         call->Finish(absl::OkStatus());
       }));
@@ -141,12 +146,13 @@ void AddEcho(Runtime* runtime, const std::string& method) {
 
 TEST(CallDispatcherTest, AnUnknownMethodIsUnimplementedAndCountedAsUnknown) {
   Runtime runtime;
-  AddEcho(&runtime, "/test.Svc/Echo");
+  AddEcho(&runtime);
   runtime.Start();
   Request request;
   request.add_flow_ids(7);
   Response answer;
-  ASSERT_TRUE(runtime.Unary("/test.Svc/Echo", request, &answer).ok());
+  ASSERT_TRUE(
+      runtime.Unary("/metasrv.v1.Admin/ForgetFlows", request, &answer).ok());
   EXPECT_EQ(answer.forgotten_flows(), 1u);
   for (const char* made_up : {"/test.Svc/Nope", "/other.Svc/Made/Up"}) {
     grpc::Status status = runtime.Unary(made_up, request, nullptr);
@@ -158,7 +164,7 @@ TEST(CallDispatcherTest, AnUnknownMethodIsUnimplementedAndCountedAsUnknown) {
   // client has its answer: wait for every count asserted.
   EXPECT_TRUE(WaitFor([&] {
     return runtime.Handled("unknown", "unknown", "Unimplemented") == 2 &&
-           runtime.Handled("test.Svc", "Echo", "OK") == 1;
+           runtime.Handled("metasrv.v1.Admin", "ForgetFlows", "OK") == 1;
   }));
   EXPECT_EQ(runtime.Handled("test.Svc", "Nope", "Unimplemented"), -1);
 }
@@ -170,20 +176,22 @@ TEST(CallDispatcherTest, ACallOutlivesItsClientUntilItsMethodFinishes) {
   Runtime runtime;
   std::atomic<Call*> parked{nullptr};
   runtime.dispatcher().Add(
-      "/test.Svc/Slow", CallMetrics::Type::kUnary,
-      Call::Factory({}, [&](Call* call) { parked.store(call); }));
+      Method::kForgetNodes,
+      Call::Factory(Method::kForgetNodes, {},
+                    [&](Call* call) { parked.store(call); }));
   runtime.Start();
   Request request;
-  grpc::Status status = runtime.Unary("/test.Svc/Slow", request, nullptr,
-                                      absl::Milliseconds(200));
+  grpc::Status status = runtime.Unary("/metasrv.v1.Admin/ForgetNodes", request,
+                                      nullptr, absl::Milliseconds(200));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   ASSERT_NE(parked.load(), nullptr);
   EXPECT_TRUE(WaitFor([&] { return parked.load()->cancelled(); }));
   EXPECT_EQ(runtime.dispatcher().live_calls(), 1);  // Held for its method.
   parked.load()->Finish(absl::OkStatus());
   EXPECT_TRUE(WaitFor([&] { return runtime.dispatcher().live_calls() == 0; }));
-  EXPECT_TRUE(WaitFor(
-      [&] { return runtime.Handled("test.Svc", "Slow", "Canceled") == 1; }));
+  EXPECT_TRUE(WaitFor([&] {
+    return runtime.Handled("metasrv.v1.Admin", "ForgetNodes", "Canceled") == 1;
+  }));
   runtime.Stop();
   EXPECT_TRUE(runtime.calls_ended());
 }
@@ -194,23 +202,27 @@ TEST(CqPollerTest, AHandlerThatBlocksDoesNotStopTheQueue) {
   Runtime runtime(options);
   absl::Notification entered;
   absl::Notification release;
-  runtime.dispatcher().Add("/test.Svc/Block", CallMetrics::Type::kUnary,
-                           Call::Factory({}, [&](Call* call) {
-                             entered.Notify();
-                             release.WaitForNotification();  // Blocks a poller.
-                             call->Finish(absl::OkStatus());
-                           }));
-  AddEcho(&runtime, "/test.Svc/Echo");
+  runtime.dispatcher().Add(
+      Method::kForgetNodes,
+      Call::Factory(Method::kForgetNodes, {}, [&](Call* call) {
+        entered.Notify();
+        release.WaitForNotification();  // Blocks a poller.
+        call->Finish(absl::OkStatus());
+      }));
+  AddEcho(&runtime);
   runtime.Start();
   // The first poller counts itself once its thread runs.
   EXPECT_TRUE(WaitFor([&] { return runtime.poller().polling() == 1; }));
   std::thread blocked([&] {
-    EXPECT_TRUE(runtime.Unary("/test.Svc/Block", Request(), nullptr).ok());
+    EXPECT_TRUE(
+        runtime.Unary("/metasrv.v1.Admin/ForgetNodes", Request(), nullptr)
+            .ok());
   });
   entered.WaitForNotification();
   // The one polling thread is stuck in the handler; a helper takes over.
   Response answer;
-  EXPECT_TRUE(runtime.Unary("/test.Svc/Echo", Request(), &answer).ok());
+  EXPECT_TRUE(
+      runtime.Unary("/metasrv.v1.Admin/ForgetFlows", Request(), &answer).ok());
   EXPECT_GE(runtime.poller().wakeups(), 1u);
   release.Notify();
   blocked.join();
@@ -223,14 +235,14 @@ TEST(CqPollerTest, AHelperJoinsWhileTheQueueIsSaturatedAndLeavesAfter) {
   options.max_threads = 2;
   Runtime runtime(options);
   // Each call keeps its poller busy for 2 ms.
-  runtime.dispatcher().Add("/test.Svc/Busy", CallMetrics::Type::kUnary,
-                           Call::Factory({}, [](Call* call) {
-                             const absl::Time until =
-                                 absl::Now() + absl::Milliseconds(2);
-                             while (absl::Now() < until) {
-                             }
-                             call->Finish(absl::OkStatus());
-                           }));
+  runtime.dispatcher().Add(
+      Method::kForgetNodes,
+      Call::Factory(Method::kForgetNodes, {}, [](Call* call) {
+        const absl::Time until = absl::Now() + absl::Milliseconds(2);
+        while (absl::Now() < until) {
+        }
+        call->Finish(absl::OkStatus());
+      }));
   runtime.Start();
   std::atomic<bool> stop{false};
   std::atomic<int> most{0};
@@ -238,7 +250,9 @@ TEST(CqPollerTest, AHelperJoinsWhileTheQueueIsSaturatedAndLeavesAfter) {
   for (int i = 0; i < 4; ++i) {
     clients.emplace_back([&] {
       while (!stop.load()) {
-        EXPECT_TRUE(runtime.Unary("/test.Svc/Busy", Request(), nullptr).ok());
+        EXPECT_TRUE(
+            runtime.Unary("/metasrv.v1.Admin/ForgetNodes", Request(), nullptr)
+                .ok());
         int now = runtime.poller().polling();
         int seen = most.load();
         while (now > seen && !most.compare_exchange_weak(seen, now)) {

@@ -1,0 +1,101 @@
+// The one door every call comes through, whatever its method: it is
+// charged to its peer when accepted (peer_ledger.h), an admin call's token
+// is checked then (with the peer's failures slowed, ops/auth_backoff.h),
+// its request must arrive within --request_timeout, it is admitted by its
+// leader policy once decoded (method_table.h), and its answer is charged to
+// its peer's share of the reply budget and cancelled if left unread past
+// --reply_stall_limit. The dispatcher and UnaryCall apply it; the streams
+// apply the leader policy per request through AdmitLeader(); services only
+// serve what it admitted.
+#ifndef METASRV_SERVER_RPC_CALL_DOOR_H_
+#define METASRV_SERVER_RPC_CALL_DOOR_H_
+
+#include <grpcpp/server_context.h>
+
+#include <cstdint>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/clock.h"
+#include "core/leadership.h"
+#include "server/ops/admin_auth.h"
+#include "server/ops/auth_backoff.h"
+#include "server/ops/metrics.h"
+#include "server/rpc/method_table.h"
+#include "server/rpc/peer_ledger.h"
+#include "server/rpc/reply_budget.h"
+
+namespace metasrv::server {
+
+class ServerCall;
+
+// What the door holds every call to.
+struct DoorOptions {
+  PeerLimits peers;  // Calls open, in all and per peer; a peer's replies.
+  // A call whose (first) request has not arrived by then is ended.
+  absl::Duration request_timeout = absl::Seconds(10);
+  // An answer the client has not taken by then is cancelled.
+  absl::Duration reply_stall_limit = absl::Seconds(5);
+  AuthBackoff::Options auth_backoff;  // Failed admin attempts.
+  // Answers smaller than this are not watched for stalls: an HTTP/2
+  // connection's first window takes them at once, and the peer's share
+  // bounds what many of them hold.
+  uint64_t watched_reply_bytes = 64 << 10;
+};
+
+// Thread-safe: the admin rights may be replaced while calls come.
+class CallDoor {
+ public:
+  // Borrows everything; each must outlive the door. `replies` may be null
+  // (no budget), `metrics` too (not counted).
+  CallDoor(const core::Leadership* leadership, AdminAuth auth,
+           DoorOptions options, ReplyBudget* replies, const core::Clock* clock,
+           Metrics* metrics);
+
+  // A call of `row` was accepted (its HEADERS came): charges it to its peer
+  // and, for an admin method, checks its token. The status to finish it with
+  // when refused (kResourceExhausted past a bound or in the peer's back-off;
+  // kUnauthenticated or kPermissionDenied for the token).
+  absl::Status Enter(const MethodRow& row, ServerCall* call)
+      ABSL_LOCKS_EXCLUDED(auth_mu_);
+
+  // The leader policy of `method` now (method_table.h).
+  absl::StatusOr<Admission> AdmitLeader(Method method) const {
+    return server::AdmitLeader(method, *leadership_);
+  }
+
+  // Charges an answer of `bytes` to `call`'s peer and the reply budget.
+  // kResourceExhausted if either is full, kFailedPrecondition if it could
+  // never fit; nothing is taken then.
+  absl::Status TakeReply(ServerCall* call, uint64_t bytes);
+  // Gives back what TakeReply() took.
+  void GiveReply(ServerCall* call, uint64_t bytes);
+
+  // Admin calls admitted from now on are checked against `auth`.
+  void SetAdminAuth(AdminAuth auth) ABSL_LOCKS_EXCLUDED(auth_mu_);
+
+  const core::Leadership& leadership() const { return *leadership_; }
+  const DoorOptions& options() const { return options_; }
+  const PeerLedger& ledger() const { return ledger_; }
+  Metrics* metrics() const { return metrics_; }
+
+ private:
+  absl::Status CheckAdmin(const MethodRow& row,
+                          grpc::ServerContextBase* context)
+      ABSL_LOCKS_EXCLUDED(auth_mu_);
+
+  const core::Leadership* const leadership_;  // Who leads; borrowed.
+  const DoorOptions options_;
+  ReplyBudget* const replies_;                // May be null; borrowed.
+  Metrics* const metrics_;                    // Never null.
+  PeerLedger ledger_;                         // Calls and replies per peer.
+  AuthBackoff backoff_;                       // Failed admin attempts per peer.
+  mutable absl::Mutex auth_mu_;               // Guards auth_.
+  AdminAuth auth_ ABSL_GUARDED_BY(auth_mu_);  // Who may call admin methods.
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_RPC_CALL_DOOR_H_
