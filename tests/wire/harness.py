@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 BINARY = None  # Set by setup().
 FLOWNODE, FRONTEND = 2, 1  # greptime.v1.meta.Role
@@ -70,17 +71,33 @@ def accepts(port):
 
 
 class Server:
-    """The metasrv binary on a free loopback port; its stderr in a file."""
+    """The metasrv binary on a free loopback port; its stderr in a file.
+    With `metrics`, its /metrics on another (metric())."""
 
-    def __init__(self, *extra):
+    def __init__(self, *extra, metrics=False):
         self.port = free_port()
         self.addr = f"127.0.0.1:{self.port}"
+        self.metrics_port = free_port() if metrics else None
+        metrics_addr = f"127.0.0.1:{self.metrics_port}" if metrics else ""
         self.log = tempfile.NamedTemporaryFile(prefix="metasrv-", suffix=".log",
                                                delete=False)
         self.proc = subprocess.Popen(
-            [BINARY, f"--bind_addr={self.addr}", "--metrics_addr=", *extra],
+            [BINARY, f"--bind_addr={self.addr}", f"--metrics_addr={metrics_addr}",
+             *extra],
             stdout=subprocess.DEVNULL, stderr=self.log)
         wait_for(lambda: accepts(self.port), what=f"metasrv on {self.addr}")
+
+    def metric(self, name, labels=""):
+        """The value of one series on /metrics (`labels` as written there,
+        e.g. 'reason="peer_calls"'), or None when it is not there."""
+        with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+        series = f"{name}{{{labels}}}" if labels else name
+        for line in text.splitlines():
+            if line.startswith(series + " "):
+                return float(line.split()[-1])
+        return None
 
     def stop(self):
         self.proc.terminate()

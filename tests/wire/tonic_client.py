@@ -134,14 +134,17 @@ class Call:
 class Connection:
     """One HTTP/2 connection, as tonic opens it (plaintext, prior knowledge)."""
 
-    def __init__(self, addr, encoding="zstd", window=None):
+    def __init__(self, addr, encoding="zstd", window=None, source=None):
         """`window`: the HTTP/2 initial stream window to announce (0: the
         server may send no answer's data until we grant some, which this
-        client then never does)."""
+        client then never does). `source`: the loopback address to connect
+        from (127.0.0.2, say), so that the server sees another host."""
         host, port = addr.rsplit(":", 1)
         self.authority = addr
         self.encoding = encoding
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.sock = socket.create_connection(
+            (host, int(port)), timeout=10,
+            source_address=(source, 0) if source else None)
         config = h2.config.H2Configuration(client_side=True,
                                            header_encoding="utf-8",
                                            validate_inbound_headers=True)
@@ -167,8 +170,9 @@ class Connection:
         if data:
             self.sock.sendall(data)
 
-    def open(self, path):
-        """Starts a call of `path` with tonic's request headers."""
+    def open(self, path, metadata=()):
+        """Starts a call of `path` with tonic's request headers, and
+        `metadata` ((name, value) pairs) after them."""
         sid = self.h2.get_next_available_stream_id()
         headers = [(":method", "POST"), (":scheme", "http"), (":path", path),
                    (":authority", self.authority),
@@ -177,6 +181,7 @@ class Connection:
                    ("grpc-accept-encoding", "zstd,gzip")]
         if self.encoding != "identity":
             headers.append(("grpc-encoding", self.encoding))
+        headers.extend(metadata)
         self.h2.send_headers(sid, headers)
         self.flush()
         call = Call(self, sid)
@@ -223,9 +228,9 @@ class Connection:
                 call.reset_code = event.error_code
         self.flush()
 
-    def unary(self, path, request, **send_args):
+    def unary(self, path, request, metadata=(), **send_args):
         """Sends one request message and returns the one answer's bytes."""
-        call = self.open(path)
+        call = self.open(path, metadata)
         call.send(request.SerializeToString(), end=True, **send_args)
         answer = call.recv()
         call.finish()

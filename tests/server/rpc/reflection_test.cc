@@ -182,7 +182,8 @@ TEST_F(ReflectionTest, LongNamesAreRefusedWithoutAnEcho) {
   refl::ServerReflectionResponse resp;
   ASSERT_TRUE(stream->Write(req));
   ASSERT_TRUE(stream->Read(&resp));
-  EXPECT_EQ(resp.error_response().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(resp.error_response().error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_FALSE(resp.has_original_request());
   EXPECT_LT(resp.ByteSizeLong(), 512u);
   // A name of ordinary length is still found.
