@@ -117,6 +117,9 @@ void CallDispatcher::Dispatch(ServerCall* call) {
                   entry.series);
       return;
     }
+    // Its request is due within the door's deadline, whatever its kind.
+    call->ArmRequestDeadline(absl::Now() + door_->options().request_timeout,
+                             door_->metrics());
   }
   call->Serve(entry.make(call), entry.series);
 }

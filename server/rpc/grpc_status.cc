@@ -83,8 +83,8 @@ grpc::Status ToGrpcStatus(const absl::Status& status,
   grpc::Status out = ToGrpcStatus(status);
   if (status.ok() || context == nullptr) return out;
   const GreptimeError error = ClassifyForGreptime(status);
-  context->AddTrailingMetadata(
-      kGreptimeErrCode, absl::StrCat(static_cast<uint32_t>(error.code)));
+  context->AddTrailingMetadata(kGreptimeErrCode,
+                               absl::StrCat(static_cast<uint32_t>(error.code)));
   context->AddTrailingMetadata(kGreptimeErrMsg,
                                HeaderValue(out.error_message()));
   context->AddTrailingMetadata(kGreptimeErrRetryHint,

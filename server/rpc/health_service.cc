@@ -68,6 +68,9 @@ class HealthService::Watcher final : public CallHandler,
 
  private:
   void OnRead(bool ok) {
+    // The door's deadline for a first request no longer applies (a late one
+    // was cancelled: its read failed).
+    call_->RequestArrived();
     HealthCheckRequest request;
     absl::Status decoded =
         ok ? DecodeRequest(&request_, kMaxHealthRequest, &request)

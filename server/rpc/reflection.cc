@@ -70,6 +70,9 @@ class ReflectionStream final : public CallHandler {
  private:
   void Read() { call_->stream()->Read(&in_, call_->Begin(&read_)); }
   void OnReadDone(bool ok) {
+    // The door's deadline for a first request no longer applies (a late one
+    // was cancelled: its read failed).
+    call_->RequestArrived();
     if (!ok) {
       Finish(grpc::Status::OK);  // The client is done asking.
       return;

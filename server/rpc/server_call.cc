@@ -42,6 +42,33 @@ ServerCall::~ServerCall() {
   }
 }
 
+void ServerCall::ArmRequestDeadline(absl::Time deadline, Metrics* metrics) {
+  deadline_metrics_ = metrics;
+  request_phase_.store(kWaiting, std::memory_order_release);
+  request_alarm_.Set(cq_, absl::ToChronoTime(deadline), Begin(&request_due_));
+}
+
+bool ServerCall::SettleRequestDeadline() {
+  int waiting = kWaiting;
+  if (request_phase_.compare_exchange_strong(waiting, kArrived,
+                                             std::memory_order_acq_rel)) {
+    request_alarm_.Cancel();
+    return true;
+  }
+  return waiting != kTimedOut;
+}
+
+void ServerCall::RequestDueTag::Complete(bool fired) {
+  int waiting = kWaiting;
+  if (fired && call_->request_phase_.compare_exchange_strong(
+                   waiting, kTimedOut, std::memory_order_acq_rel)) {
+    call_->deadline_metrics_->DoorRefused(DoorRefusal::kRequestTimeout);
+    call_->Finishing(GRPC_STATUS_DEADLINE_EXCEEDED);
+    call_->context_.TryCancel();
+  }
+  call_->Release();
+}
+
 void ServerCall::Request(grpc::AsyncGenericService* service,
                          grpc::ServerCompletionQueue* cq, CqTag* accepted) {
   cq_ = cq;

@@ -11,6 +11,7 @@
 #define METASRV_SERVER_RPC_SERVER_CALL_H_
 
 #include <grpc/grpc.h>
+#include <grpcpp/alarm.h>
 #include <grpcpp/generic/async_generic_service.h>
 
 #include <atomic>
@@ -24,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/ops/call_metrics.h"
+#include "server/ops/metrics.h"
 #include "server/rpc/cq_tag.h"
 #include "server/rpc/peer_ledger.h"
 
@@ -135,6 +137,23 @@ class ServerCall {
   grpc_call_error StartBatch(const grpc_op* ops, size_t count, CqTag* op);
   // An operation begun with Begin()/StartBatch() completed.
   void Release();
+  // The door's deadline for the call's first request message: unless the
+  // handler says RequestArrived() by `deadline`, the call is cancelled
+  // (counted in `metrics` and finishing DEADLINE_EXCEEDED), so that half a
+  // call (HEADERS, never a request) holds nothing for long. Call at most
+  // once, before Serve().
+  void ArmRequestDeadline(absl::Time deadline, Metrics* metrics);
+  // The handler's read of the first request completed (whether or not it
+  // got one): the deadline no longer applies. False when it had passed
+  // first: the call was cancelled, and the handler should finish it. Cheap
+  // after the first call; true when no deadline was armed.
+  bool RequestArrived() {
+    if (request_phase_.load(std::memory_order_acquire) != kWaiting) {
+      return request_phase_.load(std::memory_order_acquire) != kTimedOut;
+    }
+    return SettleRequestDeadline();
+  }
+
   // Begin() for the operation that sends the call's status (after which the
   // handler starts no other): the handler's own hold on the call ends here,
   // once. The call is never deleted inside this (the operation holds it
@@ -142,6 +161,10 @@ class ServerCall {
   // handler's OnDone() takes (a registry aborting its streams).
   void* BeginFinish(CqTag* op) {
     void* tag = Begin(op);
+    // Finished before its request came (refused at the door): no deadline.
+    if (request_phase_.load(std::memory_order_acquire) == kWaiting) {
+      SettleRequestDeadline();
+    }
     if (!finish_started_.exchange(true)) Release();
     return tag;
   }
@@ -166,6 +189,21 @@ class ServerCall {
     ServerCall* const call_;  // Its call.
   };
 
+  // The request deadline's alarm went off (fired) or was cancelled.
+  class RequestDueTag final : public CqTag {
+   public:
+    explicit RequestDueTag(ServerCall* call) : call_(call) {}
+    void Complete(bool fired) override;
+
+   private:
+    ServerCall* const call_;  // Its call.
+  };
+  // Where the call is with its request deadline.
+  enum RequestPhase { kNoDeadline, kWaiting, kArrived, kTimedOut };
+  // Leaves kWaiting for kArrived (cancelling the alarm) unless the deadline
+  // won; returns whether it did.
+  bool SettleRequestDeadline();
+
   ~ServerCall();
 
   CallBook* const book_;                       // Live calls, metrics; borrowed.
@@ -187,6 +225,10 @@ class ServerCall {
   static constexpr int kNoCode = -1;               // No code said yet.
   std::atomic<int> code_{kNoCode};                 // The first code said.
   std::optional<SelfCountedCall> counted_;  // Its call metrics, once served.
+  RequestDueTag request_due_{this};         // The request deadline's tag.
+  grpc::Alarm request_alarm_;               // Set by ArmRequestDeadline().
+  Metrics* deadline_metrics_ = nullptr;     // Where a timeout is counted.
+  std::atomic<int> request_phase_{kNoDeadline};  // A RequestPhase.
   // Its peer's charge; released last, with the call.
   std::optional<PeerLedger::Ticket> ticket_;
 };

@@ -1,12 +1,12 @@
 // A unary call of a method that takes raw bytes, through the door
-// (call_door.h): its request must arrive within --request_timeout, is
-// decoded (zstd included, see request_decoder.h) into an arena and admitted
-// by the method's leader policy; only then does the method see it, with the
-// admission. The response is built on the same arena and sent, with the
-// status, in one batch when the method finishes it. Until gRPC has taken
-// the answer, its bytes count against its peer's share and the reply
-// budget, and a large answer left unread past --reply_stall_limit is
-// cancelled.
+// (call_door.h): its request (due within --request_timeout, see
+// ServerCall::ArmRequestDeadline) is decoded (zstd included, see
+// request_decoder.h) into an arena and admitted by the method's leader policy;
+// only then does the method see it, with the admission. The response is built
+// on the same arena and sent, with the status, in one batch when the method
+// finishes it. Until gRPC has taken the answer, its bytes count against its
+// peer's share and the reply budget, and a large answer left unread past
+// --reply_stall_limit is cancelled.
 #ifndef METASRV_SERVER_RPC_UNARY_CALL_H_
 #define METASRV_SERVER_RPC_UNARY_CALL_H_
 
@@ -58,7 +58,6 @@ class UnaryCall final : public CallHandler {
         serve_(serve),
         read_(this, &UnaryCall::OnRead),
         finished_(this, &UnaryCall::OnFinished),
-        request_due_(this, &UnaryCall::OnRequestDue),
         reply_due_(this, &UnaryCall::OnReplyDue),
         request_(google::protobuf::Arena::CreateMessage<Request>(&arena_)),
         response_(google::protobuf::Arena::CreateMessage<Response>(&arena_)) {}
@@ -124,22 +123,9 @@ class UnaryCall final : public CallHandler {
     }
   }
 
-  void Start() override {
-    if (limits_.door != nullptr) {
-      // Ended if its request has not come by then (OnRequestDue).
-      request_alarm_.Set(
-          call_->cq(),
-          absl::ToChronoTime(absl::Now() +
-                             limits_.door->options().request_timeout),
-          call_->Begin(&request_due_));
-    }
-    call_->stream()->Read(&in_, call_->Begin(&read_));
-  }
+  void Start() override { call_->stream()->Read(&in_, call_->Begin(&read_)); }
 
  private:
-  // Where the call is between its request's deadline and its reading.
-  enum Phase { kWaiting, kRead, kTimedOut };
-
   // The answer's bytes charged to its peer and the reply budget; an error
   // if they do not fit.
   grpc::Status Charge() {
@@ -155,14 +141,12 @@ class UnaryCall final : public CallHandler {
   }
 
   void OnRead(bool ok) {
-    int waiting = kWaiting;
-    if (!phase_.compare_exchange_strong(waiting, kRead)) {
-      // Its deadline passed first: the call was cancelled (OnRequestDue).
+    if (!call_->RequestArrived()) {
+      // The door's deadline passed first: the call was cancelled.
       Finish(absl::DeadlineExceededError(
           "the request did not arrive within --request_timeout"));
       return;
     }
-    if (limits_.door != nullptr) request_alarm_.Cancel();
     if (!ok) {
       // No request: the client went away, or half-closed without one.
       Finish(absl::InternalError("the call carried no request message"));
@@ -185,14 +169,6 @@ class UnaryCall final : public CallHandler {
     }
     (*serve_)(this);
   }
-  void OnRequestDue(bool fired) {
-    int waiting = kWaiting;
-    if (!fired || !phase_.compare_exchange_strong(waiting, kTimedOut)) return;
-    // Half a call (HEADERS, no request) holds its memory no longer.
-    limits_.door->metrics()->DoorRefused(DoorRefusal::kRequestTimeout);
-    call_->Finishing(grpc::StatusCode::DEADLINE_EXCEEDED);
-    context()->TryCancel();
-  }
   void OnFinished(bool) {
     answered_.store(true);
     if (reply_armed_) reply_alarm_.Cancel();
@@ -214,11 +190,8 @@ class UnaryCall final : public CallHandler {
   const Serve* const serve_;           // The method; the table's.
   CallOp<UnaryCall> read_;             // The request read.
   CallOp<UnaryCall> finished_;         // The answer and status sent.
-  CallOp<UnaryCall> request_due_;      // The request's deadline.
   CallOp<UnaryCall> reply_due_;        // The answer's stall limit.
-  grpc::Alarm request_alarm_;          // Set at Start(), with a door.
   grpc::Alarm reply_alarm_;            // Set for a large answer, with a door.
-  std::atomic<int> phase_{kWaiting};   // Phase: request read or too late.
   std::atomic<bool> answered_{false};  // The answer's batch completed.
   Admission admission_;                // Set before serve_ runs.
   bool reply_armed_ = false;           // reply_alarm_ was set.

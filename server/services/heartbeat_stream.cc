@@ -92,6 +92,9 @@ void HeartbeatStream::StartBatch(grpc_byte_buffer* answer) {
 }
 
 void HeartbeatStream::OnBatch(bool ok) {
+  // The door's deadline for a first request no longer applies (a late one
+  // was cancelled: its read failed).
+  call_->RequestArrived();
   bool finished = false;
   {
     absl::MutexLock lock(&mu_);

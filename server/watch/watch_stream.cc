@@ -30,6 +30,9 @@ void WatchStream::Start() {
 }
 
 void WatchStream::OnRead(bool ok) {
+  // The door's deadline for a first request no longer applies (a late one
+  // was cancelled: its read failed).
+  call_->RequestArrived();
   if (!ok) {
     FinishOnce(grpc::Status(grpc::StatusCode::INTERNAL,
                             "the call carried no request message"));

@@ -22,7 +22,7 @@ import unittest
 from harness import Server, meta, parse, rss_kib, wait_for
 import harness
 import tonic_client
-from attack_test import (GET_FLOW_STATE, MIB, heartbeat_answered, load_flows,
+from attack_test import (GET_FLOW_STATE, HEARTBEAT, MIB, heartbeat_answered, load_flows,
                          one_flow_read)
 
 ATTACKER = "127.0.0.2"
@@ -50,7 +50,8 @@ def status_of(call):
 
 
 class HalfOpenCallsTest(unittest.TestCase):
-    """Calls opened with HEADERS only, no request, left waiting."""
+    """Calls opened with HEADERS only, no request, left waiting: unary reads
+    and heartbeat streams."""
 
     def test_calls_are_bounded_per_host_and_ended_at_their_deadline(self):
         # 64 MiB for gRPC: --max_calls 3,276 (20 KiB a call), 1,638 per host.
@@ -63,7 +64,10 @@ class HalfOpenCallsTest(unittest.TestCase):
         for conn in conns:
             self.addCleanup(conn.close)
         opened = time.monotonic()
-        calls = [conn.open(GET_FLOW_STATE) for conn in conns for _ in range(900)]
+        # Unary reads on two connections, heartbeat streams on two: every
+        # kind is charged alike.
+        calls = [conn.open(GET_FLOW_STATE if i < 2 else HEARTBEAT)
+                 for i, conn in enumerate(conns) for _ in range(900)]
         # Past its host's bound, each call is refused as soon as its HEADERS
         # come: RESOURCE_EXHAUSTED, naming the setting.
         expected_refused = len(calls) - 1638
