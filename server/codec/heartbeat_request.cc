@@ -1,9 +1,14 @@
 #include "server/codec/heartbeat_request.h"
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "metasrv/v1/metasrv.pb.h"
 #include "server/codec/flow_stat_wire.h"
+#include "server/codec/node_identity.h"
+#include "server/codec/node_info_proto.h"
 #include "server/rpc/request_decoder.h"
 
 namespace metasrv::server {
@@ -46,7 +51,13 @@ metasrv::v1::HeartbeatFrame* HeartbeatRequestReader::Fresh() {
 }
 
 absl::Status HeartbeatRequestReader::DecodeFlows(absl::Status parsed) {
+  node_id_.reset();
   if (!parsed.ok()) return parsed;
+  if (frame_->has_header()) {
+    node_id_ = frame_->header().member_id();
+  } else if (frame_->has_peer()) {
+    node_id_ = frame_->peer().id();
+  }
   for (const std::string& stat : frame_->flow_stat()) {
     flow_stat_bytes_ += stat.size();
     if (!DecodeFlowStat(stat, &flows_)) return Malformed();
@@ -76,6 +87,77 @@ absl::Status HeartbeatRequestReader::Read(absl::string_view bytes) {
   const bool parsed =
       frame->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
   return DecodeFlows(parsed ? absl::OkStatus() : Malformed());
+}
+
+absl::Status HeartbeatRequestReader::Check() const {
+  const metasrv::v1::HeartbeatFrame& request = *frame_;
+  if (!request.has_header()) {
+    return absl::InvalidArgumentError("heartbeat request has no header");
+  }
+  const int role = request.header().role();
+  if (!greptime::v1::meta::Role_IsValid(role)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("heartbeat request has unknown role ", role));
+  }
+  const auto& info = request.info();
+  for (const auto& [name, value] : {std::pair<const char*, const std::string*>{
+                                        "peer.addr", &request.peer().addr()},
+                                    {"info.version", &info.version()},
+                                    {"info.git_commit", &info.git_commit()},
+                                    {"info.hostname", &info.hostname()}}) {
+    if (value->size() > kMaxNodeStringBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("heartbeat request's ", name, " has ", value->size(),
+                       " bytes, more than the limit of ", kMaxNodeStringBytes));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<core::NodeHeartbeat> HeartbeatRequestReader::TakeHeartbeat(
+    uint64_t node, uint64_t max_flows_per_report, ReportRefusal* why) {
+  *why = ReportRefusal::kNone;
+  const metasrv::v1::HeartbeatFrame& request = *frame_;
+  core::NodeHeartbeat heartbeat;
+  heartbeat.peer_addr = request.peer().addr();
+  if (request.has_info()) heartbeat.info = FromProto(request.info());
+  heartbeat.cluster_node = ClusterNodeOf(request);
+  if (!has_flow_stat()) return heartbeat;
+  // The start times, from the extension a flownode may send. Only a report
+  // that carries it pays for parsing it.
+  auto ext = request.extensions().find(kFlowStartTimeExtension);
+  if (ext != request.extensions().end()) {
+    metasrv::v1::FlowStartTimes extension;
+    if (!extension.ParseFromString(ext->second)) {
+      *why = ReportRefusal::kMalformedExtension;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "report of node ", node, ": extension \"", kFlowStartTimeExtension,
+          "\" is not an encoded metasrv.v1.FlowStartTimes"));
+    }
+    for (const auto& [flow_id, unix_ms] : extension.start_time_ms()) {
+      flows_.SetStartTime(flow_id, unix_ms);
+    }
+  }
+  core::FlowStateValue report = flows_.Build();
+  // Each map's distinct flows, and all of them: a map past the limit is
+  // named by its own count, as the three maps would count.
+  uint64_t per_field[3] = {0, 0, 0};
+  for (const core::FlowStat& stat : report.flows()) {
+    per_field[0] += stat.has(core::kStateSize);
+    per_field[1] += stat.has(core::kLastExecTime);
+    per_field[2] += stat.has(core::kStartTime);
+  }
+  const uint64_t largest = std::max({per_field[0], per_field[1], per_field[2]});
+  const uint64_t flows =
+      largest > max_flows_per_report ? largest : report.flows().size();
+  if (flows > max_flows_per_report) {
+    *why = ReportRefusal::kTooManyFlows;
+    return absl::InvalidArgumentError(
+        absl::StrCat("report of node ", node, " has ", flows,
+                     " flows, more than the limit of ", max_flows_per_report));
+  }
+  heartbeat.report = std::move(report);
+  return heartbeat;
 }
 
 }  // namespace metasrv::server

@@ -7,14 +7,36 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/flow_state_store.h"
 #include "core/flow_state_value.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
 #include "metasrv/v1/heartbeat_frame.pb.h"
 
 namespace metasrv::server {
+
+// The longest peer address and NodeInfo string (version, git_commit,
+// hostname) a heartbeat may carry: a host name is at most 253 bytes, and a
+// longer value would only cost memory in every record, cluster-info key and
+// answer that holds it. A heartbeat past it ends its stream with
+// INVALID_ARGUMENT; nothing of it is recorded.
+inline constexpr size_t kMaxNodeStringBytes = 256;
+
+// The extension a flownode may send with its report, an encoded
+// metasrv.v1.FlowStartTimes: each flow's start time.
+inline constexpr char kFlowStartTimeExtension[] = "flow_start_time_map";
+
+// Why a flownode's report was refused.
+enum class ReportRefusal {
+  kNone,
+  kMalformedExtension,  // kFlowStartTimeExtension does not parse.
+  kTooManyFlows,        // More flows than the limit in one of its maps.
+};
 
 // The name requests are parsed as, in errors: what a client sent.
 inline constexpr absl::string_view kHeartbeatRequestType =
@@ -48,6 +70,23 @@ class HeartbeatRequestReader {
 
   // The request last read: every field but flow_stat's maps.
   const metasrv::v1::HeartbeatFrame& request() const { return *frame_; }
+  // The node it speaks for: header.member_id when a header is present (even
+  // 0), else peer.id when a peer is present, else none. Worked out once per
+  // request, when read.
+  std::optional<uint64_t> node_id() const { return node_id_; }
+  // Its own shape, checked before anything of it is kept: a header, a known
+  // role, and node strings (peer address, NodeInfo's version, git commit and
+  // host name) within kMaxNodeStringBytes. kInvalidArgument naming what is
+  // wrong.
+  absl::Status Check() const;
+  // What it says of its node, whole: its peer address, NodeInfo and cluster
+  // info and, when it carried a flow_stat, the report (the flows, taken from
+  // flows(), with the start times of kFlowStartTimeExtension), every map
+  // held to `max_flows_per_report` distinct flows. kInvalidArgument, naming
+  // `node` and with `*why` set, for a malformed extension or too many flows;
+  // nothing is returned then.
+  absl::StatusOr<core::NodeHeartbeat> TakeHeartbeat(
+      uint64_t node, uint64_t max_flows_per_report, ReportRefusal* why);
   // Whether it carried a flow_stat (empty or not).
   bool has_flow_stat() const { return frame_->flow_stat_size() > 0; }
   // Its flow_stat's state sizes and last execution times, not yet built;
@@ -69,6 +108,7 @@ class HeartbeatRequestReader {
   metasrv::v1::HeartbeatFrame* frame_ = nullptr;  // The request; on arena_.
   core::FlowStateValue::Builder flows_;           // Its flow_stat's entries.
   size_t flow_stat_bytes_ = 0;                    // Their bytes on the wire.
+  std::optional<uint64_t> node_id_;               // See node_id().
 };
 
 }  // namespace metasrv::server

@@ -6,7 +6,7 @@
 #include "absl/time/clock.h"
 #include "server/rpc/not_leader.h"
 #include "server/rpc/unary_call.h"
-#include "server/services/node_info_proto.h"
+#include "server/codec/node_info_proto.h"
 
 namespace metasrv::server {
 

@@ -5,7 +5,7 @@
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/request_decoder.h"
 #include "server/rpc/unary_call.h"
-#include "server/services/node_info_proto.h"
+#include "server/codec/node_info_proto.h"
 #include "server/watch/watch_stream.h"
 
 namespace metasrv::server {

@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
+#include "server/codec/node_identity.h"
+#include "server/codec/node_info_proto.h"
 #include "server/rpc/method_table.h"
-#include "server/services/node_identity.h"
-#include "server/services/node_info_proto.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -22,53 +22,6 @@ HeartbeatHandler::HeartbeatHandler(core::FlowStateManager* flow_state,
       leadership_(leadership),
       options_(options),
       metrics_(Metrics::OrDiscard(metrics)) {}
-
-std::optional<uint64_t> HeartbeatHandler::NodeId(
-    const metasrv::v1::HeartbeatFrame& request) {
-  if (request.has_header()) return request.header().member_id();
-  if (request.has_peer()) return request.peer().id();
-  return std::nullopt;
-}
-
-absl::StatusOr<core::FlowStateValue> HeartbeatHandler::ReadReport(
-    HeartbeatRequestReader* reader, uint64_t node) {
-  const metasrv::v1::HeartbeatFrame& request = reader->request();
-  core::FlowStateValue::Builder* builder = reader->flows();
-  // The start times, from the extension a flownode may send. Only a report
-  // that carries it pays for parsing it.
-  auto ext = request.extensions().find(kFlowStartTimeExtension);
-  if (ext != request.extensions().end()) {
-    metasrv::v1::FlowStartTimes extension;
-    if (!extension.ParseFromString(ext->second)) {
-      metrics_->ReportIgnored(IgnoredReason::kMalformed);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "report of node ", node, ": extension \"", kFlowStartTimeExtension,
-          "\" is not an encoded metasrv.v1.FlowStartTimes"));
-    }
-    for (const auto& [flow_id, unix_ms] : extension.start_time_ms()) {
-      builder->SetStartTime(flow_id, unix_ms);
-    }
-  }
-  core::FlowStateValue report = builder->Build();
-  // Each map's distinct flows, and all of them: a map past the limit is
-  // named by its own count, as the three maps would count.
-  uint64_t per_field[3] = {0, 0, 0};
-  for (const core::FlowStat& stat : report.flows()) {
-    per_field[0] += stat.has(core::kStateSize);
-    per_field[1] += stat.has(core::kLastExecTime);
-    per_field[2] += stat.has(core::kStartTime);
-  }
-  const uint64_t largest = std::max({per_field[0], per_field[1], per_field[2]});
-  const uint64_t flows =
-      largest > options_.max_flows_per_report ? largest : report.flows().size();
-  if (flows > options_.max_flows_per_report) {
-    metrics_->ReportIgnored(IgnoredReason::kTooManyFlows);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "report of node ", node, " has ", flows,
-        " flows, more than the limit of ", options_.max_flows_per_report));
-  }
-  return report;
-}
 
 absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     HeartbeatRequestReader* reader, greptime::v1::meta::Role role,
@@ -85,25 +38,25 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     metrics_->ReportIgnored(IgnoredReason::kNotFlownode);
     return MergeResult::kNotFlownode;
   }
-  std::optional<uint64_t> node = NodeId(request);
+  const std::optional<uint64_t> node = reader->node_id();
   if (!node.has_value()) {
     if (!has_report) return MergeResult::kNoFlowStat;
     spdlog::debug("flow stat without header or peer ignored");
     metrics_->ReportIgnored(IgnoredReason::kNoNodeId);
     return MergeResult::kNoNodeId;
   }
-  core::NodeHeartbeat heartbeat;
-  heartbeat.peer_addr = request.peer().addr();
-  if (request.has_info()) heartbeat.info = FromProto(request.info());
-  heartbeat.cluster_node = ClusterNodeOf(request);
-  if (has_report) {
-    absl::StatusOr<core::FlowStateValue> report = ReadReport(reader, *node);
-    if (!report.ok()) return report.status();
-    heartbeat.report = *std::move(report);
+  ReportRefusal refusal = ReportRefusal::kNone;
+  absl::StatusOr<core::NodeHeartbeat> heartbeat =
+      reader->TakeHeartbeat(*node, options_.max_flows_per_report, &refusal);
+  if (!heartbeat.ok()) {
+    metrics_->ReportIgnored(refusal == ReportRefusal::kTooManyFlows
+                                ? IgnoredReason::kTooManyFlows
+                                : IgnoredReason::kMalformed);
+    return heartbeat.status();
   }
   const absl::Time start = absl::Now();
   absl::Status recorded =
-      flow_state_->Heartbeat(*node, std::move(heartbeat), state_term);
+      flow_state_->Heartbeat(*node, *std::move(heartbeat), state_term);
   if (!recorded.ok()) {
     if (absl::IsAborted(recorded) && has_report) {
       metrics_->ReportIgnored(IgnoredReason::kNotLeader);
@@ -128,27 +81,9 @@ absl::Status HeartbeatHandler::Handle(HeartbeatRequestReader* reader,
                                       bool handshake,
                                       HeartbeatResponse* response) {
   const metasrv::v1::HeartbeatFrame& request = reader->request();
-  if (!request.has_header()) {
-    return absl::InvalidArgumentError("heartbeat request has no header");
-  }
-  const int role = request.header().role();
-  if (!greptime::v1::meta::Role_IsValid(role)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("heartbeat request has unknown role ", role));
-  }
   // What a node says about itself is bounded before anything is kept.
-  const auto& info = request.info();
-  for (const auto& [name, value] : {std::pair<const char*, const std::string*>{
-                                        "peer.addr", &request.peer().addr()},
-                                    {"info.version", &info.version()},
-                                    {"info.git_commit", &info.git_commit()},
-                                    {"info.hostname", &info.hostname()}}) {
-    if (value->size() > kMaxNodeStringBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("heartbeat request's ", name, " has ", value->size(),
-                       " bytes, more than the limit of ", kMaxNodeStringBytes));
-    }
-  }
+  if (absl::Status checked = reader->Check(); !checked.ok()) return checked;
+  const int role = request.header().role();
   metrics_->HeartbeatReceived(role);
   response->Clear();
   response->mutable_header()->set_protocol_version(1);

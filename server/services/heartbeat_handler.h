@@ -30,16 +30,6 @@ enum class MergeResult {
   kNoNodeId,     // Neither a header nor a peer names the node.
 };
 
-// The longest peer address and NodeInfo string (version, git_commit,
-// hostname) a heartbeat may carry: a host name is at most 253 bytes, and a
-// longer value would only cost memory in every record, cluster-info key and
-// answer that holds it. A heartbeat past it ends its stream with
-// INVALID_ARGUMENT; nothing of it is recorded.
-inline constexpr size_t kMaxNodeStringBytes = 256;
-
-// The HeartbeatRequest.extensions key of a metasrv.v1.FlowStartTimes.
-inline constexpr char kFlowStartTimeExtension[] = "flow_start_time_map";
-
 class HeartbeatHandler {
  public:
   struct Options {
@@ -73,7 +63,8 @@ class HeartbeatHandler {
   // Records a flownode's heartbeat (its peer address and NodeInfo) and
   // merges its flow state (with the start times of the
   // kFlowStartTimeExtension extension, if any) if `role` (the sender's,
-  // normally from the header) and its identity (see NodeId) allow.
+  // normally from the header) and its identity
+  // (HeartbeatRequestReader::node_id) allow.
   // `state_term` is the leadership term's (see
   // FlowStateManager::Heartbeat): kAborted if it ended. kInvalidArgument for
   // too many flows or a malformed extension; nothing is recorded then.
@@ -81,17 +72,7 @@ class HeartbeatHandler {
       HeartbeatRequestReader* request, greptime::v1::meta::Role role,
       std::optional<uint64_t> state_term = std::nullopt);
 
-  // The node a report belongs to: header.member_id when a header is present
-  // (even 0), else peer.id when a peer is present, else none.
-  static std::optional<uint64_t> NodeId(
-      const metasrv::v1::HeartbeatFrame& request);
-
  private:
-  // The report `request` (of `node`) carries, with the start times of its
-  // extension; kInvalidArgument for a malformed extension or too many flows.
-  absl::StatusOr<core::FlowStateValue> ReadReport(
-      HeartbeatRequestReader* request, uint64_t node);
-
   // The heartbeat interval to tell a node of `role`.
   uint64_t IntervalFor(int role) const;
 

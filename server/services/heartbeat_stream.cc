@@ -130,7 +130,7 @@ void HeartbeatStream::HandleRequest() {
   }
   const metasrv::v1::HeartbeatFrame& request = request_.request();
   if (handshake_ && request.header().role() == greptime::v1::meta::FLOWNODE) {
-    flownode_ = HeartbeatHandler::NodeId(request);
+    flownode_ = request_.node_id();
     // Bounded: 10,000 flownodes reconnecting after a failover are one line
     // per interval, the rest counted (metasrv_log_lines_suppressed_total).
     if (flownode_.has_value()) {

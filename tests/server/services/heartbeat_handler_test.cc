@@ -42,7 +42,7 @@ class HeartbeatHandlerTest : public ::testing::Test {
   }
   std::optional<uint64_t> NodeId(const meta::HeartbeatRequest& req) {
     EXPECT_TRUE(reader_.Read(req).ok());
-    return HeartbeatHandler::NodeId(reader_.request());
+    return reader_.node_id();
   }
 
   HeartbeatRequestReader reader_;

@@ -1,6 +1,6 @@
 // core::NodeInfo to and from GreptimeDB's greptime.v1.meta.NodeInfo.
-#ifndef METASRV_SERVER_SERVICES_NODE_INFO_PROTO_H_
-#define METASRV_SERVER_SERVICES_NODE_INFO_PROTO_H_
+#ifndef METASRV_SERVER_CODEC_NODE_INFO_PROTO_H_
+#define METASRV_SERVER_CODEC_NODE_INFO_PROTO_H_
 
 #include "core/flownode_record.h"
 #include "greptime/v1/meta/common.pb.h"
@@ -13,4 +13,4 @@ void ToProto(const core::NodeInfo& info, greptime::v1::meta::NodeInfo* proto);
 
 }  // namespace metasrv::server
 
-#endif  // METASRV_SERVER_SERVICES_NODE_INFO_PROTO_H_
+#endif  // METASRV_SERVER_CODEC_NODE_INFO_PROTO_H_

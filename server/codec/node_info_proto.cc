@@ -1,4 +1,4 @@
-#include "server/services/node_info_proto.h"
+#include "server/codec/node_info_proto.h"
 
 #include <cstdint>
 #include <cstdlib>

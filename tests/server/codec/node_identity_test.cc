@@ -1,6 +1,6 @@
 // Frontend ids as GreptimeDB computes them (calculate_node_id in
 // src/common/meta/src/cluster.rs: Rust's DefaultHasher over the address).
-#include "server/services/node_identity.h"
+#include "server/codec/node_identity.h"
 
 #include "gtest/gtest.h"
 

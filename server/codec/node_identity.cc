@@ -1,4 +1,4 @@
-#include "server/services/node_identity.h"
+#include "server/codec/node_identity.h"
 
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
@@ -6,7 +6,7 @@
 
 #include <cstdlib>
 
-#include "server/services/node_info_proto.h"
+#include "server/codec/node_info_proto.h"
 
 namespace metasrv::server {
 namespace {

@@ -1,8 +1,8 @@
 // How GreptimeDB names a node in its cluster info (NodeInfoKey::new in
 // src/common/meta/src/cluster.rs): a frontend by a hash of its address, any
 // other node by its peer id.
-#ifndef METASRV_SERVER_SERVICES_NODE_IDENTITY_H_
-#define METASRV_SERVER_SERVICES_NODE_IDENTITY_H_
+#ifndef METASRV_SERVER_CODEC_NODE_IDENTITY_H_
+#define METASRV_SERVER_CODEC_NODE_IDENTITY_H_
 
 #include <cstdint>
 #include <optional>
@@ -37,4 +37,4 @@ std::optional<core::ClusterNode> ClusterNodeOf(const Request& request) {
 
 }  // namespace metasrv::server
 
-#endif  // METASRV_SERVER_SERVICES_NODE_IDENTITY_H_
+#endif  // METASRV_SERVER_CODEC_NODE_IDENTITY_H_
