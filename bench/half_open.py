@@ -30,6 +30,7 @@ def main():
     harness.setup(args.binary, args.pydir)
     import tonic_client
     from attack_test import GET_FLOW_STATE, heartbeat_answered, one_flow_read
+    from door_attack_test import status_of
     server = harness.Server(*[f for f in args.extra.split() if f])
     try:
         idle = harness.rss_kib(server.proc.pid)
@@ -73,14 +74,7 @@ def main():
                     pass
         after = harness.rss_kib(server.proc.pid)
         left = sum(1 for c in calls if not c.ended)
-
-        def code(call):
-            try:
-                call.check_status()
-                return 0
-            except tonic_client.CallError as error:
-                return error.code
-        codes = [code(c) for c in calls if c.ended]
+        codes = [status_of(c) for c in calls if c.ended]
         refused = sum(1 for k in codes if k == 8)
         timed_out = len(codes) - refused
         print(f"HALF_OPEN calls={len(calls)} sent_s={sent:.1f} refused={refused} "
