@@ -78,9 +78,14 @@ class StandaloneLeadership final : public Leadership {
 // this replica does not lead (GreptimeDB's "not leader").
 inline constexpr int32_t kNotLeaderErrorCode = 2;
 
-// Why a follower cannot serve a leader's call: names the leader, or says
-// that none is elected. Every not-leader answer carries it (the header's
-// message, or our own API's FAILED_PRECONDITION).
+// The text of GreptimeDB's not-leader error in a response header, as
+// upstream's followers write it (greptime-proto's src/v1/meta.rs,
+// ResponseHeader's not-leader error): it names no leader; clients find it
+// with AskLeader.
+inline constexpr char kNotLeaderText[] = "Current server is not leader";
+
+// Why a follower cannot serve a call of our own API (its
+// FAILED_PRECONDITION): names the leader, or says that none is elected.
 std::string NotLeaderMessage(const Leadership& leadership);
 
 }  // namespace metasrv::core

@@ -4,34 +4,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "server/ops/log_limit.h"
 
 namespace metasrv::server {
-namespace {
-
-// The longest x-greptime-err-msg sent: the message is also in grpc-message.
-constexpr size_t kMaxMetadataMessage = 1024;
-
-// `message` as a header value: printable ASCII kept, other bytes as \xNN
-// (as upstream's from_err_code_msg_to_header escapes them), cut to a bound.
-std::string HeaderValue(absl::string_view message) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (const char ch : message) {
-    if (out.size() >= kMaxMetadataMessage) break;
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out.push_back(ch);
-    } else {
-      out.append("\\x");
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 GreptimeError ClassifyForGreptime(const absl::Status& status) {
   // Retry hints as upstream derives them from the status code
   // (StatusCode::is_retryable): internal, unavailable storage and exhausted
@@ -83,12 +58,24 @@ grpc::Status ToGrpcStatus(const absl::Status& status,
   grpc::Status out = ToGrpcStatus(status);
   if (status.ok() || context == nullptr) return out;
   const GreptimeError error = ClassifyForGreptime(status);
+  // Two entries, as define_into_tonic_status sends (no x-greptime-err-msg:
+  // that is an HTTP header of upstream's servers).
   context->AddTrailingMetadata(kGreptimeErrCode,
                                absl::StrCat(static_cast<uint32_t>(error.code)));
-  context->AddTrailingMetadata(kGreptimeErrMsg,
-                               HeaderValue(out.error_message()));
   context->AddTrailingMetadata(kGreptimeErrRetryHint,
                                error.retryable ? "retryable" : "non_retryable");
+  if (error.code == GreptimeCode::kInternal ||
+      error.code == GreptimeCode::kUnknown) {
+    // The message as upstream's output_msg() gives it (src/common/error/
+    // src/ext.rs): internal errors are masked from clients. The log keeps
+    // the real one.
+    LogLimited(spdlog::level::warn, "internal_error_answered",
+               "internal error answered as \"Internal error: {}\": {}",
+               static_cast<uint32_t>(error.code), out.error_message());
+    return grpc::Status(
+        out.error_code(),
+        absl::StrCat("Internal error: ", static_cast<uint32_t>(error.code)));
+  }
   return out;
 }
 

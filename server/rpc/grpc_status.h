@@ -18,7 +18,6 @@ namespace metasrv::server {
 // status_code.rs); the meta client reads them back (define_from_tonic_status)
 // for the error's status code and whether to retry.
 inline constexpr char kGreptimeErrCode[] = "x-greptime-err-code";
-inline constexpr char kGreptimeErrMsg[] = "x-greptime-err-msg";
 inline constexpr char kGreptimeErrRetryHint[] = "x-greptime-err-retry-hint";
 
 // GreptimeDB's StatusCode numbers that our errors map to
@@ -48,10 +47,12 @@ GreptimeError ClassifyForGreptime(const absl::Status& status);
 // status the server sends goes through here.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
-// ToGrpcStatus(), and for an error GreptimeDB's three metadata entries added
-// to `context`'s trailers (a message that is not printable ASCII is escaped,
-// and long ones are cut, as a header value must be). `context` may be null.
-// Call before the call or stream is finished.
+// ToGrpcStatus(), and for an error GreptimeDB's two metadata entries
+// (x-greptime-err-code, x-greptime-err-retry-hint) added to `context`'s
+// trailers; an internal or unknown error's message is masked as upstream's
+// output_msg() masks it ("Internal error: 1003"), the real one logged.
+// `context` may be null (nothing added, nothing masked). Call before the
+// call or stream is finished.
 grpc::Status ToGrpcStatus(const absl::Status& status,
                           grpc::ServerContextBase* context);
 

@@ -8,8 +8,9 @@
 
 namespace metasrv::server {
 
-// Fills `header` as a follower's answer: protocol version 1 and the error
-// core::kNotLeaderErrorCode with core::NotLeaderMessage (naming the leader).
+// Fills `header` as a follower's answer, as upstream's: protocol version 1
+// and the error core::kNotLeaderErrorCode with core::kNotLeaderText. The
+// leader it knows of goes to the log (debug, rate-limited), not the answer.
 void SetNotLeader(const core::Leadership& leadership,
                   greptime::v1::meta::ResponseHeader* header);
 

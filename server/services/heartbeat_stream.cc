@@ -144,8 +144,10 @@ void HeartbeatStream::HandleRequest() {
   absl::Status handled = handler_->Handle(&request_, handshake_, &response_);
   handshake_ = false;
   if (absl::IsAborted(handled)) {
-    // Not leader: the answer says so, then the stream ends.
-    FinishOnce(ToGrpcStatus(handled, call_->context()), &response_);
+    // Not leader: the answer says so, then the stream ends with ABORTED and
+    // no GreptimeDB metadata, as upstream's does (its client so reads it as
+    // not retryable and asks for the leader).
+    FinishOnce(ToGrpcStatus(handled), &response_);
     return;
   }
   if (!handled.ok()) {
