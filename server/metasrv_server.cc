@@ -209,11 +209,11 @@ absl::Status MetasrvServer::StartSupport() {
   flow_state_.SetListener(watch_.get());
   watch_->Start();
   if (options_.node_report_ttl > absl::ZeroDuration() ||
-      options_.node_max_idle_time > absl::ZeroDuration()) {
+      EffectiveNodeMaxIdleTime(options_) > absl::ZeroDuration()) {
     expirer_ = std::make_unique<NodeExpirer>(
         &flow_state_,
         NodeExpirer::PeriodFor(options_.node_report_ttl,
-                               options_.node_max_idle_time),
+                               EffectiveNodeMaxIdleTime(options_)),
         metrics_.get());
   }
   if (options_.metrics_addr.empty()) return absl::OkStatus();

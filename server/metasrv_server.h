@@ -137,7 +137,7 @@ class MetasrvServer final : public core::LeadershipListener {
   // Flow state and the in-memory KV that shows it.
   core::FlowStateManager flow_state_{
       {options_.clock, options_.node_report_ttl, options_.max_nodes,
-       options_.max_total_flows, options_.node_max_idle_time}};
+       options_.max_total_flows, EffectiveNodeMaxIdleTime(options_)}};
   // The alerting metrics of each scrape, over flow_state_.
   FlowAlertsSource flow_alerts_{&flow_state_, options_.flow_alerts};
   std::unique_ptr<core::Leadership> leadership_;  // Who leads.

@@ -168,4 +168,9 @@ absl::StatusOr<CheckedOptions> CheckOptions(ServerOptions options) {
   return checked;
 }
 
+absl::Duration EffectiveNodeMaxIdleTime(const ServerOptions& options) {
+  return options.backend == "memory_store" ? absl::ZeroDuration()
+                                           : options.node_max_idle_time;
+}
+
 }  // namespace metasrv::server

@@ -16,6 +16,7 @@ class CheckedOptions {
 
  private:
   friend absl::StatusOr<CheckedOptions> CheckOptions(ServerOptions options);
+
   CheckedOptions() = default;
 
   ServerOptions options_;  // As checked, the backend decided.
@@ -29,6 +30,12 @@ class CheckedOptions {
 // (with store_addrs) or memory_store; memory_store drops store_addrs.
 // kInvalidArgument naming the setting for anything that cannot work.
 absl::StatusOr<CheckedOptions> CheckOptions(ServerOptions options);
+
+// GreptimeDB's node_max_idle_time as upstream applies it: its node expiry
+// listener is registered only when there is an election
+// (src/meta-srv/src/metasrv.rs, Metasrv::try_start), so with memory_store
+// (standalone, no election) idle nodes are never expired: zero then.
+absl::Duration EffectiveNodeMaxIdleTime(const ServerOptions& options);
 
 }  // namespace metasrv::server
 

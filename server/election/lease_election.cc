@@ -65,10 +65,12 @@ core::Leadership::Term LeaseElection::CurrentTerm() const {
 
 std::string LeaseElection::LeaderAddr() const {
   const LeaderState::Named leader = state_.Leader();
-  if (leader.stale) {
-    // The row we read has expired: its leader may be dead and another may
-    // lead already. Not named; the session asks the store now (at most
-    // every eighth of a round, however many readers ask).
+  if (leader.stale || leader.addr.empty()) {
+    // The row we read has expired (its leader may be dead and another may
+    // lead already), or our last read found no leader row: that answer is
+    // not taken as fresh. Not named; the session asks the store now, not at
+    // its next round (at most every eighth of a round, however many readers
+    // ask), as upstream's leader() reads the store on every call.
     absl::MutexLock lock(&mu_);
     if (clock_->Monotonic() - last_round_ >=
         state_.lease().keepalive_interval() / 8) {

@@ -162,5 +162,18 @@ TEST(CheckOptionsTest, NamedFilesAreReadOnceIntoTheCheckedOptions) {
   EXPECT_EQ(c->files().tls_cert, "");
 }
 
+// GreptimeDB's node_max_idle_time runs only with an election, as upstream
+// registers its node expiry (src/meta-srv/src/metasrv.rs).
+TEST(SettingsTest, NodeMaxIdleTimeRunsOnlyWithAnElection) {
+  ServerOptions o;
+  o.node_max_idle_time = absl::Hours(24);
+  o.backend = "memory_store";
+  EXPECT_EQ(EffectiveNodeMaxIdleTime(o), absl::ZeroDuration());
+  for (const char* backend : {"etcd_store", "postgres_store", "mysql_store"}) {
+    o.backend = backend;
+    EXPECT_EQ(EffectiveNodeMaxIdleTime(o), absl::Hours(24)) << backend;
+  }
+}
+
 }  // namespace
 }  // namespace metasrv::server

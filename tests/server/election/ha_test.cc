@@ -262,6 +262,41 @@ TEST_P(HaTest, TheLeaseIsTimedOnTheServersClock) {
                       absl::Seconds(20)));
 }
 
+// With an election, GreptimeDB's node_max_idle_time runs on the leader, as
+// upstream registers its node expiry listener (src/meta-srv/src/metasrv.rs):
+// an idle node's cluster info goes, its flow state stays. (Standalone, it
+// never runs: FlownodesTest's NoTtlTest.)
+TEST_P(HaTest, NodeMaxIdleTimeRunsWithAnElection) {
+  replicas_.clear();
+  channels_.clear();
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
+  options.backend = store_->backend();
+  options.store_addrs = {store_->address()};
+  options.election_name = "idle/__metasrv_election";
+  options.lease_ttl = kTtl;
+  options.node_max_idle_time = absl::Seconds(1);
+  std::unique_ptr<MetasrvServer> replica =
+      ::metasrv::testing::StartInProcess(options);
+  ASSERT_NE(replica, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return replica->leadership_for_test().IsLeader(); },
+                      absl::Seconds(20)));
+  auto channel = Connect(replica->advertised_addr());
+  HeartbeatClient client(channel);
+  meta::HeartbeatRequest req = FlowReport(7, {{1, 100, 10}});
+  req.mutable_peer()->set_id(7);
+  req.mutable_peer()->set_addr("10.0.0.7:6800");
+  req.mutable_info()->set_version("v0.15.0");
+  ASSERT_TRUE(client.Call(req).has_value());
+  client.Close().IgnoreError();
+  const std::string key = "__meta_cluster_node_info-0-2-7";
+  EXPECT_TRUE(::metasrv::testing::RangeGet(channel, key).has_value());
+  EXPECT_TRUE(WaitFor(
+      [&] { return !::metasrv::testing::RangeGet(channel, key).has_value(); },
+      absl::Seconds(10)));
+  EXPECT_TRUE(
+      ::metasrv::testing::RangeGet(channel, "__flow/state/node/7").has_value());
+}
+
 TEST_P(HaTest, ReadsNeverWaitForTheStore) {
   const int leader = WaitForOneLeader();
   ASSERT_GE(leader, 0);
