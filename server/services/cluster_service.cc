@@ -25,10 +25,25 @@ void AppendKvs(std::vector<kv::KeyValue>& kvs,
   }
 }
 
+// Every field upstream fills (src/meta-srv/src/metasrv.rs,
+// From<MetasrvNodeInfo> for the proto): the info, and for older clients the
+// deprecated top-level fields and the info's deprecated cpus and
+// memory_bytes, from the same values (the totals narrowed as upstream's `as`
+// casts narrow them).
 void FillNodeInfo(const core::MetasrvNodeInfo& node,
                   meta::MetasrvNodeInfo* out) {
   out->mutable_peer()->set_addr(node.addr);
-  ToProto(node.info, out->mutable_info());
+  meta::NodeInfo* info = out->mutable_info();
+  ToProto(node.info, info);
+  const auto cpus = static_cast<uint32_t>(info->total_cpu_millicores());
+  const auto memory = static_cast<uint64_t>(info->total_memory_bytes());
+  info->set_cpus(cpus);
+  info->set_memory_bytes(memory);
+  out->set_version(info->version());
+  out->set_git_commit(info->git_commit());
+  out->set_start_time_ms(info->start_time_ms());
+  out->set_cpus(cpus);
+  out->set_memory_bytes(memory);
 }
 
 }  // namespace

@@ -251,6 +251,16 @@ TEST_F(MetasrvServerTest, AskLeaderAndPeersNameThisNode) {
   EXPECT_GT(info.total_cpu_millicores(), 0);
   EXPECT_GT(info.total_memory_bytes(), 0);
   EXPECT_GT(info.memory_usage_bytes(), 0);
+  // The deprecated fields upstream still fills for older clients
+  // (src/meta-srv/src/metasrv.rs), from the same values.
+  EXPECT_EQ(info.cpus(), static_cast<uint32_t>(info.total_cpu_millicores()));
+  EXPECT_EQ(info.memory_bytes(),
+            static_cast<uint64_t>(info.total_memory_bytes()));
+  EXPECT_EQ(presp.leader().version(), info.version());
+  EXPECT_EQ(presp.leader().git_commit(), info.git_commit());
+  EXPECT_EQ(presp.leader().start_time_ms(), info.start_time_ms());
+  EXPECT_EQ(presp.leader().cpus(), info.cpus());
+  EXPECT_EQ(presp.leader().memory_bytes(), info.memory_bytes());
   EXPECT_EQ(presp.followers_size(), 0);
 }
 

@@ -94,6 +94,16 @@ class StandaloneTest(unittest.TestCase):
                       reads.unary(PEERS, meta.cluster_pb2.MetasrvPeersRequest()))
         self.assertEqual(peers.leader.peer.addr, self.server.addr)
         self.assertEqual(len(peers.followers), 0)
+        # Every field upstream fills, the deprecated ones for older clients.
+        leader = peers.leader
+        self.assertGreater(leader.info.total_cpu_millicores, 0)
+        self.assertEqual(leader.info.cpus, leader.info.total_cpu_millicores)
+        self.assertEqual(leader.info.memory_bytes, leader.info.total_memory_bytes)
+        self.assertEqual((leader.version, leader.git_commit, leader.start_time_ms,
+                          leader.cpus, leader.memory_bytes),
+                         (leader.info.version, leader.info.git_commit,
+                          leader.info.start_time_ms, leader.info.cpus,
+                          leader.info.memory_bytes))
         # The typed read takes zstd too.
         state = parse(meta.metasrv_pb2.GetFlowStateResponse,
                       reads.unary(GET_FLOW_STATE,
