@@ -57,6 +57,15 @@ constexpr const char* kIgnoredGreptimeKeys[] = {
     "logging.tracing_sample_ratio",
 };
 
+// GreptimeDB keys this service does not read, because its own setting of a
+// different default takes their place: the note says which.
+constexpr std::pair<const char*, const char*> kReplacedGreptimeKeys[] = {
+    {"grpc.max_recv_message_size",
+     "GreptimeDB's request limit (512 MB by default upstream) is not read "
+     "here: --max_message_bytes (4 MiB by default) bounds every request, "
+     "inflated; ignored"},
+};
+
 // Where a key goes.
 struct Resolution {
   const Setting* setting = nullptr;  // The setting, if any.
@@ -68,6 +77,12 @@ Resolution Resolve(const std::string& path) {
   Resolution r;
   r.setting = FindSettingByKey(path);
   if (r.setting != nullptr) return r;
+  for (const auto& [key, note] : kReplacedGreptimeKeys) {
+    if (path == key) {
+      r.note = note;
+      return r;
+    }
+  }
   const std::string section = path.substr(0, path.find('.'));
   for (const char* ignored : kIgnoredGreptimeKeys) {
     if (path == ignored || section == ignored) {

@@ -262,8 +262,11 @@ void LimitRows(Rows* r) {
        false},
       &ServerOptions::max_streams);
   Add(r,
-      {"max_message_bytes", "grpc.max_recv_message_size",
-       "largest request accepted", false},
+      {"max_message_bytes", nullptr,
+       "largest request accepted, also once a zstd request is inflated (our "
+       "own bound: GreptimeDB's grpc.max_recv_message_size, 512 MB upstream, "
+       "is not read)",
+       false},
       &ServerOptions::max_message_bytes,
       InRange(1, std::numeric_limits<int>::max()));
   Add(r,
@@ -337,7 +340,8 @@ void LimitRows(Rows* r) {
        "an answer of 64 KiB or more that its client has not read this long "
        "after it was sent is cancelled, giving back its reply budget",
        false},
-      &ServerOptions::reply_stall_limit, Between(absl::Milliseconds(100), kDay));
+      &ServerOptions::reply_stall_limit,
+      Between(absl::Milliseconds(100), kDay));
   Add(r,
       {"max_queued_reads", nullptr,
        "large reads waiting for a read thread; more get "

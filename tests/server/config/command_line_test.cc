@@ -174,7 +174,7 @@ TEST(CommandLineTest, SettingsThatCannotWorkExitTwo) {
   const std::string prefix_table = TempFile("store_key_prefix = {a = 1}\n");
   const std::string cert = TempFile("not a certificate\n");
   const std::string aliases = TempFile(
-      "max_message_bytes = 1000\n[grpc]\nmax_recv_message_size = 2000\n");
+      "metrics_addr = \"127.0.0.1:1\"\n[http]\naddr = \"127.0.0.1:2\"\n");
   const std::vector<std::vector<std::string>> cases = {
       {"-c", nul_prefix, store},
       {"--store_key_prefix=\xff\xfe/", store},

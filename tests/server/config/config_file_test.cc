@@ -113,13 +113,18 @@ provider = "raft_engine"
   EXPECT_EQ(v.at("watch_min_interval"), "250ms");
   EXPECT_EQ(v.at("bind_addr"), "0.0.0.0:3002");
   EXPECT_EQ(v.at("server_addr"), "10.0.0.9:3002");
-  EXPECT_EQ(v.at("max_message_bytes"), "8388608");
+  // Our request bound is ours: GreptimeDB's key of another default is not
+  // read, and the note says so.
+  EXPECT_EQ(v.count("max_message_bytes"), 0u);
   EXPECT_EQ(v.at("metrics_addr"), "127.0.0.1:4999");
   EXPECT_EQ(v.at("log_level"), "debug");
   EXPECT_EQ(v.at("log_format"), "json");
   const std::string notes = ::testing::PrintToString(c->notes);
   EXPECT_THAT(notes, HasSubstr("mystery_knob: unknown key"));
   EXPECT_THAT(notes, HasSubstr("selector: a GreptimeDB metasrv key"));
+  EXPECT_THAT(notes, HasSubstr("grpc.max_recv_message_size: GreptimeDB's "
+                               "request limit (512 MB by default upstream) is "
+                               "not read here"));
   // GreptimeDB's log folder is ours too now.
   EXPECT_EQ(v.at("log_dir"), "./logs");
   EXPECT_THAT(notes, ::testing::Not(HasSubstr("logging.dir")));
