@@ -141,6 +141,14 @@ wait_until 100 0.1 leader_elected || { echo "no leader elected" >&2; exit 1; }
 echo "store:    $backend at ${store/:$password@/:***@}"
 for port in "${ports[@]}"; do
   role=$(ready_of "$port")
+  # A replica that died after its first check (its port was taken by
+  # another process, say) or that answers no role fails the run.
+  if ! kill -0 "${replica_pid[$port]}" 2>/dev/null ||
+     [[ "$role" != leader && "$role" != follower* ]]; then
+    echo "replica 127.0.0.1:$port answers \"$role\" (log: $work/metasrv-$port.log):" >&2
+    tail -n 5 "$work/metasrv-$port.log" >&2
+    exit 1
+  fi
   [[ "127.0.0.1:$port" == "$leader" && "$role" != leader ]] &&
     { echo "127.0.0.1:$port is the store's leader but says: $role" >&2; exit 1; }
   [[ "$role" == leader ]] && role=LEADER

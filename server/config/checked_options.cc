@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/config/settings.h"
@@ -27,7 +28,19 @@ absl::Status DecideBackend(ServerOptions* o) {
       std::remove(o->store_addrs.begin(), o->store_addrs.end(), ""),
       o->store_addrs.end());
   if (o->backend.empty()) {
-    o->backend = o->store_addrs.empty() ? "memory_store" : "etcd_store";
+    // The store's kind from its address when it says: a PostgreSQL URL or
+    // a mysql:// URL names its backend; anything else is etcd.
+    const std::string first = o->store_addrs.empty() ? "" : o->store_addrs[0];
+    if (o->store_addrs.empty()) {
+      o->backend = "memory_store";
+    } else if (absl::StartsWith(first, "postgresql://") ||
+               absl::StartsWith(first, "postgres://")) {
+      o->backend = "postgres_store";
+    } else if (absl::StartsWith(first, "mysql://")) {
+      o->backend = "mysql_store";
+    } else {
+      o->backend = "etcd_store";
+    }
   }
   if (o->backend == "memory_store") {
     o->store_addrs.clear();

@@ -27,6 +27,10 @@ struct CommandLine {
   // One line naming the config keys ignored, to log once logging is set up;
   // empty when none was.
   std::string ignored_keys;
+  // Keys of the file or environment that neither this service nor
+  // GreptimeDB knows (a misspelling, most often): --check_config fails on
+  // them; a start logs them.
+  std::vector<std::string> unknown_keys;
   // Every source applied; not checked yet (CheckOptions, settings.h).
   ServerOptions options;
 };

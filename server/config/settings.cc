@@ -178,8 +178,9 @@ void StoreRows(Rows* r) {
       {"backend", "backend",
        "memory_store (standalone, always the leader), or a leader "
        "election on --store_addrs: etcd_store, postgres_store or "
-       "mysql_store; empty: etcd_store when --store_addrs is set, else "
-       "memory_store",
+       "mysql_store; empty: from --store_addrs (a postgresql:// or "
+       "postgres:// URL: postgres_store, a mysql:// URL: mysql_store, "
+       "anything else: etcd_store), else memory_store",
        true},
       &ServerOptions::backend,
       OneOf(

@@ -175,5 +175,22 @@ TEST(SettingsTest, NodeMaxIdleTimeRunsOnlyWithAnElection) {
   }
 }
 
+// A store address that names its kind decides the backend when --backend is
+// not given: a PostgreSQL or MySQL URL was taken for an etcd endpoint.
+TEST(SettingsTest, TheBackendFollowsTheStoreAddressesScheme) {
+  for (const auto& [addr, backend] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"postgresql://meta@127.0.0.1:5432/meta", "postgres_store"},
+           {"postgres://meta@127.0.0.1:5432/meta", "postgres_store"},
+           {"mysql://meta@127.0.0.1:3306/meta", "mysql_store"},
+           {"127.0.0.1:2379", "etcd_store"}}) {
+    ServerOptions o;
+    o.store_addrs = {addr};
+    absl::StatusOr<CheckedOptions> c = CheckOptions(o);
+    ASSERT_TRUE(c.ok()) << addr << ": " << c.status();
+    EXPECT_EQ(c->options().backend, backend) << addr;
+  }
+}
+
 }  // namespace
 }  // namespace metasrv::server
