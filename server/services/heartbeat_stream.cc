@@ -129,20 +129,30 @@ void HeartbeatStream::HandleRequest() {
     return;
   }
   const metasrv::v1::HeartbeatFrame& request = request_.request();
-  if (handshake_ && request.header().role() == greptime::v1::meta::FLOWNODE) {
+  const bool first = handshake_;
+  if (first && request.header().role() == greptime::v1::meta::FLOWNODE) {
     flownode_ = request_.node_id();
-    // Bounded: 10,000 flownodes reconnecting after a failover are one line
-    // per interval, the rest counted (metasrv_log_lines_suppressed_total).
-    if (flownode_.has_value()) {
-      const LogFields fields({{"node_id", absl::StrCat(*flownode_)},
-                              {"peer", peer_},
-                              {"role", "flownode"}});
+  }
+  absl::Status handled = handler_->Handle(&request_, handshake_, &response_);
+  handshake_ = false;
+  if (first && flownode_.has_value() &&
+      request.header().role() == greptime::v1::meta::FLOWNODE) {
+    // Logged once handled: a follower's refusal is a refusal, not a
+    // connection. Bounded: 10,000 flownodes reconnecting after a failover
+    // are one line per interval, the rest counted
+    // (metasrv_log_lines_suppressed_total).
+    const LogFields fields({{"node_id", absl::StrCat(*flownode_)},
+                            {"peer", peer_},
+                            {"role", "flownode"}});
+    if (absl::IsAborted(handled)) {
+      LogLimited(spdlog::level::info, "flownode_refused",
+                 "flownode {} from {} refused: this replica does not lead",
+                 *flownode_, peer_);
+    } else if (handled.ok()) {
       LogLimited(spdlog::level::info, "flownode_connected",
                  "flownode {} connected from {}", *flownode_, peer_);
     }
   }
-  absl::Status handled = handler_->Handle(&request_, handshake_, &response_);
-  handshake_ = false;
   if (absl::IsAborted(handled)) {
     // Not leader: the answer says so, then the stream ends with ABORTED and
     // no GreptimeDB metadata, as upstream's does (its client so reads it as

@@ -32,6 +32,8 @@
 namespace metasrv::server {
 namespace {
 
+using ::metasrv::testing::CapturedLog;
+
 using ::metasrv::testing::Connect;
 using ::metasrv::testing::ConnectOwn;
 using ::metasrv::testing::ConnectTcp;
@@ -278,27 +280,6 @@ TEST(HardeningHttpTest, ATakenMetricsPortNamesTheFlag) {
   EXPECT_NE(b.status().message().find("--metrics_addr"), std::string::npos)
       << b.status();
 }
-
-// The default logger writes into a string while this lives.
-class CapturedLog {
- public:
-  CapturedLog() : previous_(spdlog::default_logger()) {
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-        "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)));
-    spdlog::set_level(spdlog::level::info);
-  }
-  ~CapturedLog() { Restore(); }
-  // Puts the previous logger back; returns what was written.
-  std::string Restore() {
-    if (previous_ != nullptr) spdlog::set_default_logger(previous_);
-    previous_ = nullptr;
-    return out_.str();
-  }
-
- private:
-  std::ostringstream out_;                    // What was logged.
-  std::shared_ptr<spdlog::logger> previous_;  // To restore; null once done.
-};
 
 // A flownode connecting and leaving is logged at info, one line per place
 // per interval: 10,000 flownodes reconnecting after a failover are not

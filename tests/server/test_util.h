@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -17,6 +18,8 @@
 #include "greptime/v1/meta/cluster.grpc.pb.h"
 #include "greptime/v1/meta/heartbeat.grpc.pb.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 
 namespace metasrv::testing {
 
@@ -152,6 +155,27 @@ class ServerProcess {
   std::string addr_;                        // Where it listens.
   std::unique_ptr<ChildProcess> process_;   // The process.
   std::shared_ptr<grpc::Channel> channel_;  // A channel to it.
+};
+
+// The default logger writes into a string while this lives.
+class CapturedLog {
+ public:
+  CapturedLog() : previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)));
+    spdlog::set_level(spdlog::level::info);
+  }
+  ~CapturedLog() { Restore(); }
+  // Puts the previous logger back; returns what was written.
+  std::string Restore() {
+    if (previous_ != nullptr) spdlog::set_default_logger(previous_);
+    previous_ = nullptr;
+    return out_.str();
+  }
+
+ private:
+  std::ostringstream out_;                    // What was logged.
+  std::shared_ptr<spdlog::logger> previous_;  // To restore; null once done.
 };
 
 }  // namespace metasrv::testing

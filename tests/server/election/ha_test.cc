@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "gtest/gtest.h"
 #include "server/metasrv_server.h"
+#include "server/ops/log_limit.h"
 #include "server/services/heartbeat_handler.h"
 #include "tests/server/election/accept_history.h"
 #include "tests/server/in_process_server.h"
@@ -295,6 +296,25 @@ TEST_P(HaTest, NodeMaxIdleTimeRunsWithAnElection) {
       absl::Seconds(10)));
   EXPECT_TRUE(
       ::metasrv::testing::RangeGet(channel, "__flow/state/node/7").has_value());
+}
+
+// A follower's refusal of a flownode is logged as a refusal, not as a
+// connection; the leader logs the connection.
+TEST_P(HaTest, AFollowerLogsARefusedFlownodeAsRefused) {
+  const int leader = WaitForOneLeader();
+  ASSERT_GE(leader, 0);
+  const int follower = (leader + 1) % 3;
+  ::metasrv::testing::CapturedLog log;
+  SetLogLineInterval(absl::ZeroDuration());
+  EXPECT_FALSE(Report(follower, 91, 1, 10));
+  EXPECT_TRUE(Report(leader, 92, 1, 10));
+  SetLogLineInterval(absl::Seconds(10));
+  const std::string text = log.Restore();
+  EXPECT_NE(text.find("flownode 91 from"), std::string::npos) << text;
+  EXPECT_NE(text.find("refused: this replica does not lead"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("flownode 91 connected"), std::string::npos) << text;
+  EXPECT_NE(text.find("flownode 92 connected"), std::string::npos) << text;
 }
 
 TEST_P(HaTest, ReadsNeverWaitForTheStore) {
