@@ -14,7 +14,8 @@ absl::string_view Status(NodeRole role) {
       return R"({"Datanode":{"rcus":0,"wcus":0,"leader_regions":0,)"
              R"("follower_regions":0,"workloads":{"types":[]}}})";
     case NodeRole::kFrontend:
-      return R"({"Frontend":{}})";
+      // FrontendStatus of GreptimeDB main (PROTOCOL.md section 4).
+      return R"({"Frontend":{"workloads":{"types":[]}}})";
     case NodeRole::kFlownode:
       break;
   }

@@ -50,7 +50,7 @@ TEST(ClusterInfoTest, StatusIsTaggedByRole) {
   ClusterNode node = Flownode();
   node.role = NodeRole::kFrontend;
   EXPECT_NE(EncodeClusterNodeInfo(node, 1).find(
-                R"(,"status":{"Frontend":{}},"version":)"),
+                R"(,"status":{"Frontend":{"workloads":{"types":[]}}},"version":)"),
             std::string::npos);
   node.role = NodeRole::kDatanode;
   EXPECT_NE(EncodeClusterNodeInfo(node, 1).find(

@@ -155,7 +155,7 @@ class StandaloneTest(unittest.TestCase):
             role, addr, node_id = (("Frontend", "127.0.0.1:4001", 0)
                                    if b"-0-1-" in kv.key else
                                    ("Flownode", "10.0.0.7:6800", 7))
-            status = ('{"Frontend":{}}' if role == "Frontend"
+            status = ('{"Frontend":{"workloads":{"types":[]}}}' if role == "Frontend"
                       else '{"Flownode":{"workloads":{"types":[]}}}')
             want = ('{"peer":{"id":%d,"addr":"%s"},"last_activity_ts":%d,'
                     '"status":%s,"version":"v0.15.0","git_commit":"0123abc",'
