@@ -9,7 +9,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -84,6 +86,83 @@ absl::StatusOr<int> PickFreePort(const std::string& host) {
   return port;
 }
 
+namespace {
+
+bool IsLoopback(const std::string& host) {
+  return absl::StartsWith(host, "127.") || host == "::1";
+}
+
+// The non-loopback addresses of this host's interfaces that are up, as
+// getifaddrs lists them: IPv4 first, then IPv6 (link-local left out, it
+// needs a zone). Empty if getifaddrs fails, as it does where netlink
+// sockets are forbidden (systemd's RestrictAddressFamilies).
+void InterfaceAddresses(std::vector<std::string>* v4,
+                        std::vector<std::string>* v6) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return;
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || (i->ifa_flags & IFF_UP) == 0 ||
+        (i->ifa_flags & IFF_LOOPBACK) != 0) {
+      continue;
+    }
+    char text[INET6_ADDRSTRLEN] = {};
+    const int family = i->ifa_addr->sa_family;
+    if (family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr,
+                text, sizeof(text));
+      v4->push_back(text);
+    } else if (family == AF_INET6) {
+      const auto* a6 = reinterpret_cast<sockaddr_in6*>(i->ifa_addr);
+      if (IN6_IS_ADDR_LINKLOCAL(&a6->sin6_addr)) continue;
+      inet_ntop(AF_INET6, &a6->sin6_addr, text, sizeof(text));
+      v6->push_back(text);
+    }
+  }
+  freeifaddrs(list);
+}
+
+}  // namespace
+
+std::string RoutedAddress(int family) {
+  // Connecting a UDP socket sends nothing: the kernel only picks the route
+  // and the source address it would use. The targets are documentation
+  // addresses (RFC 5737, RFC 3849), never dialled.
+  const int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  sockaddr_storage target{};
+  socklen_t len = 0;
+  if (family == AF_INET) {
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&target);
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(9);
+    inet_pton(AF_INET, "192.0.2.1", &v4->sin_addr);
+    len = sizeof(sockaddr_in);
+  } else {
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&target);
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(9);
+    inet_pton(AF_INET6, "2001:db8::1", &v6->sin6_addr);
+    len = sizeof(sockaddr_in6);
+  }
+  std::string found;
+  sockaddr_storage local{};
+  socklen_t local_len = sizeof(local);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&target), len) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0) {
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* addr =
+        family == AF_INET
+            ? static_cast<const void*>(
+                  &reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+            : static_cast<const void*>(
+                  &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+    if (inet_ntop(family, addr, text, sizeof(text)) != nullptr) found = text;
+  }
+  close(fd);
+  if (IsLoopback(found) || found == "0.0.0.0" || found == "::") return "";
+  return found;
+}
+
 absl::StatusOr<std::string> AdvertisableAddress(const std::string& bind_addr) {
   std::string host;
   int port = 0;
@@ -93,36 +172,24 @@ absl::StatusOr<std::string> AdvertisableAddress(const std::string& bind_addr) {
   const bool v4_any = host == "0.0.0.0" || host.empty();
   const bool v6_any = host == "::";
   if (!v4_any && !v6_any) return bind_addr;
-  // The first non-loopback address that is up, of the bound family first.
-  std::string same_family, other_family;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) == 0) {
-    for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
-      if (i->ifa_addr == nullptr || (i->ifa_flags & IFF_UP) == 0 ||
-          (i->ifa_flags & IFF_LOOPBACK) != 0) {
-        continue;
-      }
-      char text[INET6_ADDRSTRLEN] = {};
-      const int family = i->ifa_addr->sa_family;
-      if (family == AF_INET) {
-        inet_ntop(AF_INET,
-                  &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text,
-                  sizeof(text));
-      } else if (family == AF_INET6) {
-        const auto* a6 = reinterpret_cast<sockaddr_in6*>(i->ifa_addr);
-        if (IN6_IS_ADDR_LINKLOCAL(&a6->sin6_addr)) continue;  // Needs a zone.
-        inet_ntop(AF_INET6, &a6->sin6_addr, text, sizeof(text));
-      } else {
-        continue;
-      }
-      std::string& slot =
-          (family == AF_INET) == v4_any ? same_family : other_family;
-      if (slot.empty()) slot = text;
-    }
-    freeifaddrs(list);
+  // The interfaces first, of the bound family first; then the address the
+  // kernel routes from, which needs no netlink socket.
+  std::vector<std::string> v4, v6;
+  InterfaceAddresses(&v4, &v6);
+  const std::vector<std::string>& same = v4_any ? v4 : v6;
+  const std::vector<std::string>& other = v4_any ? v6 : v4;
+  std::string chosen = !same.empty() ? same.front()
+                       : !other.empty() ? other.front()
+                                        : "";
+  if (chosen.empty()) chosen = RoutedAddress(v4_any ? AF_INET : AF_INET6);
+  if (chosen.empty()) chosen = RoutedAddress(v4_any ? AF_INET6 : AF_INET);
+  if (chosen.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bound to the wildcard address ", bind_addr,
+        " and no address of this host but loopback was found to tell "
+        "clients (no interface list, no route): set --server_addr "
+        "(server_addr in [grpc]) to the address clients dial"));
   }
-  std::string chosen = !same_family.empty() ? same_family : other_family;
-  if (chosen.empty()) chosen = v6_any ? "::1" : "127.0.0.1";
   return JoinHostPort(chosen, port);
 }
 

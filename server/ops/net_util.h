@@ -20,9 +20,16 @@ absl::StatusOr<int> PickFreePort(const std::string& host);
 // The address to tell clients for a server bound to `bind_addr`: itself,
 // unless its host is a wildcard (0.0.0.0, ::, empty), which no client can
 // dial; then the first non-loopback address of this host's interfaces (of
-// the same family first), with the port; a loopback address if there is
-// no other. kInvalidArgument if `bind_addr` is malformed.
+// the same family first), or, where the interfaces cannot be listed (no
+// netlink socket, as under the shipped systemd unit), RoutedAddress(); with
+// the port. Never loopback for a wildcard. kInvalidArgument if `bind_addr`
+// is malformed or no such address exists (the text names --server_addr).
 absl::StatusOr<std::string> AdvertisableAddress(const std::string& bind_addr);
+
+// The source address the kernel would use to reach the rest of the network
+// in `family` (AF_INET or AF_INET6), found by connecting a UDP socket
+// (nothing is sent); "" if there is no route or it is loopback.
+std::string RoutedAddress(int family);
 
 // "host:port", bracketing IPv6 hosts.
 std::string JoinHostPort(absl::string_view host, int port);

@@ -1,5 +1,6 @@
 // The real metasrv binary on a loopback port.
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
+#include "server/ops/net_util.h"
 #include "tests/server/test_util.h"
 
 namespace metasrv::testing {
@@ -165,6 +167,43 @@ TEST(BinaryTest, PortInUseFailsToStart) {
   std::optional<int> status = second.Wait(absl::Seconds(10));
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(WEXITSTATUS(*status), 1);
+}
+
+// Issue 38, item 1: bound to 0.0.0.0 with no --server_addr, under the
+// systemd unit's RestrictAddressFamilies (no netlink socket, so getifaddrs
+// fails), the server still advertises an address of this host that is not
+// loopback: the one the kernel routes from. On a host with no route at all
+// it exits 2 naming --server_addr instead. The test listens on loopback
+// only: a wildcard --server_addr is resolved as a wildcard bind is.
+TEST(BinaryTest, AWildcardBindWithoutNetlinkNeverAdvertisesLoopback) {
+  const int port = FreePort();
+  ChildProcess server({NO_NETLINK, METASRV_BINARY,
+                       absl::StrCat("--bind_addr=127.0.0.1:", port),
+                       absl::StrCat("--server_addr=0.0.0.0:", port),
+                       "--metrics_addr=127.0.0.1:0"});
+  std::string routed = server::RoutedAddress(AF_INET);
+  if (routed.empty()) routed = server::RoutedAddress(AF_INET6);
+  if (routed.empty()) {
+    std::optional<int> status = server.Wait(absl::Seconds(10));
+    ASSERT_TRUE(status.has_value());
+    EXPECT_EQ(WEXITSTATUS(*status), 2);
+    bool named = false;
+    while (std::optional<std::string> line = server.ReadLine()) {
+      named = named || line->find("--server_addr") != std::string::npos;
+    }
+    EXPECT_TRUE(named);
+    return;
+  }
+  const std::string local = absl::StrCat("127.0.0.1:", port);
+  ASSERT_TRUE(WaitFor([&] { return AcceptsTcp(local); }));
+  auto channel = Connect(local);
+  std::string advertised;
+  ASSERT_TRUE(WaitFor([&] {
+    advertised = AskLeader(channel);
+    return !advertised.empty();
+  }));
+  EXPECT_EQ(advertised, server::JoinHostPort(routed, port));
+  EXPECT_NE(advertised.rfind("127.", 0), 0u) << advertised;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // here: tests listen on loopback only.)
 #include "server/ops/net_util.h"
 
+#include <sys/socket.h>
+
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
@@ -29,6 +31,20 @@ TEST(AdvertisableAddressTest, WildcardsBecomeAnAddressOfThisHost) {
     ASSERT_TRUE(server::SplitHostPort(*a, &host, &port).ok()) << *a;
     EXPECT_EQ(port, 3002);
     EXPECT_FALSE(host.empty());
+  }
+}
+
+TEST(AdvertisableAddressTest, TheRoutedAddressIsNeverLoopbackOrAWildcard) {
+  for (int family : {AF_INET, AF_INET6}) {
+    const std::string routed = server::RoutedAddress(family);
+    EXPECT_FALSE(absl::StartsWith(routed, "127.")) << routed;
+    EXPECT_NE(routed, "::1");
+    EXPECT_NE(routed, "0.0.0.0");
+    EXPECT_NE(routed, "::");
+    if (!routed.empty()) {
+      EXPECT_EQ(*AdvertisableAddress(server::JoinHostPort(routed, 1)),
+                server::JoinHostPort(routed, 1));
+    }
   }
 }
 
