@@ -17,6 +17,7 @@ LeaderState::LeaderState(std::string self_addr, std::string store_name,
       store_name_(std::move(store_name)),
       clock_(clock),
       listener_(listener),
+      lease_ttl_(lease_ttl),
       lease_(clock, lease_ttl) {}
 
 core::Leadership::Term LeaderState::CurrentTerm() const {
@@ -37,6 +38,7 @@ void LeaderState::SetObserved(std::string addr, absl::Time until) {
     changed = addr != observed_;
     if (changed) observed_ = addr;
     observed_until_ = until;
+    last_contact_ = clock_->Monotonic();  // The store just answered.
   }
   // Once per change: a follower says whom it now sends clients to.
   if (changed && !addr.empty() && addr != self_addr_) {
@@ -50,7 +52,13 @@ LeaderState::Named LeaderState::Leader() const {
   absl::MutexLock lock(&mu_);
   if (leading_) return {self_addr_, false};
   if (observed_.empty()) return {};
-  if (clock_->Monotonic() < observed_until_) return {observed_, false};
+  const absl::Time now = clock_->Monotonic();
+  // Out of touch with the store for longer than a lease: the leader we
+  // last heard of has stepped down by now (it cannot renew either), or
+  // another may lead; we cannot tell, so we name none.
+  if (now < observed_until_ && now - last_contact_ <= lease_ttl_) {
+    return {observed_, false};
+  }
   return {"", true};
 }
 
@@ -129,6 +137,7 @@ void LeaderState::ReportHealth(const absl::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     if (!status.ok()) ++errors_;
+    if (status.ok()) last_contact_ = clock_->Monotonic();
     if (status.ok() == healthy_) return;
     healthy_ = status.ok();
   }

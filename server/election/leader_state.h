@@ -41,9 +41,12 @@ class LeaderState {
 
   // Whom the store names leader, until `until` (monotonic; past it, the
   // leader it names may be gone): what LeaderAddr() answers for a follower.
-  // Empty `addr`: none.
+  // Empty `addr`: none. Also counts as an answer of the store (see
+  // ReportHealth).
   void SetObserved(std::string addr, absl::Time until = absl::InfiniteFuture());
-  // The leader: this replica when it leads, else the one observed.
+  // The leader: this replica when it leads, else the one observed, unless
+  // its time has passed or the store has not answered (SetObserved, an OK
+  // ReportHealth) for longer than the lease TTL: then none (stale).
   struct Named {
     std::string addr;    // Empty: none known.
     bool stale = false;  // One was observed, but its time has passed.
@@ -65,7 +68,8 @@ class LeaderState {
   uint64_t StepDown(const char* why);
 
   // Logs `status` when the store's health changed since the last report
-  // (kCancelled, our own doing, is not a change).
+  // (kCancelled, our own doing, is not a change). OK: the store answered
+  // now.
   void ReportHealth(const absl::Status& status);
   bool healthy() const;
   // Health, the failures reported so far, and the lease left when leading.
@@ -81,6 +85,7 @@ class LeaderState {
   const std::string store_name_;              // For logs.
   const core::Clock* const clock_;            // Time; borrowed.
   core::LeadershipListener* const listener_;  // Transition hooks; borrowed.
+  const absl::Duration lease_ttl_;  // Out of touch longer: no leader known.
   core::LeaderLease lease_;                   // How long we may act as leader.
 
   absl::Mutex transition_mu_;  // Serializes BecomeLeader and StepDown.
@@ -91,6 +96,8 @@ class LeaderState {
   std::string observed_ ABSL_GUARDED_BY(mu_);     // The store's leader.
   // Until when (monotonic) observed_ holds.
   absl::Time observed_until_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  // When (monotonic) the store last answered.
+  absl::Time last_contact_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // The live candidates, by address.
   std::vector<core::MetasrvNodeInfo> peers_ ABSL_GUARDED_BY(mu_);
   bool healthy_ ABSL_GUARDED_BY(mu_) = true;  // For ReportHealth().

@@ -424,6 +424,45 @@ TEST_P(HaTest, StoreStoppedLeaderStepsDownWithinTtlAndALeaderReturns) {
   EXPECT_GE(WaitForOneLeader(absl::Seconds(20)), 0);
 }
 
+// Issue 38, item 2: with the store paused (SIGSTOP) for longer than the
+// TTL, no replica names a leader: the leader has stepped down, and the
+// followers, out of touch with the store, cannot know of another. AskLeader
+// fails, /ready is 503 and metasrv_has_leader is 0 on every replica, for as
+// long as the outage lasts; once the store is back, a leader is named again.
+TEST_P(HaTest, WithTheStorePausedPastTheTtlNoReplicaNamesALeader) {
+  const int leader = WaitForOneLeader();
+  ASSERT_GE(leader, 0);
+  const std::string leader_addr = replicas_[leader]->advertised_addr();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(WaitFor([&] { return AskLeader(i) == leader_addr; })) << i;
+  }
+  store_->Pause();
+  const absl::Time paused = absl::Now();
+  auto names_none = [&](int i) {
+    return AskLeader(i).empty() &&
+           ::metasrv::testing::HttpGet(replicas_[i]->metrics_port(), "/ready")
+                   .status == 503 &&
+           ::metasrv::testing::ScrapeMetrics(replicas_[i]->metrics_port())
+                   .at("metasrv_has_leader") == 0;
+  };
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(WaitFor([&] { return names_none(i); }, 2 * kTtl)) << i;
+  }
+  EXPECT_LE(absl::Now() - paused, 2 * kTtl + absl::Seconds(3));
+  // And it stays so while the store is out (three more TTLs).
+  const absl::Time until = absl::Now() + 3 * kTtl;
+  while (absl::Now() < until) {
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(names_none(i)) << i;
+  }
+  store_->Resume();
+  const int next = WaitForOneLeader(absl::Seconds(20));
+  ASSERT_GE(next, 0);
+  const std::string next_addr = replicas_[next]->advertised_addr();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(WaitFor([&] { return AskLeader(i) == next_addr; })) << i;
+  }
+}
+
 // A prober sends heartbeats to every replica all along, while leadership
 // moves around; no replica may accept while another leads. From outside, an
 // accept is only known to fall in its request's span, and a late answer
