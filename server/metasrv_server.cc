@@ -334,6 +334,9 @@ absl::Status MetasrvServer::Serve() {
   // grpc-proto) must be linked in for reflection to describe it. A static
   // library drops an object nothing refers to: this refers to it.
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentials();
+  if (!credentials.ok()) return credentials.status();
   grpc::ServerBuilder builder;
   SetLimits(&builder);
   // Connections come from our listener (GrpcAcceptor), not gRPC's own.
@@ -341,7 +344,7 @@ absl::Status MetasrvServer::Serve() {
       builder.experimental().AddExternalConnectionAcceptor(
           grpc::ServerBuilder::experimental_type::ExternalConnectionType::
               FROM_FD,
-          ServerCredentials());
+          *std::move(credentials));
   builder.RegisterAsyncGenericService(dispatcher_->service());
   std::unique_ptr<grpc::ServerCompletionQueue> cq =
       builder.AddCompletionQueue();
@@ -443,22 +446,31 @@ HttpServer::Routes MetasrvServer::HttpRoutes() {
   return routes;
 }
 
-std::shared_ptr<grpc::ServerCredentials> MetasrvServer::ServerCredentials()
-    const {
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
+MetasrvServer::ServerCredentials() {
   if (files_.tls_cert.empty()) return grpc::InsecureServerCredentials();
-  // CheckOptions read the files once to refuse a bad start. From then on
-  // gRPC's provider re-reads them every kTlsRefreshSeconds: a certificate
-  // renewed in place (key, chain, client CA) serves every new connection,
-  // and the open ones stay as they are.
+  // CheckOptions checked the files once (a key of another pair is refused
+  // there). gRPC's provider re-reads every kTlsRefreshSeconds the copies
+  // TlsIdentity keeps, and TlsIdentity copies the configured files over
+  // only when they changed into a matching pair: a certificate renewed in
+  // place serves every new connection, a botched rotation none (the last
+  // good one serves on), and the open connections stay as they are.
+  absl::StatusOr<std::unique_ptr<TlsIdentity>> identity = TlsIdentity::Create(
+      {options_.tls_cert, options_.tls_key, options_.tls_client_ca},
+      {files_.tls_cert, files_.tls_key, files_.tls_client_ca},
+      absl::Seconds(kTlsRefreshSeconds), metrics_.get());
+  if (!identity.ok()) return identity.status();
+  tls_identity_ = *std::move(identity);
+  const TlsIdentity& served = *tls_identity_;
   auto provider =
       options_.tls_client_ca.empty()
           ? std::make_shared<
                 grpc::experimental::FileWatcherCertificateProvider>(
-                options_.tls_key, options_.tls_cert, kTlsRefreshSeconds)
+                served.key_path(), served.cert_path(), kTlsRefreshSeconds)
           : std::make_shared<
                 grpc::experimental::FileWatcherCertificateProvider>(
-                options_.tls_key, options_.tls_cert, options_.tls_client_ca,
-                kTlsRefreshSeconds);
+                served.key_path(), served.cert_path(),
+                served.client_ca_path(), kTlsRefreshSeconds);
   grpc::experimental::TlsServerCredentialsOptions tls(provider);
   tls.watch_identity_key_cert_pairs();
   if (!options_.tls_client_ca.empty()) {

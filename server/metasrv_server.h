@@ -24,6 +24,7 @@
 #include "server/election/etcd_election.h"
 #include "server/ops/http_server.h"
 #include "server/ops/metrics.h"
+#include "server/ops/tls_identity.h"
 #include "server/ops/node_expirer.h"
 #include "server/ops/self_description.h"
 #include "server/ops/tcp_listener.h"
@@ -114,8 +115,9 @@ class MetasrvServer final : public core::LeadershipListener {
   void LogServing() const;
   // How often the TLS files are read again, seconds.
   static constexpr unsigned int kTlsRefreshSeconds = 2;
-  // Plaintext, TLS or mTLS, as the options say; TLS files are watched.
-  std::shared_ptr<grpc::ServerCredentials> ServerCredentials() const;
+  // Plaintext, TLS or mTLS, as the options say; TLS files are watched
+  // (tls_identity_ rotates them).
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials();
   // /metrics, /health and /ready.
   HttpServer::Routes HttpRoutes();
   // What LeaderChange does.
@@ -145,6 +147,8 @@ class MetasrvServer final : public core::LeadershipListener {
   StreamRegistry streams_{options_.max_streams};  // Open heartbeat streams.
   std::unique_ptr<Metrics> metrics_;              // Prometheus metrics.
   std::unique_ptr<HttpServer> http_;  // /metrics, /health, /ready; or null.
+  // The certificate gRPC serves, rotated to matching pairs only; or null.
+  std::unique_ptr<TlsIdentity> tls_identity_;
   // Reads, off gRPC's threads.
   // Declared before the services and the server, so it outlives their calls.
   ReadExecutor reads_{{options_.read_threads, 4096, options_.max_queued_reads}};

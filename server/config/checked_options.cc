@@ -10,10 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/config/settings.h"
-#include "server/config/small_file.h"
 #include "server/election/mysql_lease_store.h"
 #include "server/ops/admin_auth.h"
 #include "server/ops/net_util.h"
+#include "server/ops/small_file.h"
+#include "server/ops/tls_identity.h"
 
 namespace metasrv::server {
 namespace {
@@ -143,6 +144,13 @@ absl::Status ReadFiles(const ServerOptions& o, SettingFiles* files) {
     absl::StatusOr<std::string> read = ReadSmallFile(path, flag.c_str());
     if (!read.ok()) return read.status();
     files->*setting->file() = *std::move(read);
+  }
+  if (!o.tls_cert.empty()) {
+    // A certificate with another pair's key would fail every handshake.
+    absl::Status pair = CheckTlsIdentity(
+        {files->tls_cert, files->tls_key, files->tls_client_ca},
+        {o.tls_cert, o.tls_key, o.tls_client_ca});
+    if (!pair.ok()) return pair;
   }
   files->store_password =
       std::string(absl::StripTrailingAsciiWhitespace(files->store_password));

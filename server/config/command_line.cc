@@ -12,7 +12,7 @@
 #include "server/config/checked_options.h"
 #include "server/config/config_file.h"
 #include "server/config/settings.h"
-#include "server/config/small_file.h"
+#include "server/ops/small_file.h"
 #include "server/ops/build_info.h"
 
 namespace metasrv::server {

@@ -17,7 +17,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "server/config/settings.h"
-#include "server/config/small_file.h"
+#include "server/ops/small_file.h"
 
 namespace metasrv::server {
 namespace {

@@ -313,6 +313,12 @@ Metrics::Metrics(Sources sources)
       "reason",
       {"calls", "peer_calls", "request_timeout", "reply_share", "reply_stalled",
        "auth_failed", "auth_backoff"});
+  tls_rotations_ = Labelled<2>(
+      r, "metasrv_tls_rotations_total",
+      "Changes of the --tls_cert/--tls_key/--tls_client_ca files: served "
+      "(installed), or refused (a key that is not the certificate's, an "
+      "unreadable file), the previous certificate serving on.",
+      "result", {"installed", "refused"});
 }
 
 Metrics::~Metrics() = default;
@@ -362,6 +368,10 @@ void Metrics::NodesExpired(uint64_t n) {
 
 void Metrics::ConnectionDropped(ConnectionDrop why) {
   dropped_[static_cast<size_t>(why)]->Increment();
+}
+
+void Metrics::TlsRotated(bool installed) {
+  tls_rotations_[installed ? 0 : 1]->Increment();
 }
 
 void Metrics::DoorRefused(DoorRefusal why) {

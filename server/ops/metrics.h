@@ -117,6 +117,8 @@ class Metrics {
   void ConnectionDropped(ConnectionDrop why);
   // A call the door refused or ended, and why.
   void DoorRefused(DoorRefusal why);
+  // The TLS certificate files changed: served (`installed`) or refused.
+  void TlsRotated(bool installed);
 
  private:
   class Gauges;
@@ -133,6 +135,7 @@ class Metrics {
   prometheus::Counter* nodes_expired_;                    // In registry_.
   std::array<prometheus::Counter*, 4> dropped_;           // By ConnectionDrop.
   std::array<prometheus::Counter*, kDoorRefusals> door_;  // By DoorRefusal.
+  std::array<prometheus::Counter*, 2> tls_rotations_;     // Installed, refused.
   std::shared_ptr<Gauges> gauges_;                        // Scrape-time gauges.
   std::unique_ptr<CallMetrics> calls_;         // grpc_server_*; in registry_.
   std::unique_ptr<GreptimeMetrics> greptime_;  // greptime_meta_*; likewise.

@@ -1,7 +1,7 @@
 // Reading the small files settings name: the config file, flag files,
 // certificates, tokens and passwords.
-#ifndef METASRV_SERVER_CONFIG_SMALL_FILE_H_
-#define METASRV_SERVER_CONFIG_SMALL_FILE_H_
+#ifndef METASRV_SERVER_OPS_SMALL_FILE_H_
+#define METASRV_SERVER_OPS_SMALL_FILE_H_
 
 #include <cstdint>
 #include <string>
@@ -25,4 +25,4 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path,
 
 }  // namespace metasrv::server
 
-#endif  // METASRV_SERVER_CONFIG_SMALL_FILE_H_
+#endif  // METASRV_SERVER_OPS_SMALL_FILE_H_

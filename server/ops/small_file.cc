@@ -1,4 +1,4 @@
-#include "server/config/small_file.h"
+#include "server/ops/small_file.h"
 
 #include <sys/stat.h>
 

@@ -1,0 +1,218 @@
+#include "server/ops/tls_identity.h"
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/ops/small_file.h"
+#include "spdlog/spdlog.h"
+
+namespace metasrv::server {
+namespace {
+
+using Bio = std::unique_ptr<BIO, decltype(&BIO_free)>;
+using Cert = std::unique_ptr<X509, decltype(&X509_free)>;
+using Key = std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)>;
+
+Bio MemoryBio(const std::string& text) {
+  return Bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())),
+             BIO_free);
+}
+
+// An encrypted key is refused rather than prompted for on the terminal.
+int NoPassphrase(char*, int, int, void*) { return 0; }
+
+Cert FirstCertificate(const std::string& pem) {
+  Bio bio = MemoryBio(pem);
+  return Cert(PEM_read_bio_X509(bio.get(), nullptr, NoPassphrase, nullptr),
+              X509_free);
+}
+
+// "CN=..., valid until Mon DD HH:MM:SS YYYY GMT", for the log.
+std::string Describe(const std::string& cert_pem) {
+  Cert cert = FirstCertificate(cert_pem);
+  ERR_clear_error();
+  if (cert == nullptr) return "?";
+  char subject[256] = {};
+  X509_NAME_oneline(X509_get_subject_name(cert.get()), subject,
+                    sizeof(subject));
+  Bio out(BIO_new(BIO_s_mem()), BIO_free);
+  ASN1_TIME_print(out.get(), X509_get0_notAfter(cert.get()));
+  char* text = nullptr;
+  const long n = BIO_get_mem_data(out.get(), &text);
+  return absl::StrCat(subject, ", valid until ",
+                      std::string(text, n > 0 ? static_cast<size_t>(n) : 0));
+}
+
+bool Same(const TlsPem& a, const TlsPem& b) {
+  return a.cert == b.cert && a.key == b.key && a.client_ca == b.client_ca;
+}
+
+absl::Status WriteByRename(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".new";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      return absl::UnavailableError(absl::StrCat("cannot write ", temporary));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot rename ", temporary));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckTlsIdentity(const TlsPem& pem, const TlsPaths& paths) {
+  Cert leaf = FirstCertificate(pem.cert);
+  if (leaf == nullptr) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls_cert: ", paths.cert, " holds no PEM certificate"));
+  }
+  Bio key_bio = MemoryBio(pem.key);
+  Key key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, NoPassphrase,
+                                  nullptr),
+          EVP_PKEY_free);
+  if (key == nullptr) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls_key: ", paths.key,
+        " holds no PEM private key (or an encrypted one, which the server "
+        "cannot open)"));
+  }
+  if (X509_check_private_key(leaf.get(), key.get()) != 1) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls_cert and --tls_key do not belong together: the key in ",
+        paths.key, " is not the key of the certificate in ", paths.cert,
+        " (every TLS handshake would fail)"));
+  }
+  if (!pem.client_ca.empty() && FirstCertificate(pem.client_ca) == nullptr) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls_client_ca: ", paths.client_ca, " holds no PEM certificate"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<TlsIdentity>> TlsIdentity::Create(
+    TlsPaths configured, TlsPem first, absl::Duration period,
+    Metrics* metrics) {
+  const char* tmp = getenv("TMPDIR");
+  std::string dir = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
+                                 "/metasrv-tls-XXXXXX");
+  if (mkdtemp(dir.data()) == nullptr) {  // Mode 0700.
+    return absl::UnavailableError(
+        absl::StrCat("cannot make a directory for the served certificate: ",
+                     dir));
+  }
+  TlsPaths served{dir + "/cert.pem", dir + "/key.pem",
+                  configured.client_ca.empty() ? "" : dir + "/client_ca.pem"};
+  std::unique_ptr<TlsIdentity> identity(
+      new TlsIdentity(std::move(configured), std::move(served),
+                      std::move(first), std::move(dir), metrics));
+  {
+    absl::MutexLock lock(&identity->mu_);
+    if (absl::Status s = identity->Install(identity->served_); !s.ok()) {
+      return s;
+    }
+  }
+  identity->refresher_ =
+      std::thread([raw = identity.get(), period] { raw->RefreshLoop(period); });
+  return identity;
+}
+
+TlsIdentity::TlsIdentity(TlsPaths configured, TlsPaths served, TlsPem first,
+                         std::string dir, Metrics* metrics)
+    : configured_(std::move(configured)),
+      served_paths_(std::move(served)),
+      dir_(std::move(dir)),
+      metrics_(Metrics::OrDiscard(metrics)),
+      served_(std::move(first)) {}
+
+TlsIdentity::~TlsIdentity() {
+  {
+    absl::MutexLock lock(&stop_mu_);
+    stopping_ = true;
+  }
+  if (refresher_.joinable()) refresher_.join();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+void TlsIdentity::RefreshLoop(absl::Duration period) {
+  while (true) {
+    {
+      absl::MutexLock lock(&stop_mu_);
+      if (stop_mu_.AwaitWithTimeout(absl::Condition(&stopping_), period)) {
+        return;
+      }
+    }
+    Refresh().IgnoreError();  // Logged and counted there.
+  }
+}
+
+absl::Status TlsIdentity::Install(const TlsPem& pem) {
+  // The key first: gRPC reads the key, then the chain; a new chain only
+  // ever meets its own key.
+  absl::Status s = WriteByRename(served_paths_.key, pem.key);
+  if (s.ok()) s = WriteByRename(served_paths_.cert, pem.cert);
+  if (s.ok() && !served_paths_.client_ca.empty()) {
+    s = WriteByRename(served_paths_.client_ca, pem.client_ca);
+  }
+  return s;
+}
+
+absl::Status TlsIdentity::Refresh() {
+  TlsPem now;
+  absl::Status read = absl::OkStatus();
+  for (auto [path, text, flag] :
+       {std::tuple{&configured_.cert, &now.cert, "--tls_cert"},
+        std::tuple{&configured_.key, &now.key, "--tls_key"},
+        std::tuple{&configured_.client_ca, &now.client_ca, "--tls_client_ca"}}) {
+    if (path->empty() || !read.ok()) continue;
+    absl::StatusOr<std::string> got = ReadSmallFile(*path, flag);
+    if (got.ok()) {
+      *text = *std::move(got);
+    } else {
+      read = got.status();
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (read.ok() && Same(now, served_)) return absl::OkStatus();
+  absl::Status checked = read.ok() ? CheckTlsIdentity(now, configured_) : read;
+  if (checked.ok()) checked = Install(now);
+  if (!checked.ok()) {
+    if (!Same(now, refused_)) {
+      refused_ = now;
+      metrics_->TlsRotated(false);
+      spdlog::warn(
+          "TLS: the changed certificate files are not served ({}); still "
+          "serving the previous certificate ({})",
+          std::string(checked.message()), Describe(served_.cert));
+    }
+    return checked;
+  }
+  served_ = std::move(now);
+  refused_ = TlsPem();
+  metrics_->TlsRotated(true);
+  spdlog::info("TLS: serving the renewed certificate from {} ({})",
+               configured_.cert, Describe(served_.cert));
+  return absl::OkStatus();
+}
+
+}  // namespace metasrv::server
