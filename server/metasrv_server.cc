@@ -364,7 +364,7 @@ absl::Status MetasrvServer::Serve() {
   };
   listeners.on_accepting = [health = health_.get()](bool accepting) {
     LogLimited(accepting ? spdlog::level::info : spdlog::level::err,
-               "accepting",
+               "accepting", "",
                accepting ? "accepting gRPC connections again"
                          : "refusing gRPC connections: out of file "
                            "descriptors (see metasrv_connections_refused_"

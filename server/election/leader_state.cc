@@ -90,8 +90,11 @@ bool LeaderState::BecomeLeader(const std::function<bool()>& may_lead) {
     leading_ = true;
     state_term_ = term;
   }
-  const LogFields fields({{"term", absl::StrCat(term)}});
-  spdlog::info("leading on {}: flow-state term {}", store_name_, term);
+  const LogFields fields({{"state_generation", absl::StrCat(term)}});
+  spdlog::info(
+      "leading on {}: flow state reset, this replica's flow-state generation "
+      "{}",
+      store_name_, term);
   return true;
 }
 
@@ -107,9 +110,10 @@ uint64_t LeaderState::StepDown(const char* why) {
   }
   // Not leading from here on; now end the streams and drop the state.
   const uint64_t dropped = listener_->OnStepDown();
-  const LogFields fields({{"term", absl::StrCat(term)}});
+  const LogFields fields({{"state_generation", absl::StrCat(term)}});
   spdlog::warn(
-      "stepped down as leader of flow-state term {}: {}; {} keys "
+      "stepped down as leader (this replica's flow-state generation {}): "
+      "{}; {} keys "
       "dropped",
       term, why, dropped);
   return dropped;

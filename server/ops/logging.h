@@ -28,7 +28,7 @@ absl::Status ConfigureLogging(const std::string& level,
 absl::Status AddLogFiles(const std::string& dir, uint16_t max_files);
 
 // Fields the JSON lines logged on this thread carry, besides time, level
-// and msg, while this lives ("node_id", "peer", "role", "term"): what a log
+// and msg, while this lives ("node_id", "peer", "role", "state_generation"): what a log
 // pipeline filters on without parsing the message. The text format shows
 // only the message, which names them too. Scopes nest; not copyable.
 class LogFields {

@@ -33,6 +33,7 @@ absl::Status CallDoor::Enter(const MethodRow& row, ServerCall* call) {
     metrics_->DoorRefused(per_peer ? DoorRefusal::kPeerCalls
                                    : DoorRefusal::kCalls);
     LogLimited(spdlog::level::warn, "door_calls_refused",
+               PeerLedger::HostOf(call->context()->peer()),
                "call {} from {} refused: {}", row.name, call->context()->peer(),
                std::string(ticket.status().message()));
     return ticket.status();
@@ -49,7 +50,7 @@ absl::Status CallDoor::CheckAdmin(const MethodRow& row,
   if (const absl::Duration wait = backoff_.WaitOf(host);
       wait > absl::ZeroDuration()) {
     metrics_->DoorRefused(DoorRefusal::kAuthBackoff);
-    LogLimited(spdlog::level::warn, "admin_call_backoff",
+    LogLimited(spdlog::level::warn, "admin_call_backoff", host,
                "admin call {} from {} refused unchecked: its host failed too "
                "often and waits {} more",
                row.name, peer,
@@ -73,7 +74,7 @@ absl::Status CallDoor::CheckAdmin(const MethodRow& row,
   if (!allowed.ok()) {
     const absl::Duration wait = backoff_.Failed(host);
     metrics_->DoorRefused(DoorRefusal::kAuthFailed);
-    LogLimited(spdlog::level::warn, "admin_call_refused",
+    LogLimited(spdlog::level::warn, "admin_call_refused", host,
                "admin call {} from {} refused: {} (its host waits {})",
                row.name, peer, std::string(allowed.message()),
                absl::FormatDuration(wait));

@@ -69,7 +69,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status,
     // The message as upstream's output_msg() gives it (src/common/error/
     // src/ext.rs): internal errors are masked from clients. The log keeps
     // the real one.
-    LogLimited(spdlog::level::warn, "internal_error_answered",
+    LogLimited(spdlog::level::warn, "internal_error_answered", "",
                "internal error answered as \"Internal error: {}\": {}",
                static_cast<uint32_t>(error.code), out.error_message());
     return grpc::Status(

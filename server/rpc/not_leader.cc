@@ -10,7 +10,7 @@ void SetNotLeader(const core::Leadership& leadership,
   auto* error = header->mutable_error();
   error->set_code(core::kNotLeaderErrorCode);
   error->set_err_msg(core::kNotLeaderText);
-  LogLimited(spdlog::level::debug, "not_leader_answer",
+  LogLimited(spdlog::level::debug, "not_leader_answer", "",
              "answered not leader: {}", core::NotLeaderMessage(leadership));
 }
 

@@ -10,6 +10,7 @@
 #include "server/ops/log_limit.h"
 #include "server/ops/logging.h"
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/peer_ledger.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -51,6 +52,7 @@ void HeartbeatStream::Start() {
   absl::Status added = registry_->Add(this);
   if (!added.ok()) {
     LogLimited(spdlog::level::warn, "heartbeat_stream_refused",
+               PeerLedger::HostOf(peer_),
                "heartbeat stream from {} refused: {}", peer_, added.ToString());
     FinishOnce(added);
     return;
@@ -141,15 +143,15 @@ void HeartbeatStream::HandleRequest() {
     // connection. Bounded: 10,000 flownodes reconnecting after a failover
     // are one line per interval, the rest counted
     // (metasrv_log_lines_suppressed_total).
-    const LogFields fields({{"node_id", absl::StrCat(*flownode_)},
-                            {"peer", peer_},
-                            {"role", "flownode"}});
+    const std::string node = absl::StrCat(*flownode_);
+    const LogFields fields(
+        {{"node_id", node}, {"peer", peer_}, {"role", "flownode"}});
     if (absl::IsAborted(handled)) {
-      LogLimited(spdlog::level::info, "flownode_refused",
+      LogLimited(spdlog::level::info, "flownode_refused", node,
                  "flownode {} from {} refused: this replica does not lead",
                  *flownode_, peer_);
     } else if (handled.ok()) {
-      LogLimited(spdlog::level::info, "flownode_connected",
+      LogLimited(spdlog::level::info, "flownode_connected", node,
                  "flownode {} connected from {}", *flownode_, peer_);
     }
   }
@@ -220,6 +222,7 @@ void HeartbeatStream::OnDone() {
                             {"peer", peer_},
                             {"role", "flownode"}});
     LogLimited(spdlog::level::info, "flownode_disconnected",
+               absl::StrCat(*flownode_),
                "flownode {} (from {}) disconnected", *flownode_, peer_);
   }
 }

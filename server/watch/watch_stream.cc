@@ -7,6 +7,7 @@
 #include "metasrv/v1/metasrv.pb.h"
 #include "server/ops/log_limit.h"
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/peer_ledger.h"
 #include "server/rpc/request_decoder.h"
 #include "spdlog/spdlog.h"
 
@@ -120,7 +121,8 @@ void WatchStream::EndStalled() {
   metrics_->WatchStalled();
   // What the client is told, ahead of the cancellation gRPC reports.
   call_->Finishing(GRPC_STATUS_RESOURCE_EXHAUSTED);
-  LogLimited(spdlog::level::warn, "watch-stalled",
+  LogLimited(spdlog::level::warn, "watch_stalled",
+             PeerLedger::HostOf(call_->context()->peer()),
              "ended a WatchFlowState stream from {}: its write was in flight "
              "for over {} while watchers held more than "
              "--max_reply_bytes_in_flight",

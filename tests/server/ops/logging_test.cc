@@ -85,7 +85,7 @@ TEST_F(LoggingTest, JsonLinesCarryTheScopesFields) {
   {
     const LogFields node({{"node_id", "7"}, {"peer", "ipv4:\"x\""}});
     {
-      const LogFields term({{"term", "3"}});
+      const LogFields term({{"state_generation", "3"}});
       spdlog::info("inner");
     }
     spdlog::info("outer");
@@ -103,10 +103,10 @@ TEST_F(LoggingTest, JsonLinesCarryTheScopesFields) {
   const auto& inner = values[0].struct_value().fields();
   EXPECT_EQ(inner.at("node_id").string_value(), "7");
   EXPECT_EQ(inner.at("peer").string_value(), "ipv4:\"x\"");
-  EXPECT_EQ(inner.at("term").string_value(), "3");
+  EXPECT_EQ(inner.at("state_generation").string_value(), "3");
   const auto& outer = values[1].struct_value().fields();
   EXPECT_EQ(outer.at("node_id").string_value(), "7");
-  EXPECT_EQ(outer.count("term"), 0u);
+  EXPECT_EQ(outer.count("state_generation"), 0u);
   EXPECT_EQ(values[2].struct_value().fields().count("node_id"), 0u);
 }
 
