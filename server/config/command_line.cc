@@ -9,11 +9,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "server/config/checked_options.h"
 #include "server/config/config_file.h"
 #include "server/config/settings.h"
-#include "server/ops/small_file.h"
 #include "server/ops/build_info.h"
+#include "server/ops/logging.h"
+#include "server/ops/small_file.h"
 
 namespace metasrv::server {
 namespace {
@@ -72,9 +75,50 @@ void PrintHelp() {
       "could not start or serve,\n2 bad arguments, flags or config.\n");
 }
 
+// Whether errors before start are written as JSON lines: --log_format=json
+// was asked for on the command line or in the environment (or by the config
+// file, once it was read). Set once by ReadCommandLine, which runs before
+// any other thread.
+bool json_errors = false;
+
+void NoteLogFormat(absl::string_view format) {
+  if (format == "json") json_errors = true;
+}
+
+// Writes one line to stderr before logging is set up: as the log's JSON
+// lines are shaped (ops/logging) when json_errors, else "metasrv: text".
+void Say(const char* level, const std::string& text) {
+  if (json_errors) {
+    std::fprintf(
+        stderr, "{\"time\":\"%s\",\"level\":\"%s\",\"msg\":\"%s\"}\n",
+        absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(),
+                         absl::UTCTimeZone())
+            .c_str(),
+        level, JsonEscape(text).c_str());
+  } else {
+    std::fprintf(stderr, "metasrv: %s\n", text.c_str());
+  }
+}
+
 int UsageError(const std::string& message) {
-  std::fprintf(stderr, "metasrv: %s (see metasrv --help)\n", message.c_str());
+  Say("error", absl::StrCat(message, " (see metasrv --help)"));
   return kExitUsage;
+}
+
+// Looks for --log_format=json (or "--log_format json") and
+// GREPTIMEDB_METASRV__LOGGING__LOG_FORMAT=json before anything is parsed.
+void ScanForJson(const std::vector<std::string>& args,
+                 const std::vector<std::string>& env) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--log_format=json" || args[i] == "-log_format=json" ||
+        ((args[i] == "--log_format" || args[i] == "-log_format") &&
+         i + 1 < args.size() && args[i + 1] == "json")) {
+      json_errors = true;
+    }
+  }
+  for (const std::string& e : env) {
+    if (e == "GREPTIMEDB_METASRV__LOGGING__LOG_FORMAT=json") json_errors = true;
+  }
 }
 
 // What argv says, read.
@@ -230,6 +274,7 @@ int ApplySources(const Parsed& parsed, const std::vector<std::string>& env,
   for (const ConfigValues& source : sources) {
     absl::Status applied =
         ApplyAssignments(source.assignments, &result->options);
+    NoteLogFormat(result->options.log_format);
     if (!applied.ok()) return UsageError(std::string(applied.message()));
   }
   result->ignored_keys = IgnoredKeysSummary(sources);
@@ -250,7 +295,7 @@ int PrintChecked(const Parsed& parsed, const CommandLine& result) {
   }
   std::printf("%s", EffectiveConfigToml(checked->options()).c_str());
   if (!result.ignored_keys.empty()) {
-    std::fprintf(stderr, "metasrv: config: %s\n", result.ignored_keys.c_str());
+    Say("warning", absl::StrCat("config: ", result.ignored_keys));
   }
   if (parsed.check_config && !result.unknown_keys.empty()) {
     // A deploy step must not pass a file whose misspelled key leaves a
@@ -262,7 +307,7 @@ int PrintChecked(const Parsed& parsed, const CommandLine& result) {
         absl::StrJoin(result.unknown_keys, ", "), " (misspelled?)"));
   }
   if (parsed.check_config) {
-    std::fprintf(stderr, "metasrv: the configuration can work\n");
+    Say("info", "the configuration can work");
   }
   return kExitOk;
 }
@@ -278,12 +323,15 @@ std::string VersionLine() {
 CommandLine ReadCommandLine(int argc, char** argv,
                             const std::vector<std::string>& env) {
   CommandLine result;
+  json_errors = false;
+  ScanForJson(std::vector<std::string>(argv + 1, argv + argc), env);
   absl::StatusOr<std::vector<std::string>> args =
       ExpandFlagfiles(std::vector<std::string>(argv + 1, argv + argc));
   if (!args.ok()) {
     result.exit_code = UsageError(std::string(args.status().message()));
     return result;
   }
+  ScanForJson(*args, env);  // Also what the flag files say.
   Parsed parsed;
   result.exit_code = Parse(*args, &parsed);
   if (result.exit_code >= 0) return result;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
@@ -375,6 +376,43 @@ TEST(CommandLineTest, ErrorsBeforeStartAreJsonInJsonFormat) {
   EXPECT_THAT(ran.out, HasSubstr("\"level\":\"error\",\"msg\":\"--backend="
                                  "mongo_store is not supported"))
       << ran.out;
+}
+
+// Issue 38, item 5: the errors of the command line itself (an unknown
+// flag, a TOML file that does not parse, a bad value from the environment)
+// are JSON lines too when JSON is asked for, on the command line, in the
+// environment or in the config file; every line is one JSON object.
+TEST(CommandLineTest, CommandLineErrorsAreJsonInJsonFormat) {
+  const std::string broken = TempFile("bad = [\n");
+  const std::string json_file =
+      TempFile("[logging]\nlog_format = \"json\"\n[grpc]\nbind_adr = \"x\"\n");
+  const std::vector<std::pair<std::vector<std::string>,
+                              std::vector<std::string>>>
+      cases = {
+          {{"--log_format=json", "--no_such_flag"}, {}},
+          {{"--log_format", "json", "-c", broken}, {}},
+          {{"--max_nodes=x"}, {"GREPTIMEDB_METASRV__LOGGING__LOG_FORMAT=json"}},
+          {{"-c", json_file, "--check_config"}, {}},
+      };
+  for (const auto& [args, env] : cases) {
+    Ran ran = RunBinary(args, env, /*and_stderr=*/true);
+    EXPECT_EQ(ran.exit_code, 2) << args[0];
+    std::string errors;
+    for (absl::string_view line : absl::StrSplit(ran.out, '\n')) {
+      if (line.empty() || line[0] != '{') continue;  // --print_config's TOML.
+      EXPECT_THAT(std::string(line), ::testing::EndsWith("}")) << line;
+      if (absl::StrContains(line, "\"level\":\"error\"")) {
+        errors += std::string(line);
+      }
+    }
+    EXPECT_THAT(errors, HasSubstr("(see metasrv --help)")) << ran.out;
+    EXPECT_THAT(ran.out, ::testing::Not(HasSubstr("metasrv: "))) << ran.out;
+  }
+  // Without JSON asked for: text.
+  Ran text = RunBinary({"--no_such_flag"}, {}, /*and_stderr=*/true);
+  EXPECT_THAT(text.out, ::testing::StartsWith("metasrv: unknown flag"));
+  unlink(broken.c_str());
+  unlink(json_file.c_str());
 }
 
 // A port taken by someone else: the server says which flag to change.
