@@ -30,6 +30,7 @@ EtcdClient::EtcdClient(std::vector<std::string> endpoints,
   }
   for (const std::string& addr : endpoints) {
     Endpoint e;
+    e.address = addr;
     grpc::ChannelArguments args;
     // Reconnect quickly after etcd comes back: the election waits on it.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -88,6 +89,33 @@ absl::Status EtcdClient::CheckAccess(absl::Duration timeout) {
     req.set_key("__metasrv_access_check");
     etcdserverpb::RangeResponse resp;
     s = Check(Current().kv->Range(&ctx, req, &resp));
+  }
+  if (s.ok()) {
+    // etcd's peer port answers KV and Lease calls but not the Election
+    // service; asked, it answers UNIMPLEMENTED (as any other gRPC server
+    // would). "election: no leader" is the answer of a client endpoint.
+    grpc::ClientContext leader_ctx;
+    SetTimeout(&leader_ctx, timeout);
+    s = Authorize(&leader_ctx, timeout);
+    if (s.ok()) {
+      v3electionpb::LeaderRequest req;
+      req.set_name("__metasrv_access_check");
+      v3electionpb::LeaderResponse resp;
+      s = Check(Current().election->Leader(&leader_ctx, req, &resp));
+      if (!s.ok() && !absl::IsUnimplemented(s) && !absl::IsUnavailable(s) &&
+          !absl::IsDeadlineExceeded(s)) {
+        s = absl::OkStatus();  // No leader there: it answers the API.
+      }
+    }
+  }
+  if (absl::IsUnimplemented(s)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--store_addrs: ", Current().address,
+        " is not an etcd client endpoint (it does not serve etcd's Election "
+        "API: ",
+        s.message(),
+        "); is it etcd's peer port (2380)? Name the client URLs' ports "
+        "(2379)"));
   }
   // gRPC reports a failed TLS handshake as UNAVAILABLE; it will not heal.
   if (absl::IsUnavailable(s) &&

@@ -45,9 +45,12 @@ class EtcdClient {
                       EtcdSecurity security = {});
 
   // Whether etcd can be used as configured: authenticates if a user is set,
-  // else reads a key. kFailedPrecondition when it never will be (a TLS
-  // handshake that fails, a wrong user or password), kUnavailable when it
-  // may be later (etcd down), OK otherwise.
+  // reads a key and asks the Election service for a leader.
+  // kFailedPrecondition when it never will be (a TLS handshake that fails,
+  // a wrong user or password), kInvalidArgument when the endpoint is not
+  // an etcd client endpoint (etcd's peer port answers KV and Lease calls,
+  // UNIMPLEMENTED to the Election's), kUnavailable when it may be later
+  // (etcd down), OK otherwise.
   absl::Status CheckAccess(absl::Duration timeout);
 
   // Grants a lease of `ttl`; returns its id.
@@ -86,6 +89,7 @@ class EtcdClient {
 
  private:
   struct Endpoint {
+    std::string address;                                     // host:port.
     std::shared_ptr<grpc::Channel> channel;                  // Connection.
     std::unique_ptr<etcdserverpb::Lease::Stub> lease;        // Lease API.
     std::unique_ptr<etcdserverpb::KV::Stub> kv;              // KV API.

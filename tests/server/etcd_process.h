@@ -39,6 +39,10 @@ class EtcdProcess final : public StoreProcess {
 
   // host:port of the client endpoint.
   const std::string& endpoint() const { return endpoint_; }
+  // host:port of the peer endpoint (raft's; not for clients).
+  std::string peer_endpoint() const {
+    return peer_url_.substr(peer_url_.find("://") + 3);
+  }
   std::string backend() const override { return "etcd_store"; }
   std::string address() const override { return endpoint_; }
 

@@ -288,5 +288,27 @@ TEST(EtcdKeyPrefixTest, NestedElectionNamesAreRefused) {
   EXPECT_TRUE(WaitFor([&] { return c->leadership_for_test().IsLeader(); }));
 }
 
+// Issue 38, item 6: --store_addrs at etcd's peer port (which answers KV
+// and Lease calls, UNIMPLEMENTED to the Election's) looped forever on
+// "UNIMPLEMENTED ... v3electionpb.Election" and "etcd is reachable again".
+// Now it is refused at start, once, saying what it is.
+TEST(EtcdEndpointTest, EtcdsPeerPortIsRefusedAtStartAsNotAClientEndpoint) {
+  ::metasrv::testing::EtcdProcess etcd;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
+  options.backend = "etcd_store";
+  options.store_addrs = {etcd.peer_endpoint()};
+  absl::StatusOr<std::unique_ptr<MetasrvServer>> server =
+      MetasrvServer::Start(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(server.status().message().find("is not an etcd client endpoint"),
+            std::string::npos)
+      << server.status();
+  EXPECT_NE(server.status().message().find("--store_addrs"), std::string::npos);
+  // The client endpoint of the same etcd is accepted.
+  options.store_addrs = {etcd.endpoint()};
+  EXPECT_TRUE(MetasrvServer::Start(options).ok());
+}
+
 }  // namespace
 }  // namespace metasrv::server
