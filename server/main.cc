@@ -33,8 +33,10 @@ absl::Status SetUpLogging(const metasrv::server::ServerOptions& given) {
   return srv::ConfigureLogging(given.log_level, given.log_format);
 }
 
-// Serves `checked` until SIGTERM or SIGINT (SIGHUP reloads); the exit code.
-int Serve(const metasrv::server::CheckedOptions& checked) {
+// Serves `checked` until SIGTERM or SIGINT (SIGHUP reloads, reading the
+// command line `argc`/`argv` and `env` again); the exit code.
+int Serve(const metasrv::server::CheckedOptions& checked, int argc,
+          char** argv, const std::vector<std::string>& env) {
   namespace srv = metasrv::server;
   // Block the stop signals in every thread (gRPC's inherit the mask) and
   // wait for them here, so shutdown runs on an ordinary thread.
@@ -58,8 +60,20 @@ int Serve(const metasrv::server::CheckedOptions& checked) {
   sd_notify(0, "READY=1");
   int signal = 0;
   while (sigwait(&stop_signals, &signal) == 0 && signal == SIGHUP) {
-    spdlog::info("received SIGHUP; re-reading the files the settings name");
-    (*server)->Reload();
+    spdlog::info(
+        "received SIGHUP; re-reading the configuration and the files the "
+        "settings name");
+    // The configuration as it is now: the command line again, with the
+    // config file and environment it names.
+    srv::CommandLine latest = srv::ReadCommandLine(argc, argv, env);
+    if (latest.exit_code >= 0) {
+      spdlog::error(
+          "reload: the configuration no longer reads (see the line above); "
+          "settings stay as they are");
+      (*server)->Reload();
+    } else {
+      (*server)->Reload(&latest.options);
+    }
   }
   sd_notify(0, "STOPPING=1");
   spdlog::info("received signal {}; shutting down", signal);
@@ -101,5 +115,5 @@ int main(int argc, char** argv) {
   if (!command_line.ignored_keys.empty()) {
     spdlog::warn("config: {}", command_line.ignored_keys);
   }
-  return Serve(*checked);
+  return Serve(*checked, argc, argv, env);
 }

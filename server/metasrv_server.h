@@ -69,9 +69,13 @@ class MetasrvServer final : public core::LeadershipListener {
   // use a renewed certificate within kTlsRefreshSeconds); a changed store
   // password applies at the store's next login or connection, as do the
   // SQL stores' certificates (etcd's apply at the next start). An
-  // unreadable or bad file is logged and nothing changes. Never stops the
-  // server. Thread-safe; one at a time.
-  void Reload() ABSL_LOCKS_EXCLUDED(reload_mu_);
+  // unreadable or bad file is logged and nothing changes. With `latest`
+  // (the settings as the command line, environment and config file give
+  // them now; null: not re-read), what can change live does (--log_level),
+  // and each other changed setting is logged as needing a restart. Never
+  // stops the server. Thread-safe; one at a time.
+  void Reload(const ServerOptions* latest = nullptr)
+      ABSL_LOCKS_EXCLUDED(reload_mu_);
 
   int port() const { return port_; }
   // Port of /metrics, /health and /ready; 0 when not served.
@@ -128,6 +132,8 @@ class MetasrvServer final : public core::LeadershipListener {
   absl::Mutex reload_mu_;        // One Reload() at a time; guards below.
   // What they held at the last Reload() (files_ before it).
   SettingFiles reloaded_files_ ABSL_GUARDED_BY(reload_mu_) = files_;
+  // The log level in force (set at start, changed by a reload).
+  std::string log_level_ ABSL_GUARDED_BY(reload_mu_) = options_.log_level;
   // Descriptors each port's connections may take (soft limit raised first).
   const DescriptorCeilings descriptor_ceilings_;
   // The gRPC port's connections: bound by Start(), serving from Serve().

@@ -1,7 +1,13 @@
 // MetasrvServer::Reload(): what SIGHUP re-reads and when each change
 // applies (split from metasrv_server.cc by role).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/config/settings.h"
 #include "server/metasrv_server.h"
 #include "server/ops/admin_auth.h"
+#include "server/ops/logging.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -58,10 +64,43 @@ void LogFileChanges(const SettingFiles& before, const SettingFiles& now,
   }
 }
 
+// The settings of `latest` that differ from `running`, by flag name (the
+// values are not logged: some name secrets' files or carry a password).
+std::vector<std::string> ChangedSettings(const ServerOptions& running,
+                                         const ServerOptions& latest) {
+  std::vector<std::string> changed;
+  for (const std::unique_ptr<Setting>& setting : Settings()) {
+    if (SettingText(setting->Get(running)) !=
+        SettingText(setting->Get(latest))) {
+      changed.push_back(setting->name());
+    }
+  }
+  return changed;
+}
+
 }  // namespace
 
-void MetasrvServer::Reload() {
+void MetasrvServer::Reload(const ServerOptions* latest) {
   absl::MutexLock lock(&reload_mu_);
+  if (latest != nullptr) {
+    for (const std::string& name : ChangedSettings(options_, *latest)) {
+      if (name == "log_level") continue;
+      spdlog::warn(
+          "reload: --{} changed; it applies at the next start (restart the "
+          "service)",
+          name);
+    }
+    if (latest->log_level != log_level_) {
+      if (absl::Status set = SetLogLevel(latest->log_level); set.ok()) {
+        spdlog::warn("reload: --log_level is now {} (was {})",
+                     latest->log_level, log_level_);
+        log_level_ = latest->log_level;
+      } else {
+        spdlog::error("reload: {}; the log level stays {}",
+                      std::string(set.message()), log_level_);
+      }
+    }
+  }
   absl::StatusOr<CheckedOptions> checked = CheckOptions(options_);
   if (!checked.ok()) {
     spdlog::error("reload: {}; nothing changed",
@@ -86,6 +125,8 @@ void MetasrvServer::Reload() {
   }
   LogFileChanges(reloaded_files_, now, options_.backend != "etcd_store",
                  kTlsRefreshSeconds);
+  // The TLS files now rather than at the next refresh.
+  if (tls_identity_ != nullptr) tls_identity_->Refresh().IgnoreError();
   reloaded_files_ = now;
   spdlog::info("reload: done");
 }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <system_error>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
@@ -174,8 +175,9 @@ absl::Status AddLogFiles(const std::string& dir, uint16_t max_files) {
   return absl::OkStatus();
 }
 
-absl::Status ConfigureLogging(const std::string& level,
-                              const std::string& format) {
+namespace {
+
+absl::StatusOr<spdlog::level::level_enum> ParseLevel(const std::string& level) {
   const spdlog::level::level_enum parsed = spdlog::level::from_str(level);
   // from_str answers "off" for names it does not know.
   if (parsed == spdlog::level::off && level != "off") {
@@ -183,6 +185,22 @@ absl::Status ConfigureLogging(const std::string& level,
         absl::StrCat("--log_level: unknown level '", level,
                      "' (trace, debug, info, warn, error or off)"));
   }
+  return parsed;
+}
+
+}  // namespace
+
+absl::Status SetLogLevel(const std::string& level) {
+  absl::StatusOr<spdlog::level::level_enum> parsed = ParseLevel(level);
+  if (!parsed.ok()) return parsed.status();
+  spdlog::set_level(*parsed);
+  return absl::OkStatus();
+}
+
+absl::Status ConfigureLogging(const std::string& level,
+                              const std::string& format) {
+  absl::StatusOr<spdlog::level::level_enum> parsed = ParseLevel(level);
+  if (!parsed.ok()) return parsed.status();
   if (format == "json") {
     spdlog::set_formatter(std::make_unique<JsonFormatter>());
   } else if (format == "text") {
@@ -195,7 +213,7 @@ absl::Status ConfigureLogging(const std::string& level,
     return absl::InvalidArgumentError(absl::StrCat(
         "--log_format: unknown format '", format, "' (text or json)"));
   }
-  spdlog::set_level(parsed);
+  spdlog::set_level(*parsed);
   return absl::OkStatus();
 }
 

@@ -20,6 +20,11 @@ namespace metasrv::server {
 absl::Status ConfigureLogging(const std::string& level,
                               const std::string& format);
 
+// Sets the default logger's level alone ("trace" ... "off"), as a reload
+// does; safe while other threads log. kInvalidArgument naming --log_level
+// for an unknown one; nothing changes then.
+absl::Status SetLogLevel(const std::string& level);
+
 // Also writes the default logger's lines, in its format, to files in `dir`
 // (created if missing), as GreptimeDB's [logging] dir does: a new file every
 // hour (metasrv_YYYY-MM-DD_HH.log), the newest `max_files` kept.

@@ -177,7 +177,9 @@ TEST(BinaryTest, PortInUseFailsToStart) {
 // only: a wildcard --server_addr is resolved as a wildcard bind is.
 TEST(BinaryTest, AWildcardBindWithoutNetlinkNeverAdvertisesLoopback) {
   const int port = FreePort();
-  ChildProcess server({NO_NETLINK, METASRV_BINARY,
+  // Through sh, so that its log (stderr) is read with its stdout.
+  ChildProcess server({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", NO_NETLINK,
+                       METASRV_BINARY,
                        absl::StrCat("--bind_addr=127.0.0.1:", port),
                        absl::StrCat("--server_addr=0.0.0.0:", port),
                        "--metrics_addr=127.0.0.1:0"});
@@ -204,6 +206,68 @@ TEST(BinaryTest, AWildcardBindWithoutNetlinkNeverAdvertisesLoopback) {
   }));
   EXPECT_EQ(advertised, server::JoinHostPort(routed, port));
   EXPECT_NE(advertised.rfind("127.", 0), 0u) << advertised;
+}
+
+// Reads `server`'s lines until one contains `what`; false after 10 s
+// without it (or at its end).
+bool ReadUntil(ChildProcess& server, const std::string& what,
+               std::string* seen) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    std::optional<std::string> line = server.ReadLine(deadline - absl::Now());
+    if (!line.has_value()) return false;
+    *seen += *line + "\n";
+    if (line->find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Issue 38, item 7: SIGHUP after a changed log level applied nothing and
+// said "reload: done". Now the level applies at once, and a changed
+// setting that needs a restart is named.
+TEST(BinaryTest, SighupAppliesTheLogLevelAndNamesWhatNeedsARestart) {
+  const int port = FreePort();
+  char path[] = "/tmp/metasrv-reload-XXXXXX.toml";
+  const int fd = mkstemps(path, 5);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  auto write = [&](const char* level, int bind_port) {
+    std::ofstream(path, std::ios::trunc)
+        << "[logging]\nlevel = \"" << level << "\"\n[grpc]\nbind_addr = "
+        << "\"127.0.0.1:" << bind_port << "\"\n[http]\naddr = \"\"\n";
+  };
+  write("info", port);
+  ChildProcess server({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1",
+                       METASRV_BINARY, "-c", path});
+  const std::string addr = absl::StrCat("127.0.0.1:", port);
+  ASSERT_TRUE(WaitFor([&] { return AcceptsTcp(addr); }));
+  auto channel = Connect(addr);
+  // A heartbeat without a header ends its stream with a debug line.
+  auto headless = [&] {
+    meta::HeartbeatRequest request = FlowReport(1, {{7, 700, 70}});
+    request.clear_header();
+    HeartbeatClient stream(channel);
+    stream.Call(request);
+    stream.Close().IgnoreError();
+  };
+  headless();
+  write("debug", port + 1);
+  server.Signal(SIGHUP);
+  std::string seen;
+  ASSERT_TRUE(ReadUntil(server, "reload: --log_level is now debug (was info)",
+                        &seen))
+      << seen;
+  EXPECT_NE(seen.find("reload: --bind_addr changed; it applies at the next "
+                      "start"),
+            std::string::npos)
+      << seen;
+  EXPECT_EQ(seen.find("has no header"), std::string::npos) << seen;
+  headless();
+  EXPECT_TRUE(ReadUntil(server, "heartbeat request has no header", &seen))
+      << seen;
+  // Still serving where it was.
+  EXPECT_TRUE(IsServing(channel));
+  unlink(path);
 }
 
 }  // namespace
