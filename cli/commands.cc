@@ -153,6 +153,17 @@ std::string ReadFile(const std::string& path, bool* ok) {
   return s.str();
 }
 
+std::shared_ptr<grpc::Channel> Client::ChannelTo(
+    const std::string& addr) const {
+  grpc::ChannelArguments args;
+  args.SetInt("metasrvctl.replica", static_cast<int>(std::hash<std::string>()(addr)));
+  return grpc::CreateCustomChannel(
+      addr,
+      credentials_ != nullptr ? credentials_
+                              : grpc::InsecureChannelCredentials(),
+      args);
+}
+
 void Client::Prepare(grpc::ClientContext* ctx) const {
   ctx->set_deadline(std::chrono::system_clock::now() +
                     absl::ToChronoMilliseconds(timeout_));
@@ -314,6 +325,9 @@ int Nodes(const Client& c, const Flags& f) {
 }
 
 int Health(const Client& c, const Flags& f) {
+  if (c.replicas().size() > 1 && !f.values.count("service")) {
+    return Status(c, f);
+  }
   auto stub = grpc::health::v1::Health::NewStub(c.channel());
   grpc::ClientContext ctx;
   c.Prepare(&ctx);

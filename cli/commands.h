@@ -26,17 +26,28 @@ struct Flags {
 // Where to send calls, and their deadline.
 class Client {
  public:
-  Client(std::shared_ptr<grpc::Channel> channel, absl::Duration timeout)
-      : channel_(std::move(channel)), timeout_(timeout) {}
+  Client(std::shared_ptr<grpc::Channel> channel, absl::Duration timeout,
+         std::vector<std::string> replicas = {},
+         std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr)
+      : channel_(std::move(channel)),
+        timeout_(timeout),
+        replicas_(std::move(replicas)),
+        credentials_(std::move(credentials)) {}
 
   // Sets the deadline of a unary call.
   void Prepare(grpc::ClientContext* ctx) const;
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   absl::Duration timeout() const { return timeout_; }
+  // Every address --addr names, in its order.
+  const std::vector<std::string>& replicas() const { return replicas_; }
+  // A channel of its own to `addr`, with the same credentials.
+  std::shared_ptr<grpc::Channel> ChannelTo(const std::string& addr) const;
 
  private:
   std::shared_ptr<grpc::Channel> channel_;  // To the metasrv.
   absl::Duration timeout_;                  // Per unary call.
+  std::vector<std::string> replicas_;       // --addr's addresses.
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;  // Plain or TLS.
 };
 
 // The leader's address as the metasrv on `channel` answers AskLeader (asked
@@ -77,7 +88,9 @@ int Peers(const Client& c, const Flags& f);
 int Reset(const Client& c, const Flags& f);   // In admin_commands.cc.
 int Forget(const Client& c, const Flags& f);  // In admin_commands.cc.
 int Watch(const Client& c, const Flags& f);
+// With several --addr replicas, the per-replica view of Status().
 int Health(const Client& c, const Flags& f);
+int Status(const Client& c, const Flags& f);  // In status.cc.
 int Top(const Client& c, const Flags& f);  // In top.cc.
 
 }  // namespace metasrvctl

@@ -81,9 +81,26 @@ void AddReadCommands(std::vector<Command>* commands) {
            "service)\n"
            "and prints SERVING or NOT_SERVING. Exit code 0 only when SERVING: "
            "usable\n"
-           "as a container or load-balancer health check.\n",
+           "as a container or load-balancer health check. With several "
+           "--addr\n"
+           "replicas (and no --service), the per-replica view of `status`.\n",
            {"service", "json"},
            Health,
+           /*to_leader=*/false},
+          {"status",
+           "one row per replica: health, role, leader, version, nodes, flows",
+           "usage: metasrvctl [--addr=A,B,C] status [--json]\n"
+           "Asks every replica --addr names, as etcdctl endpoint status "
+           "does: its\n"
+           "gRPC health, its role (leader, follower, or '-' if it cannot "
+           "say), the\n"
+           "leader it names (AskLeader), its version (from the leader's "
+           "MetasrvPeers),\n"
+           "and on the leader the flownodes and flows it holds. Exit code "
+           "1 only\n"
+           "when no replica answers.\n",
+           {"json"},
+           Status,
            /*to_leader=*/false},
       });
 }
@@ -299,7 +316,8 @@ std::optional<std::unique_ptr<Client>> MakeClient(Flags& global,
     creds = grpc::SslCredentials(o);
   }
   const std::string addr = Target(replicas, to_leader, creds, timeout);
-  return std::make_unique<Client>(grpc::CreateChannel(addr, creds), timeout);
+  return std::make_unique<Client>(grpc::CreateChannel(addr, creds), timeout,
+                                  replicas, creds);
 }
 
 // Runs `command` with the flags after it (argv[i + 1, argc)); its exit code.

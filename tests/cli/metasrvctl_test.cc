@@ -387,6 +387,46 @@ TEST(MetasrvctlHaTest, FollowsTheLeaderAcrossReplicasAndAFailover) {
   // health asks the replica named, not the leader.
   EXPECT_EQ(Ctl({"--addr=" + followers_first[0], "health"}).out, "SERVING\n");
 
+  // Issue 38, item 8: with several replicas, health (and status) shows one
+  // row per replica, as etcdctl endpoint status does.
+  CtlRun status = Ctl({all, "status", "--json"});
+  EXPECT_EQ(status.exit_code, 0) << status.out;
+  const google::protobuf::Value rows = ParseJson(status.out);
+  ASSERT_EQ(rows.list_value().values_size(), 3) << status.out;
+  int leaders = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto& row = rows.list_value().values(i).struct_value().fields();
+    EXPECT_EQ(row.at("addr").string_value(), addrs[i]);
+    EXPECT_EQ(row.at("health").string_value(), "SERVING");
+    EXPECT_EQ(row.at("leader").string_value(), leader) << status.out;
+    EXPECT_EQ(row.at("version").string_value(), "0.1.0") << status.out;
+    if (i == static_cast<int>(first)) {
+      ++leaders;
+      EXPECT_EQ(row.at("role").string_value(), "leader");
+      EXPECT_EQ(row.at("nodes").number_value(), 1);
+      EXPECT_EQ(row.at("flows").number_value(), 1);
+    } else {
+      EXPECT_EQ(row.at("role").string_value(), "follower");
+      EXPECT_EQ(row.count("nodes"), 0u);
+    }
+  }
+  EXPECT_EQ(leaders, 1);
+  CtlRun health = Ctl({all, "health"});
+  EXPECT_EQ(health.exit_code, 0);
+  EXPECT_EQ(std::count(health.out.begin(), health.out.end(), '\n'), 4)
+      << health.out;  // A header and a row per replica.
+  EXPECT_NE(health.out.find(addrs[first] + " "), std::string::npos);
+  // One replica down: its row says so; the command still succeeds.
+  const std::string down = absl::StrCat("127.0.0.1:", FreePort());
+  CtlRun partial = Ctl({all + "," + down, "status"});
+  EXPECT_EQ(partial.exit_code, 0) << partial.out;
+  EXPECT_NE(partial.out.find(down), std::string::npos);
+  EXPECT_NE(partial.out.find("UNREACHABLE"), std::string::npos) << partial.out;
+  // None answering: exit 1.
+  EXPECT_EQ(Ctl({"--addr=" + down + "," + down, "--timeout=1s", "status"})
+                .exit_code,
+            1);
+
   replicas[first]->process().Signal(SIGKILL);
   replicas[first]->process().Wait(absl::Seconds(5));
   std::string next;
