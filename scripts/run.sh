@@ -7,4 +7,5 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 BUILD_DIR=${BUILD_DIR:-build} bash scripts/build.sh \
   -DMETASRV_BUILD_TESTS=OFF -DMETASRV_BUILD_BENCH=OFF
+bash scripts/next_steps.sh "${BUILD_DIR:-build}/server/metasrv" "$@"
 exec "${BUILD_DIR:-build}/server/metasrv" "$@"
