@@ -18,8 +18,9 @@ if [[ "${1:-}" == "test" ]]; then
   # (the packages' own services are not started, see below); prometheus:
   # promtool checks docs/alerts.yaml.
   # libseccomp-dev: a test runs the server with netlink sockets forbidden,
-  # as the systemd unit runs it.
-  packages+=(libseccomp-dev etcd-server etcd-client openssl python3 python3-h2 python3-zstandard python3-yaml systemd
+  # as the systemd unit runs it. graphviz: the docs' diagrams are checked
+  # against their sources.
+  packages+=(libseccomp-dev graphviz etcd-server etcd-client openssl python3 python3-h2 python3-zstandard python3-yaml systemd
              python3-protobuf postgresql mariadb-server mariadb-client prometheus)
 fi
 
