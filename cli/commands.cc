@@ -156,12 +156,13 @@ std::string ReadFile(const std::string& path, bool* ok) {
 std::shared_ptr<grpc::Channel> Client::ChannelTo(
     const std::string& addr) const {
   grpc::ChannelArguments args;
-  args.SetInt("metasrvctl.replica", static_cast<int>(std::hash<std::string>()(addr)));
-  return grpc::CreateCustomChannel(
-      addr,
-      credentials_ != nullptr ? credentials_
-                              : grpc::InsecureChannelCredentials(),
-      args);
+  args.SetInt("metasrvctl.replica",
+              static_cast<int>(std::hash<std::string>()(addr)));
+  return grpc::CreateCustomChannel(addr,
+                                   credentials_ != nullptr
+                                       ? credentials_
+                                       : grpc::InsecureChannelCredentials(),
+                                   args);
 }
 
 void Client::Prepare(grpc::ClientContext* ctx) const {

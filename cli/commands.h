@@ -91,7 +91,7 @@ int Watch(const Client& c, const Flags& f);
 // With several --addr replicas, the per-replica view of Status().
 int Health(const Client& c, const Flags& f);
 int Status(const Client& c, const Flags& f);  // In status.cc.
-int Top(const Client& c, const Flags& f);  // In top.cc.
+int Top(const Client& c, const Flags& f);     // In top.cc.
 
 }  // namespace metasrvctl
 

@@ -16,12 +16,12 @@ namespace meta = greptime::v1::meta;
 
 // What one replica says of itself.
 struct Row {
-  std::string addr;            // As --addr names it.
-  std::string health = "-";    // SERVING, NOT_SERVING, or the call's error.
-  bool answered = false;       // Its health call succeeded.
-  std::string role = "-";      // leader, follower or "-".
-  std::string leader = "-";    // The leader it names.
-  std::string version = "-";   // From the leader's MetasrvPeers.
+  std::string addr;                // As --addr names it.
+  std::string health = "-";        // SERVING, NOT_SERVING, or the call's error.
+  bool answered = false;           // Its health call succeeded.
+  std::string role = "-";          // leader, follower or "-".
+  std::string leader = "-";        // The leader it names.
+  std::string version = "-";       // From the leader's MetasrvPeers.
   int64_t nodes = -1, flows = -1;  // On the leader; -1: not known.
 };
 
@@ -40,8 +40,8 @@ void Ask(const Client& c, Row* row) {
       return;
     }
     row->answered = true;
-    row->health =
-        grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status());
+    row->health = grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
+        resp.status());
   }
   const std::string leader = AskLeaderOf(channel, c.timeout());
   if (!leader.empty()) row->leader = leader;
@@ -114,7 +114,8 @@ int Status(const Client& c, const Flags& f) {
     google::protobuf::Value out;
     auto* list = out.mutable_list_value();
     for (const Row& row : rows) {
-      auto* fields = list->add_values()->mutable_struct_value()->mutable_fields();
+      auto* fields =
+          list->add_values()->mutable_struct_value()->mutable_fields();
       (*fields)["addr"].set_string_value(row.addr);
       (*fields)["health"].set_string_value(row.health);
       (*fields)["role"].set_string_value(row.role);

@@ -33,11 +33,13 @@ struct AggregateFlow {
 // function of its input: views cache what it returns.
 using ChunkEncoder = std::string (*)(absl::Span<const AggregateFlow> flows);
 
-// The encodings of the aggregate that views cache, one slot each.
+// The encodings of the aggregate that views cache, one slot each: the KV's
+// own, and slots for encodings its readers define (each reader names the
+// slot it uses; one encoder per slot).
 enum class ChunkEncoding : int {
-  kJson = 0,              // The KV's `__flow/state` JSON members.
-  kColumns = 1,           // GetFlowState's (and the watch's) columns.
-  kColumnsWithNodes = 2,  // The columns with the node columns.
+  kJson = 0,         // The KV's `__flow/state` JSON members.
+  kReaderSlot1 = 1,  // A reader's encoding.
+  kReaderSlot2 = 2,  // Another reader's encoding.
 };
 inline constexpr int kChunkEncodings = 3;
 

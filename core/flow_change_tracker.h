@@ -20,7 +20,7 @@ namespace metasrv::core {
 // moved without any flow's stat changing (a change of which node holds a
 // max) yields no changed flow.
 //
-// Not thread-safe: one owner (WatchHub's publisher thread).
+// Not thread-safe: one owner, on one thread.
 class FlowChangeTracker {
  public:
   struct Update {
@@ -51,9 +51,9 @@ class FlowChangeTracker {
   static void Diff(absl::Span<const AggregateFlow> before,
                    absl::Span<const AggregateFlow> after, Update* update);
 
-  const ChunkEncoding encoding_;  // The encoding of the whole state.
-  const ChunkEncoder encoder_;    // Encodes a chunk's flows.
-  uint64_t term_;                 // Term of the snapshot.
+  const ChunkEncoding encoding_;     // The encoding of the whole state.
+  const ChunkEncoder encoder_;       // Encodes a chunk's flows.
+  uint64_t term_;                    // Term of the snapshot.
   std::vector<PinnedChunk> chunks_;  // The last snapshot, ascending by id.
 };
 

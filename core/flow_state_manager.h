@@ -171,8 +171,8 @@ class FlowStateManager final : public kv::KvBackend {
       ChunkEncoding encoding, ChunkEncoder encoder) const;
   // EncodeChunks()'s answer, of one instant, when every chunk's bytes are
   // cached for `encoding` already: made without encoding anything, so cheap
-  // enough for a gRPC thread (O(chunks) pointer copies). false, and `*out`
-  // untouched, when some chunk would need encoding.
+  // enough for any caller's thread (O(chunks) pointer copies). false, and
+  // `*out` untouched, when some chunk would need encoding.
   bool CachedChunks(
       ChunkEncoding encoding,
       std::optional<std::vector<std::shared_ptr<const std::string>>>* out)

@@ -1,6 +1,6 @@
 // What the leader knows about one flownode besides its report: where it is,
 // when it was last heard from, and what it says about itself. Kept by the
-// store with the node's report (ListFlownodes shows it); the KV shows what
+// store with the node's report (ListFlownodes() lists it); the KV shows what
 // GreptimeDB's metasrv would, the node's cluster info (cluster_info.h).
 #ifndef METASRV_CORE_FLOWNODE_RECORD_H_
 #define METASRV_CORE_FLOWNODE_RECORD_H_
@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-
 
 namespace metasrv::core {
 

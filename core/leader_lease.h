@@ -1,4 +1,5 @@
-// How long a leader may act on its etcd lease, seen from its own side.
+// How long a leader may act on its lease (etcd's, or a SQL lease row), seen
+// from its own side.
 #ifndef METASRV_CORE_LEADER_LEASE_H_
 #define METASRV_CORE_LEADER_LEASE_H_
 

@@ -80,8 +80,8 @@ inline constexpr int32_t kNotLeaderErrorCode = 2;
 
 // The text of GreptimeDB's not-leader error in a response header, as
 // upstream's followers write it (greptime-proto's src/v1/meta.rs,
-// ResponseHeader's not-leader error): it names no leader; clients find it
-// with AskLeader.
+// ResponseHeader's not-leader error): it names no leader; clients ask a
+// replica who leads.
 inline constexpr char kNotLeaderText[] = "Current server is not leader";
 
 // Why a follower cannot serve a call of our own API (its

@@ -1,6 +1,7 @@
 // What a metasrv replica says about itself to the others: GreptimeDB's
 // MetasrvNodeInfo (src/meta-srv/src/metasrv.rs), which each candidate
-// registers in the election's store and MetasrvPeers answers with.
+// registers in the election's store, and the leader lists for whoever asks
+// which replicas there are.
 #ifndef METASRV_CORE_METASRV_NODE_INFO_H_
 #define METASRV_CORE_METASRV_NODE_INFO_H_
 

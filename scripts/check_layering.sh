@@ -39,5 +39,43 @@ for dir in server/*/; do
     status=1
   fi
 done
-[[ $status -eq 0 ]] && echo "layering: kv/, core/ and server/'s folders include only what lies below them"
+# The configuration names backends by their settings only: it reaches into
+# none of them (the store addresses it checks are parsed in ops/, below both).
+check server/config 'server/election'
+# A lower layer does not know the names of a higher one, in code or in
+# comments: no class of server/ and no RPC of proto/ is named in core/ or
+# kv/ (unless core or kv has a name of its own that is spelled the same),
+# and no class of core/ in kv/.
+names=$(/usr/bin/python3 - <<'PY'
+import glob, re, subprocess
+def declared(pattern, methods=False):
+    out = set()
+    for f in glob.glob(pattern, recursive=True):
+        text = open(f, encoding="utf-8").read()
+        out |= set(re.findall(r"^\s*(?:class|struct|enum class)\s+([A-Z][A-Za-z0-9]+)", text, re.M))
+        if methods:
+            out |= set(re.findall(r"\b([A-Z][A-Za-z0-9]+)\(", text))
+    return out
+def camel(names):  # Two capitals at least: a name, not a word.
+    return {n for n in names if len(re.findall("[A-Z]", n)) >= 2}
+rpcs = set()
+for f in glob.glob("proto/**/*.proto", recursive=True):
+    rpcs |= set(re.findall(r"^\s*rpc\s+([A-Za-z0-9]+)\s*\(", open(f, encoding="utf-8").read(), re.M))
+lower = declared("core/**/*.h", True) | declared("kv/**/*.h", True)
+for name in sorted(camel(declared("server/**/*.h") | rpcs) - lower):
+    print("core|kv", name)
+for name in sorted(camel(declared("core/**/*.h")) - declared("kv/**/*.h", True)):
+    print("kv", name)
+PY
+)
+while read -r dirs name; do
+  [[ -z "$name" ]] && continue
+  found=$(grep -rnw "$name" ${dirs//|/ } --include='*.h' --include='*.cc' || true)
+  if [[ -n "$found" ]]; then
+    echo "layering: ${dirs//|/ and } name ${name}, a name of a higher layer:" >&2
+    echo "$found" >&2
+    status=1
+  fi
+done <<<"$names"
+[[ $status -eq 0 ]] && echo "layering: kv/, core/ and server/'s folders include only what lies below them; config/ reaches into no backend; kv/ and core/ name nothing above them"
 exit $status

@@ -35,8 +35,8 @@ absl::Status SetUpLogging(const metasrv::server::ServerOptions& given) {
 
 // Serves `checked` until SIGTERM or SIGINT (SIGHUP reloads, reading the
 // command line `argc`/`argv` and `env` again); the exit code.
-int Serve(const metasrv::server::CheckedOptions& checked, int argc,
-          char** argv, const std::vector<std::string>& env) {
+int Serve(const metasrv::server::CheckedOptions& checked, int argc, char** argv,
+          const std::vector<std::string>& env) {
   namespace srv = metasrv::server;
   // Block the stop signals in every thread (gRPC's inherit the mask) and
   // wait for them here, so shutdown runs on an ordinary thread.

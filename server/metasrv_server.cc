@@ -469,8 +469,8 @@ MetasrvServer::ServerCredentials() {
                 served.key_path(), served.cert_path(), kTlsRefreshSeconds)
           : std::make_shared<
                 grpc::experimental::FileWatcherCertificateProvider>(
-                served.key_path(), served.cert_path(),
-                served.client_ca_path(), kTlsRefreshSeconds);
+                served.key_path(), served.cert_path(), served.client_ca_path(),
+                kTlsRefreshSeconds);
   grpc::experimental::TlsServerCredentialsOptions tls(provider);
   tls.watch_identity_key_cert_pairs();
   if (!options_.tls_client_ca.empty()) {

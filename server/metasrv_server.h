@@ -24,10 +24,10 @@
 #include "server/election/etcd_election.h"
 #include "server/ops/http_server.h"
 #include "server/ops/metrics.h"
-#include "server/ops/tls_identity.h"
 #include "server/ops/node_expirer.h"
 #include "server/ops/self_description.h"
 #include "server/ops/tcp_listener.h"
+#include "server/ops/tls_identity.h"
 #include "server/rpc/call_dispatcher.h"
 #include "server/rpc/call_door.h"
 #include "server/rpc/cq_poller.h"
@@ -53,7 +53,7 @@ class MetasrvServer final : public core::LeadershipListener {
   // kFailedPrecondition if the store refuses its credentials.
   static absl::StatusOr<std::unique_ptr<MetasrvServer>> Start(
       const CheckedOptions& checked);
-  // CheckOptions(options) (settings.h), then the above: its errors too.
+  // CheckOptions(options) (checked_options.h), then the above: its errors too.
   static absl::StatusOr<std::unique_ptr<MetasrvServer>> Start(
       ServerOptions options);
   ~MetasrvServer() override;

@@ -123,8 +123,7 @@ size_t EncodedFlowState::size() const {
 namespace {
 
 core::ChunkEncoding ColumnsEncoding(bool with_nodes) {
-  return with_nodes ? core::ChunkEncoding::kColumnsWithNodes
-                    : core::ChunkEncoding::kColumns;
+  return with_nodes ? kColumnsWithNodesSlot : kColumnsSlot;
 }
 
 // The answer of the manager's chunks (nullopt: no flow state).

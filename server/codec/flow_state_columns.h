@@ -52,6 +52,13 @@ grpc::ByteBuffer ToByteBuffer(const EncodedFlowState& state,
 std::vector<grpc::Slice> ToSlices(const EncodedFlowState& state,
                                   std::string prefix = "");
 
+// The slots of the aggregate's view cache these encodings use (core knows
+// nothing of them; one encoder per slot).
+inline constexpr core::ChunkEncoding kColumnsSlot =
+    core::ChunkEncoding::kReaderSlot1;
+inline constexpr core::ChunkEncoding kColumnsWithNodesSlot =
+    core::ChunkEncoding::kReaderSlot2;
+
 // The chunk encoders (exposed for tests).
 std::string EncodeColumnsChunk(absl::Span<const core::AggregateFlow> flows);
 std::string EncodeColumnsWithNodesChunk(

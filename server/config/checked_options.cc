@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/config/settings.h"
-#include "server/election/mysql_lease_store.h"
 #include "server/ops/admin_auth.h"
 #include "server/ops/net_util.h"
 #include "server/ops/small_file.h"
+#include "server/ops/store_address.h"
 #include "server/ops/tls_identity.h"
 
 namespace metasrv::server {

@@ -89,12 +89,11 @@ void NoteLogFormat(absl::string_view format) {
 // lines are shaped (ops/logging) when json_errors, else "metasrv: text".
 void Say(const char* level, const std::string& text) {
   if (json_errors) {
-    std::fprintf(
-        stderr, "{\"time\":\"%s\",\"level\":\"%s\",\"msg\":\"%s\"}\n",
-        absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(),
-                         absl::UTCTimeZone())
-            .c_str(),
-        level, JsonEscape(text).c_str());
+    std::fprintf(stderr, "{\"time\":\"%s\",\"level\":\"%s\",\"msg\":\"%s\"}\n",
+                 absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(),
+                                  absl::UTCTimeZone())
+                     .c_str(),
+                 level, JsonEscape(text).c_str());
   } else {
     std::fprintf(stderr, "metasrv: %s\n", text.c_str());
   }

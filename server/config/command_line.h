@@ -31,7 +31,7 @@ struct CommandLine {
   // GreptimeDB knows (a misspelling, most often): --check_config fails on
   // them; a start logs them.
   std::vector<std::string> unknown_keys;
-  // Every source applied; not checked yet (CheckOptions, settings.h).
+  // Every source applied; not checked yet (CheckOptions, checked_options.h).
   ServerOptions options;
 };
 

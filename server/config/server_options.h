@@ -1,8 +1,8 @@
 // What the server is started with: every setting. Its defaults are the
 // settings' defaults (the binary's too: settings.cc reads them from here).
-// CheckOptions (settings.h) checks a ServerOptions and reads the files it
-// names; the table of settings (settings.cc) fills one from the command line,
-// the environment and the config file.
+// CheckOptions (checked_options.h) checks a ServerOptions and reads the files
+// it names; the table of settings (settings.cc) fills one from the command
+// line, the environment and the config file.
 #ifndef METASRV_SERVER_CONFIG_SERVER_OPTIONS_H_
 #define METASRV_SERVER_CONFIG_SERVER_OPTIONS_H_
 

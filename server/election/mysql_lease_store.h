@@ -8,19 +8,11 @@
 
 #include "absl/functional/function_ref.h"
 #include "server/election/lease_store.h"
+#include "server/ops/store_address.h"
 
 struct st_mysql;
 
 namespace metasrv::server {
-
-// The parts of a mysql://user:password@host:port/database URL (GreptimeDB's
-// store_addrs for mysql_store). Percent-escapes in user and password are
-// decoded; the port defaults to 3306. kInvalidArgument if it is not one.
-struct MysqlAddress {
-  std::string user, password, host, database;
-  unsigned port = 3306;
-};
-absl::StatusOr<MysqlAddress> ParseMysqlAddress(const std::string& url);
 
 // The table: (k VARBINARY PRIMARY KEY, holder, v, expires_at DATETIME(6)),
 // times in UTC on the server. A taking or renewing Acquire is one INSERT ..

@@ -23,8 +23,8 @@ struct Bucket {
     if (refilled == absl::InfinitePast()) {
       tokens = capacity;
     } else {
-      tokens = std::min(capacity, tokens + per_interval * ((now - refilled) /
-                                                           interval));
+      tokens = std::min(capacity,
+                        tokens + per_interval * ((now - refilled) / interval));
     }
     refilled = now;
     if (tokens < 1) return false;

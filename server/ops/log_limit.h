@@ -47,8 +47,8 @@ uint64_t LogLinesSuppressed();
 // with the count of lines left out since the last one.
 template <typename... Args>
 void LogLimited(spdlog::level::level_enum level, absl::string_view event,
-                absl::string_view subject,
-                spdlog::format_string_t<Args...> fmt, Args&&... args) {
+                absl::string_view subject, spdlog::format_string_t<Args...> fmt,
+                Args&&... args) {
   if (!spdlog::should_log(level)) return;
   uint64_t left_out = 0;
   if (!AdmitLogLine(event, subject, &left_out)) return;

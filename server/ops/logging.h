@@ -33,9 +33,9 @@ absl::Status SetLogLevel(const std::string& level);
 absl::Status AddLogFiles(const std::string& dir, uint16_t max_files);
 
 // Fields the JSON lines logged on this thread carry, besides time, level
-// and msg, while this lives ("node_id", "peer", "role", "state_generation"): what a log
-// pipeline filters on without parsing the message. The text format shows
-// only the message, which names them too. Scopes nest; not copyable.
+// and msg, while this lives ("node_id", "peer", "role", "state_generation"):
+// what a log pipeline filters on without parsing the message. The text format
+// shows only the message, which names them too. Scopes nest; not copyable.
 class LogFields {
  public:
   LogFields(std::initializer_list<std::pair<const char*, std::string>> fields);

@@ -42,8 +42,7 @@ absl::Status SplitHostPort(absl::string_view addr, std::string* host,
     const std::string numeric(h);
     if (inet_pton(v6 ? AF_INET6 : AF_INET, numeric.c_str(), buf) != 1) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "address '", addr, "' has no valid ", v6 ? "IPv6" : "IPv4",
-          " host"));
+          "address '", addr, "' has no valid ", v6 ? "IPv6" : "IPv4", " host"));
     }
   }
   *host = std::string(h);
@@ -178,7 +177,7 @@ absl::StatusOr<std::string> AdvertisableAddress(const std::string& bind_addr) {
   InterfaceAddresses(&v4, &v6);
   const std::vector<std::string>& same = v4_any ? v4 : v6;
   const std::vector<std::string>& other = v4_any ? v6 : v4;
-  std::string chosen = !same.empty() ? same.front()
+  std::string chosen = !same.empty()    ? same.front()
                        : !other.empty() ? other.front()
                                         : "";
   if (chosen.empty()) chosen = RoutedAddress(v4_any ? AF_INET : AF_INET6);

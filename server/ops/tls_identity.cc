@@ -80,13 +80,13 @@ absl::Status CheckTlsIdentity(const TlsPem& pem, const TlsPaths& paths) {
   Cert leaf = FirstCertificate(pem.cert);
   if (leaf == nullptr) {
     ERR_clear_error();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--tls_cert: ", paths.cert, " holds no PEM certificate"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls_cert: ", paths.cert, " holds no PEM certificate"));
   }
   Bio key_bio = MemoryBio(pem.key);
-  Key key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, NoPassphrase,
-                                  nullptr),
-          EVP_PKEY_free);
+  Key key(
+      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, NoPassphrase, nullptr),
+      EVP_PKEY_free);
   if (key == nullptr) {
     ERR_clear_error();
     return absl::InvalidArgumentError(absl::StrCat(
@@ -116,9 +116,8 @@ absl::StatusOr<std::unique_ptr<TlsIdentity>> TlsIdentity::Create(
   std::string dir = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
                                  "/metasrv-tls-XXXXXX");
   if (mkdtemp(dir.data()) == nullptr) {  // Mode 0700.
-    return absl::UnavailableError(
-        absl::StrCat("cannot make a directory for the served certificate: ",
-                     dir));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot make a directory for the served certificate: ", dir));
   }
   TlsPaths served{dir + "/cert.pem", dir + "/key.pem",
                   configured.client_ca.empty() ? "" : dir + "/client_ca.pem"};
@@ -183,7 +182,8 @@ absl::Status TlsIdentity::Refresh() {
   for (auto [path, text, flag] :
        {std::tuple{&configured_.cert, &now.cert, "--tls_cert"},
         std::tuple{&configured_.key, &now.key, "--tls_key"},
-        std::tuple{&configured_.client_ca, &now.client_ca, "--tls_client_ca"}}) {
+        std::tuple{&configured_.client_ca, &now.client_ca,
+                   "--tls_client_ca"}}) {
     if (path->empty() || !read.ok()) continue;
     absl::StatusOr<std::string> got = ReadSmallFile(*path, flag);
     if (got.ok()) {

@@ -74,12 +74,12 @@ class TlsIdentity {
   const std::string dir_;        // Holds the copies; ours.
   Metrics* const metrics_;       // Counts rotations; borrowed.
 
-  absl::Mutex mu_;                    // One Refresh() at a time.
+  absl::Mutex mu_;                      // One Refresh() at a time.
   TlsPem served_ ABSL_GUARDED_BY(mu_);  // What the copies hold.
   // The last content refused (so that it is warned of once).
   TlsPem refused_ ABSL_GUARDED_BY(mu_);
 
-  absl::Mutex stop_mu_;                        // Guards stopping_.
+  absl::Mutex stop_mu_;  // Guards stopping_.
   bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;
   std::thread refresher_;  // Runs RefreshLoop(); joined by the destructor.
 };

@@ -24,8 +24,7 @@ void Log(gpr_log_func_args* args) {
   }
   if (!spdlog::should_log(level)) return;
   uint64_t left_out = 0;
-  if (!AdmitLogLine(absl::StrCat(args->file, ":", args->line), "",
-                    &left_out)) {
+  if (!AdmitLogLine(absl::StrCat(args->file, ":", args->line), "", &left_out)) {
     return;
   }
   if (left_out > 0) {

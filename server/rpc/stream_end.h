@@ -1,6 +1,7 @@
-// How a server stream reactor that writes one message at a time ends: Finish()
-// exactly once, and never while a write is in flight (an end requested then
-// waits for the write to complete). Shared by HeartbeatStream and WatchStream.
+// How a server stream handler that writes one message at a time ends:
+// Finish() exactly once, and never while a write is in flight (an end
+// requested then waits for the write to complete). Used by WatchStream and
+// the health service's Watch.
 #ifndef METASRV_SERVER_RPC_STREAM_END_H_
 #define METASRV_SERVER_RPC_STREAM_END_H_
 
@@ -11,7 +12,7 @@
 
 namespace metasrv::server {
 
-// Plain state; the owning reactor guards it with its own lock and calls
+// Plain state; the owning handler guards it with its own lock and calls
 // Finish() itself, outside that lock, when a method says so.
 struct StreamEnd {
   bool write_in_flight = false;  // A StartWrite() has not completed yet.

@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "server/codec/node_info_proto.h"
 #include "server/rpc/not_leader.h"
 #include "server/rpc/unary_call.h"
-#include "server/codec/node_info_proto.h"
 
 namespace metasrv::server {
 

@@ -1,5 +1,5 @@
-// What the metasrv does with one heartbeat request. No gRPC here: the stream
-// reactor calls it, and so do the tests and the fuzzer.
+// What the metasrv does with one heartbeat request. No gRPC here: the
+// HeartbeatStream handler calls it, and so do the tests and the fuzzer.
 #ifndef METASRV_SERVER_SERVICES_HEARTBEAT_HANDLER_H_
 #define METASRV_SERVER_SERVICES_HEARTBEAT_HANDLER_H_
 

@@ -222,8 +222,8 @@ void HeartbeatStream::OnDone() {
                             {"peer", peer_},
                             {"role", "flownode"}});
     LogLimited(spdlog::level::info, "flownode_disconnected",
-               absl::StrCat(*flownode_),
-               "flownode {} (from {}) disconnected", *flownode_, peer_);
+               absl::StrCat(*flownode_), "flownode {} (from {}) disconnected",
+               *flownode_, peer_);
   }
 }
 

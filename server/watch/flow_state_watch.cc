@@ -143,8 +143,7 @@ std::shared_ptr<const WatchSnapshot> WatchHub::Publish(int tier,
   TierPublisher& pub = publishing_[tier];
   if (pub.tracker == nullptr) {
     pub.tracker = std::make_unique<core::FlowChangeTracker>(
-        core::ChunkEncoding::kColumns, &EncodeColumnsChunk,
-        flow_state_->term());
+        kColumnsSlot, &EncodeColumnsChunk, flow_state_->term());
   }
   core::FlowChangeTracker::Update update = pub.tracker->Advance(*flow_state_);
   const bool same = !force && !update.reset && update.changed.empty() &&

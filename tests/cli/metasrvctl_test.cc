@@ -423,9 +423,9 @@ TEST(MetasrvctlHaTest, FollowsTheLeaderAcrossReplicasAndAFailover) {
   EXPECT_NE(partial.out.find(down), std::string::npos);
   EXPECT_NE(partial.out.find("UNREACHABLE"), std::string::npos) << partial.out;
   // None answering: exit 1.
-  EXPECT_EQ(Ctl({"--addr=" + down + "," + down, "--timeout=1s", "status"})
-                .exit_code,
-            1);
+  EXPECT_EQ(
+      Ctl({"--addr=" + down + "," + down, "--timeout=1s", "status"}).exit_code,
+      1);
 
   replicas[first]->process().Signal(SIGKILL);
   replicas[first]->process().Wait(absl::Seconds(5));

@@ -49,14 +49,16 @@ TEST(ClusterInfoTest, FlownodeValueIsSerdesBytes) {
 TEST(ClusterInfoTest, StatusIsTaggedByRole) {
   ClusterNode node = Flownode();
   node.role = NodeRole::kFrontend;
-  EXPECT_NE(EncodeClusterNodeInfo(node, 1).find(
-                R"(,"status":{"Frontend":{"workloads":{"types":[]}}},"version":)"),
-            std::string::npos);
+  EXPECT_NE(
+      EncodeClusterNodeInfo(node, 1).find(
+          R"(,"status":{"Frontend":{"workloads":{"types":[]}}},"version":)"),
+      std::string::npos);
   node.role = NodeRole::kDatanode;
-  EXPECT_NE(EncodeClusterNodeInfo(node, 1).find(
-                R"(,"status":{"Datanode":{"rcus":0,"wcus":0,"leader_regions":0,)"
-                R"("follower_regions":0,"workloads":{"types":[]}}},"version":)"),
-            std::string::npos);
+  EXPECT_NE(
+      EncodeClusterNodeInfo(node, 1).find(
+          R"(,"status":{"Datanode":{"rcus":0,"wcus":0,"leader_regions":0,)"
+          R"("follower_regions":0,"workloads":{"types":[]}}},"version":)"),
+      std::string::npos);
 }
 
 TEST(ClusterInfoTest, StringsAreEscapedAsSerdeJsonEscapes) {

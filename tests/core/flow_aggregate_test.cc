@@ -46,7 +46,7 @@ class FlowAggregateTest : public ::testing::Test {
   int EncodeAll() {
     const int before = encoder_calls;
     for (const PinnedChunk& chunk : aggregate_.Snapshot()) {
-      chunk->Encoded(ChunkEncoding::kColumns, &CountingEncoder);
+      chunk->Encoded(ChunkEncoding::kReaderSlot1, &CountingEncoder);
     }
     return encoder_calls - before;
   }
@@ -96,7 +96,7 @@ TEST_F(FlowAggregateTest, AHeldSnapshotNeverChanges) {
   std::vector<PinnedChunk> before = aggregate_.Snapshot();
   const uint64_t version = before[1]->version();
   const std::string bytes =
-      *before[1]->Encoded(ChunkEncoding::kColumns, &CountingEncoder);
+      *before[1]->Encoded(ChunkEncoding::kReaderSlot1, &CountingEncoder);
   // Flows in two chunks change, one is added in a new chunk, one chunk
   // empties: the held views keep the old instant.
   FlowStateValue::Builder b;
@@ -109,7 +109,7 @@ TEST_F(FlowAggregateTest, AHeldSnapshotNeverChanges) {
   const FlowStateValue next = b.Build();
   aggregate_.Replace(1, report_, next);
   EXPECT_EQ(before[1]->version(), version);
-  EXPECT_EQ(*before[1]->Encoded(ChunkEncoding::kColumns, &CountingEncoder),
+  EXPECT_EQ(*before[1]->Encoded(ChunkEncoding::kReaderSlot1, &CountingEncoder),
             bytes);
   EXPECT_EQ(FlowAggregate::Select(before, {}).size(), 30u);
   EXPECT_EQ(FlowAggregate::EncodeJson(before), EncodeFlowState(report_));
@@ -128,14 +128,15 @@ TEST_F(FlowAggregateTest, AnUnheldViewChangesInPlaceWithANewVersion) {
     std::vector<PinnedChunk> chunks = aggregate_.Snapshot();
     version = chunks[0]->version();
     address = &*chunks[0];
-    chunks[0]->Encoded(ChunkEncoding::kColumns, &CountingEncoder);
+    chunks[0]->Encoded(ChunkEncoding::kReaderSlot1, &CountingEncoder);
   }
   aggregate_.Replace(1, report_, With(3, 42));
   std::vector<PinnedChunk> chunks = aggregate_.Snapshot();
   EXPECT_EQ(&*chunks[0], address);  // Nobody held it: no copy.
   EXPECT_NE(chunks[0]->version(), version);
   // Its cached encoding was dropped with the change.
-  EXPECT_NE(chunks[0]->Encoded(ChunkEncoding::kColumns, &CountingEncoder)
+  EXPECT_NE(chunks[0]
+                ->Encoded(ChunkEncoding::kReaderSlot1, &CountingEncoder)
                 ->find("3:42,"),
             std::string::npos);
 }

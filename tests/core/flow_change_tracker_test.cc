@@ -45,7 +45,7 @@ std::string Joined(const FlowChangeTracker::Update& update) {
 class FlowChangeTrackerTest : public ::testing::Test {
  protected:
   FlowStateManager manager_;
-  FlowChangeTracker tracker_{ChunkEncoding::kColumns, &TextChunk,
+  FlowChangeTracker tracker_{ChunkEncoding::kReaderSlot1, &TextChunk,
                              manager_.term()};
 };
 

@@ -203,7 +203,8 @@ TEST(FlowStateManagerInstantTest, EveryReadPathSeesWholeMerges) {
       }
       return out;
     };
-    FlowChangeTracker tracker(ChunkEncoding::kColumns, +text, manager.term());
+    FlowChangeTracker tracker(ChunkEncoding::kReaderSlot1, +text,
+                              manager.term());
     std::map<uint32_t, FlowStat> applied;
     const absl::Time deadline = absl::Now() + absl::Seconds(60);
     for (int i = 0; i < kReads && absl::Now() < deadline; ++i) {

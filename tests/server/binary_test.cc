@@ -237,8 +237,8 @@ TEST(BinaryTest, SighupAppliesTheLogLevelAndNamesWhatNeedsARestart) {
         << "\"127.0.0.1:" << bind_port << "\"\n[http]\naddr = \"\"\n";
   };
   write("info", port);
-  ChildProcess server({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1",
-                       METASRV_BINARY, "-c", path});
+  ChildProcess server(
+      {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", METASRV_BINARY, "-c", path});
   const std::string addr = absl::StrCat("127.0.0.1:", port);
   ASSERT_TRUE(WaitFor([&] { return AcceptsTcp(addr); }));
   auto channel = Connect(addr);
@@ -254,8 +254,8 @@ TEST(BinaryTest, SighupAppliesTheLogLevelAndNamesWhatNeedsARestart) {
   write("debug", port + 1);
   server.Signal(SIGHUP);
   std::string seen;
-  ASSERT_TRUE(ReadUntil(server, "reload: --log_level is now debug (was info)",
-                        &seen))
+  ASSERT_TRUE(
+      ReadUntil(server, "reload: --log_level is now debug (was info)", &seen))
       << seen;
   EXPECT_NE(seen.find("reload: --bind_addr changed; it applies at the next "
                       "start"),

@@ -181,7 +181,8 @@ TEST_F(MetasrvServerTest, BatchGetReturnsOnlyExistingKeys) {
 TEST_F(MetasrvServerTest, ClusterCallsWithoutHeaderAreServedBadRangesRejected) {
   // GreptimeDB's clients send Range, BatchGet and MetasrvPeers without a
   // header (src/common/meta/src/rpc/store.rs); the reference never looks.
-  ASSERT_TRUE(server_->flow_state_for_test().Merge(7, core::FlowStateValue()).ok());
+  ASSERT_TRUE(
+      server_->flow_state_for_test().Merge(7, core::FlowStateValue()).ok());
   const std::string key = core::FlowStateNodeKey(7);
   const std::string value = core::EncodeFlowState(core::FlowStateValue());
   auto stub = meta::Cluster::NewStub(channel_);

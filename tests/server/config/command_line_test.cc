@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/test_util.h"
@@ -386,8 +386,8 @@ TEST(CommandLineTest, CommandLineErrorsAreJsonInJsonFormat) {
   const std::string broken = TempFile("bad = [\n");
   const std::string json_file =
       TempFile("[logging]\nlog_format = \"json\"\n[grpc]\nbind_adr = \"x\"\n");
-  const std::vector<std::pair<std::vector<std::string>,
-                              std::vector<std::string>>>
+  const std::vector<
+      std::pair<std::vector<std::string>, std::vector<std::string>>>
       cases = {
           {{"--log_format=json", "--no_such_flag"}, {}},
           {{"--log_format", "json", "-c", broken}, {}},

@@ -65,8 +65,8 @@ class FakeLeaseStore final : public LeaseStore {
     ++table_->scans;
     std::vector<Entry> rows;
     if (!table_->leader_holder.empty() && !table_->hide_leader) {
-      rows.push_back({prefix + "leader", table_->leader_value,
-                      absl::Seconds(30)});
+      rows.push_back(
+          {prefix + "leader", table_->leader_value, absl::Seconds(30)});
     }
     return rows;
   }
@@ -146,9 +146,9 @@ TEST_F(LeaseElectionTest, AFollowerThatReadNoLeaderAsksTheStoreAtOnce) {
   }
   // At most every eighth of a round (10 s / 8): not yet.
   clock_.Advance(absl::Seconds(2));
-  EXPECT_TRUE(WaitFor(
-      [&] { return election_->LeaderAddr() == "10.0.0.9:3002"; },
-      absl::Seconds(5)));
+  EXPECT_TRUE(
+      WaitFor([&] { return election_->LeaderAddr() == "10.0.0.9:3002"; },
+              absl::Seconds(5)));
   EXPECT_EQ(Scans(), 2);
 }
 

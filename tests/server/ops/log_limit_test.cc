@@ -47,7 +47,8 @@ TEST_F(LogLimitTest, ASubjectGetsABurstThenOneLinePerInterval) {
     EXPECT_TRUE(Admit("admin_call_refused", "10.0.0.5")) << i;
   }
   const uint64_t before = LogLinesSuppressed();
-  for (int i = 0; i < 5; ++i) EXPECT_FALSE(Admit("admin_call_refused", "10.0.0.5"));
+  for (int i = 0; i < 5; ++i)
+    EXPECT_FALSE(Admit("admin_call_refused", "10.0.0.5"));
   EXPECT_EQ(LogLinesSuppressed() - before, 5u);
   // Another host is not held back by this one.
   EXPECT_TRUE(Admit("admin_call_refused", "10.0.0.6"));
@@ -83,8 +84,7 @@ TEST_F(LogLimitTest, TheSubjectsRememberedAreBounded) {
   int written = 0;
   // (Events of 100 subjects each, so that no event's bound applies.)
   for (int i = 0; i < kLogSubjects + 10; ++i) {
-    written += Admit(absl::StrCat("e", i / kLogLinesPerEvent),
-                     absl::StrCat(i))
+    written += Admit(absl::StrCat("e", i / kLogLinesPerEvent), absl::StrCat(i))
                    ? 1
                    : 0;
   }
