@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const int nodes = absl::GetFlag(FLAGS_nodes), flows = absl::GetFlag(FLAGS_flows);
   const long before = RssBytes();
-  metasrv::core::FlowStateManager manager;
+  metasrv::core::FlowStateManager manager(
+      metasrv::core::FlowStateLimits::None());
   for (int n = 0; n < nodes; ++n) {
     metasrv::core::FlowStateValue::Builder b;
     for (int f = 0; f < flows; ++f) {

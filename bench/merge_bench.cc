@@ -36,7 +36,7 @@ FlowStateValue NodeReport(uint64_t node, int64_t round, bool shared) {
 }
 
 struct Cluster {
-  FlowStateManager manager;
+  FlowStateManager manager{FlowStateLimits::None()};
 };
 
 std::unique_ptr<Cluster> MakeCluster(int64_t nodes, bool shared) {

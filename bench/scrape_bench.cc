@@ -22,7 +22,8 @@ constexpr int kFlowsPerNode = 100;
 // `flows` flows on flows/100 flownodes, 100 each (each flow on one node),
 // with sizes and execution times spread out.
 std::unique_ptr<core::FlowStateManager> Aggregate(int flows) {
-  auto state = std::make_unique<core::FlowStateManager>();
+  auto state = std::make_unique<core::FlowStateManager>(
+      core::FlowStateLimits::None());
   const int64_t now = absl::ToUnixMillis(absl::Now());
   for (int node = 0; node < flows / kFlowsPerNode; ++node) {
     core::FlowStateValue::Builder b;

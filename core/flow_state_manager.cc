@@ -21,14 +21,8 @@ struct FlowStateManager::Found {
   std::vector<PinnedChunk> aggregate;
 };
 
-FlowStateManager::FlowStateManager(Options options)
-    : options_(options), store_(StoreLimits()) {}
-
-FlowStateStore::Limits FlowStateManager::StoreLimits() const {
-  return {options_.max_nodes, options_.max_total_flows,
-          options_.node_report_ttl > absl::ZeroDuration(),
-          options_.node_max_idle_time > absl::ZeroDuration()};
-}
+FlowStateManager::FlowStateManager(FlowStateLimits limits, const Clock* clock)
+    : limits_(limits), clock_(clock), store_(limits_) {}
 
 void FlowStateManager::Notify() const {
   FlowStateListener* listener = listener_.load();
@@ -39,8 +33,8 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
                                          NodeHeartbeat heartbeat,
                                          std::optional<uint64_t> term) {
   const bool has_report = heartbeat.report.has_value();
-  const int64_t now = absl::ToUnixMillis(options_.clock->Now());
-  const int64_t mono = absl::ToUnixMillis(options_.clock->Monotonic());
+  const int64_t now = absl::ToUnixMillis(clock_->Now());
+  const int64_t mono = absl::ToUnixMillis(clock_->Monotonic());
   {
     MutexLock lock(&mu_);
     if (term.has_value() && *term != term_) {
@@ -60,8 +54,8 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
 
 absl::Status FlowStateManager::RecordNode(const ClusterNode& node,
                                           std::optional<uint64_t> term) {
-  const int64_t now = absl::ToUnixMillis(options_.clock->Now());
-  const int64_t mono = absl::ToUnixMillis(options_.clock->Monotonic());
+  const int64_t now = absl::ToUnixMillis(clock_->Now());
+  const int64_t mono = absl::ToUnixMillis(clock_->Monotonic());
   MutexLock lock(&mu_);
   if (term.has_value() && *term != term_) {
     return absl::AbortedError(
@@ -111,9 +105,9 @@ absl::StatusOr<uint64_t> FlowStateManager::ForgetNodes(
 }
 
 std::vector<uint64_t> FlowStateManager::ExpireSilentNodes() {
-  if (options_.node_report_ttl <= absl::ZeroDuration()) return {};
-  const int64_t cutoff = absl::ToUnixMillis(options_.clock->Monotonic()) -
-                         absl::ToInt64Milliseconds(options_.node_report_ttl);
+  if (limits_.node_report_ttl <= absl::ZeroDuration()) return {};
+  const int64_t cutoff = absl::ToUnixMillis(clock_->Monotonic()) -
+                         absl::ToInt64Milliseconds(limits_.node_report_ttl);
   std::vector<uint64_t> expired;
   {
     MutexLock lock(&mu_);
@@ -124,15 +118,15 @@ std::vector<uint64_t> FlowStateManager::ExpireSilentNodes() {
 }
 
 IdleExpiry FlowStateManager::ExpireIdleNodes() {
-  if (options_.node_max_idle_time <= absl::ZeroDuration()) return {};
-  const int64_t cutoff = absl::ToUnixMillis(options_.clock->Monotonic()) -
-                         absl::ToInt64Milliseconds(options_.node_max_idle_time);
+  if (limits_.node_max_idle_time <= absl::ZeroDuration()) return {};
+  const int64_t cutoff = absl::ToUnixMillis(clock_->Monotonic()) -
+                         absl::ToInt64Milliseconds(limits_.node_max_idle_time);
   MutexLock lock(&mu_);
   return store_.ExpireIdle(cutoff);
 }
 
 ResetResult FlowStateManager::Reset() {
-  FlowStateStore old(StoreLimits());
+  FlowStateStore old(limits_);
   ResetResult result;
   {
     MutexLock lock(&mu_);

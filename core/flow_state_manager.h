@@ -18,6 +18,7 @@
 #include "absl/types/span.h"
 #include "core/clock.h"
 #include "core/flow_aggregate.h"
+#include "core/flow_state_limits.h"
 #include "core/flow_state_store.h"
 #include "core/flow_state_value.h"
 #include "kv/kv_backend.h"
@@ -54,26 +55,10 @@ struct ResetResult {
 // changes, never part of one.
 class FlowStateManager final : public kv::KvBackend {
  public:
-  struct Options {
-    const Clock* clock = SystemClock();  // Times heartbeats; borrowed.
-    // A node silent for longer loses its report and record when
-    // ExpireSilentNodes() runs. Zero: never (GreptimeDB's behaviour).
-    absl::Duration node_report_ttl = absl::ZeroDuration();
-    // Flownodes known at once: a heartbeat of a new node past it is refused
-    // with kResourceExhausted. 0: no limit.
-    uint64_t max_nodes = 0;
-    // (node, flow) entries over all reports: a report that would grow the
-    // total past it is refused with kResourceExhausted. 0: no limit.
-    uint64_t max_total_flows = 0;
-    // A node silent for longer loses its cluster info, and a flownode its
-    // record, when ExpireIdleNodes() runs; flow state stays (GreptimeDB's
-    // node_max_idle_time). Zero: never.
-    absl::Duration node_max_idle_time = absl::ZeroDuration();
-  };
-
-  // Borrows the clock, which must outlive the manager.
-  FlowStateManager() : FlowStateManager(Options()) {}
-  explicit FlowStateManager(Options options);
+  // Bounds and expiries as `limits` says, timed on `clock` (borrowed; it
+  // must outlive the manager).
+  explicit FlowStateManager(FlowStateLimits limits = FlowStateLimits(),
+                            const Clock* clock = SystemClock());
   FlowStateManager(const FlowStateManager&) = delete;
   FlowStateManager& operator=(const FlowStateManager&) = delete;
 
@@ -90,7 +75,7 @@ class FlowStateManager final : public kv::KvBackend {
   // With `term` set, kAborted (nothing written) unless the state is still in
   // that term: the caller decided to record it while leading, and a reset
   // since means it stepped down. kResourceExhausted (naming the limit;
-  // nothing written) past Options::max_nodes or Options::max_total_flows.
+  // nothing written) past FlowStateLimits::max_nodes or max_total_flows.
   absl::Status Heartbeat(uint64_t node_id, NodeHeartbeat heartbeat,
                          std::optional<uint64_t> term = std::nullopt);
 
@@ -121,7 +106,7 @@ class FlowStateManager final : public kv::KvBackend {
   std::vector<uint64_t> ExpireSilentNodes();
 
   // Removes the cluster info and flownode records of nodes idle for longer
-  // than Options::node_max_idle_time (reports stay). Nothing when it is zero.
+  // than FlowStateLimits::node_max_idle_time (reports stay). Nothing when it is zero.
   IdleExpiry ExpireIdleNodes();
 
   // Drops all state and every key (a leadership change) in one step, and
@@ -200,12 +185,13 @@ class FlowStateManager final : public kv::KvBackend {
   // Tells the listener, if any.
   void Notify() const;
   // The store's limits, from the options.
-  FlowStateStore::Limits StoreLimits() const;
+
   // Turns what a read found into key-values, with the JSON of `__flow/state`
   // encoded from the snapshot taken with the node keys.
   static std::vector<kv::KeyValue> ToKeyValues(Found found);
 
-  const Options options_;                              // Clock, TTL and limits.
+  const FlowStateLimits limits_;  // Bounds and expiries.
+  const Clock* const clock_;      // Times heartbeats; borrowed.
   std::atomic<FlowStateListener*> listener_{nullptr};  // Told of changes.
   mutable Mutex mu_;                           // Guards the store and the term.
   FlowStateStore store_ ABSL_GUARDED_BY(mu_);  // The state.

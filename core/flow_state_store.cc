@@ -76,11 +76,11 @@ void FlowStateStore::SetReport(uint64_t node, NodeEntry& entry,
 }
 
 void FlowStateStore::Touch(uint64_t node, NodeEntry& entry, int64_t mono_ms) {
-  if (limits_.track_silence) {
+  if (track_silence_) {
     by_silence_.erase({entry.heartbeat_mono, node});
     by_silence_.insert({mono_ms, node});
   }
-  if (limits_.track_idle) {
+  if (track_idle_) {
     // A node whose record expired has none here; it gets one back now.
     records_by_silence_.erase({entry.heartbeat_mono, node});
     records_by_silence_.insert({mono_ms, node});
@@ -111,10 +111,10 @@ void FlowStateStore::WriteClusterNode(const ClusterNode& node, int64_t now_ms,
   if (fresh) {
     entry.slot = &node_keys_.Slot(ClusterInfoKey(node.role, node.node_id));
     ++cluster_counts_[id.first];
-  } else if (limits_.track_idle) {
+  } else if (track_idle_) {
     clusters_by_silence_.erase({entry.seen_mono, id});
   }
-  if (limits_.track_idle) clusters_by_silence_.insert({mono_ms, id});
+  if (track_idle_) clusters_by_silence_.insert({mono_ms, id});
   entry.seen_mono = mono_ms;
   // Encoded when read (a node says the same each heartbeat; its time moves).
   *entry.slot = kv::MakeLazyBytes(
@@ -177,8 +177,8 @@ void FlowStateStore::RemoveNode(
     absl::flat_hash_map<uint64_t, NodeEntry>::iterator it) {
   const uint64_t node = it->first;
   NodeEntry& entry = it->second;
-  if (limits_.track_silence) by_silence_.erase({entry.heartbeat_mono, node});
-  if (limits_.track_idle)
+  if (track_silence_) by_silence_.erase({entry.heartbeat_mono, node});
+  if (track_idle_)
     records_by_silence_.erase({entry.heartbeat_mono, node});
   total_flows_ -= ReportOf(entry).flows().size();
   aggregate_.Replace(node, ReportOf(entry), FlowStateValue());
@@ -196,7 +196,7 @@ uint64_t FlowStateStore::ForgetNodes(absl::Span<const uint64_t> node_ids) {
     const ClusterId id{static_cast<int32_t>(NodeRole::kFlownode), node};
     auto info = cluster_nodes_.find(id);
     if (info == cluster_nodes_.end()) continue;
-    if (limits_.track_idle) {
+    if (track_idle_) {
       clusters_by_silence_.erase({info->second.seen_mono, id});
     }
     cluster_nodes_.erase(info);

@@ -16,6 +16,7 @@
 #include "absl/types/span.h"
 #include "core/cluster_info.h"
 #include "core/flow_aggregate.h"
+#include "core/flow_state_limits.h"
 #include "core/flow_state_value.h"
 #include "core/flownode_record.h"
 #include "kv/kv_store.h"
@@ -65,19 +66,14 @@ struct ForgetResult {
 // swaps the whole store for an empty one.
 class FlowStateStore {
  public:
-  struct Limits {
-    // Flownodes known at once; 0: no limit.
-    uint64_t max_nodes = 0;
-    // (node, flow) entries over all reports; 0: no limit.
-    uint64_t max_total_flows = 0;
-    // Whether to keep the silence order of reports (for ExpireSilent()).
-    bool track_silence = false;
-    // Whether to keep the idle order of records and cluster info (for
-    // ExpireIdle()).
-    bool track_idle = false;
-  };
-
-  explicit FlowStateStore(Limits limits) : limits_(limits) {}
+  // Bounded by `limits`; keeps the silence order of reports (for
+  // ExpireSilent()) when it has a node_report_ttl, and the idle order of
+  // records and cluster info (for ExpireIdle()) when it has a
+  // node_max_idle_time.
+  explicit FlowStateStore(const FlowStateLimits& limits)
+      : limits_(limits),
+        track_silence_(limits.node_report_ttl > absl::ZeroDuration()),
+        track_idle_(limits.node_max_idle_time > absl::ZeroDuration()) {}
   FlowStateStore(FlowStateStore&&) = default;
   FlowStateStore& operator=(FlowStateStore&&) = default;
 
@@ -86,14 +82,14 @@ class FlowStateStore {
   // replaces the node's previous one and the aggregate follows; its KV value
   // is the report's JSON, encoded when first read (kv::Value).
   // kResourceExhausted, naming the limit and changing nothing, for a new node
-  // past Limits::max_nodes (of flownodes, and of cluster-info keys of its role)
+  // past FlowStateLimits::max_nodes (of flownodes, and of cluster-info keys of its role)
   // or a report that would grow the entries past Limits::max_total_flows.
   absl::Status Heartbeat(uint64_t node, NodeHeartbeat heartbeat, int64_t now_ms,
                          int64_t mono_ms);
 
   // Writes the cluster info of a node of another role (a frontend or a
   // datanode) heard from at `now_ms`. kResourceExhausted (nothing written)
-  // for a new key past Limits::max_nodes keys of its role.
+  // for a new key past FlowStateLimits::max_nodes keys of its role.
   absl::Status RecordClusterNode(const ClusterNode& node, int64_t now_ms,
                                  int64_t mono_ms);
 
@@ -175,7 +171,9 @@ class FlowStateStore {
   void WriteClusterNode(const ClusterNode& node, int64_t now_ms,
                         int64_t mono_ms);
 
-  Limits limits_;                                   // Capacity and expiry.
+  FlowStateLimits limits_;  // Capacity and expiry.
+  bool track_silence_;      // Keep by_silence_ (a node_report_ttl is set).
+  bool track_idle_;         // Keep the idle orders (node_max_idle_time).
   absl::flat_hash_map<uint64_t, NodeEntry> nodes_;  // Known nodes by id.
   // (last heartbeat in monotonic ms, node) of every node, oldest first;
   // kept only with Limits::track_silence.

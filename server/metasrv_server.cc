@@ -208,11 +208,11 @@ absl::Status MetasrvServer::StartSupport() {
       metrics_.get(), &replies_, options_.clock);
   flow_state_.SetListener(watch_.get());
   watch_->Start();
-  if (options_.node_report_ttl > absl::ZeroDuration() ||
+  if (options_.flow_state.node_report_ttl > absl::ZeroDuration() ||
       EffectiveNodeMaxIdleTime(options_) > absl::ZeroDuration()) {
     expirer_ = std::make_unique<NodeExpirer>(
         &flow_state_,
-        NodeExpirer::PeriodFor(options_.node_report_ttl,
+        NodeExpirer::PeriodFor(options_.flow_state.node_report_ttl,
                                EffectiveNodeMaxIdleTime(options_)),
         metrics_.get());
   }

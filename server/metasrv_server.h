@@ -143,9 +143,8 @@ class MetasrvServer final : public core::LeadershipListener {
   // What this replica says about itself (MetasrvPeers, candidate info).
   std::unique_ptr<SelfDescription> self_description_;
   // Flow state and the in-memory KV that shows it.
-  core::FlowStateManager flow_state_{
-      {options_.clock, options_.node_report_ttl, options_.max_nodes,
-       options_.max_total_flows, EffectiveNodeMaxIdleTime(options_)}};
+  core::FlowStateManager flow_state_{EffectiveFlowStateLimits(options_),
+                                     options_.clock};
   // The alerting metrics of each scrape, over flow_state_.
   FlowAlertsSource flow_alerts_{&flow_state_, options_.flow_alerts};
   std::unique_ptr<core::Leadership> leadership_;  // Who leads.

@@ -190,8 +190,15 @@ absl::StatusOr<CheckedOptions> CheckOptions(ServerOptions options) {
 }
 
 absl::Duration EffectiveNodeMaxIdleTime(const ServerOptions& options) {
-  return options.backend == "memory_store" ? absl::ZeroDuration()
-                                           : options.node_max_idle_time;
+  return options.backend == "memory_store"
+             ? absl::ZeroDuration()
+             : options.flow_state.node_max_idle_time;
+}
+
+core::FlowStateLimits EffectiveFlowStateLimits(const ServerOptions& options) {
+  core::FlowStateLimits limits = options.flow_state;
+  limits.node_max_idle_time = EffectiveNodeMaxIdleTime(options);
+  return limits;
 }
 
 }  // namespace metasrv::server

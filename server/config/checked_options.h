@@ -36,6 +36,8 @@ absl::StatusOr<CheckedOptions> CheckOptions(ServerOptions options);
 // (src/meta-srv/src/metasrv.rs, Metasrv::try_start), so with memory_store
 // (standalone, no election) idle nodes are never expired: zero then.
 absl::Duration EffectiveNodeMaxIdleTime(const ServerOptions& options);
+// options.flow_state, its node_max_idle_time as EffectiveNodeMaxIdleTime().
+core::FlowStateLimits EffectiveFlowStateLimits(const ServerOptions& options);
 
 }  // namespace metasrv::server
 

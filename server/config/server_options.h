@@ -13,6 +13,7 @@
 
 #include "absl/time/time.h"
 #include "core/clock.h"
+#include "core/flow_state_limits.h"
 #include "server/ops/flow_alerts.h"
 
 namespace metasrv::server {
@@ -59,10 +60,10 @@ struct ServerOptions {
   uint64_t max_streams = 50000;     // Open heartbeat streams; 0: no limit.
   int max_message_bytes = 4 << 20;  // Largest request accepted.
   uint64_t max_flows_per_report = 100000;  // Larger reports are refused.
-  // Flownodes known at once, and (node, flow) entries over all reports: a
-  // new node or a report that would pass them is refused. 0: no limit.
-  uint64_t max_nodes = 10000;
-  uint64_t max_total_flows = 1000000;
+  // The flow state's bounds and expiries (--max_nodes, --max_total_flows,
+  // --node_report_ttl, --node_max_idle_time): declared, with their
+  // defaults, in core/flow_state_limits.h, and passed to the core whole.
+  core::FlowStateLimits flow_state;
   // HTTP/2 streams (calls of any kind) one connection may have open.
   int max_streams_per_connection = 1000;
   // Bytes of answers sent but not yet read by their clients; past it, new
@@ -87,11 +88,6 @@ struct ServerOptions {
   // answer within the timeout is dropped and its streams released.
   absl::Duration keepalive_time = absl::Seconds(30);
   absl::Duration keepalive_timeout = absl::Seconds(10);
-  // A flownode silent for longer loses its report and record; zero: never.
-  absl::Duration node_report_ttl = absl::ZeroDuration();
-  // A node silent for longer loses its cluster info, a flownode its record
-  // (its flow state stays); zero: never. GreptimeDB's node_max_idle_time.
-  absl::Duration node_max_idle_time = absl::Hours(24);
   // Alerting metrics: per-flow series for this many flows (0: none), and
   // the thresholds of a stalled flow and a silent flownode.
   FlowAlertOptions flow_alerts;

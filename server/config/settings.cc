@@ -29,12 +29,14 @@ void Add(Rows* rows, Info info, T ServerOptions::*member, Rule<T> rule = {}) {
       std::move(rule)));
 }
 
-// A row for a member of the flow alerts' options.
-template <typename T>
-void AddAlert(Rows* rows, Info info, T FlowAlertOptions::*member,
-              Rule<T> rule) {
+// A row for member `member` of a component's options, which ServerOptions
+// holds whole as `group` (the component's struct declares the default).
+template <typename Group, typename T>
+void AddIn(Rows* rows, Info info, Group ServerOptions::*group,
+           T Group::*member, Rule<T> rule = {}) {
   rows->push_back(std::make_unique<TypedSetting<T>>(
-      info, [member](ServerOptions& o) -> T& { return o.flow_alerts.*member; },
+      info,
+      [group, member](ServerOptions& o) -> T& { return (o.*group).*member; },
       std::move(rule)));
 }
 
@@ -274,18 +276,21 @@ void LimitRows(Rows* r) {
       {"max_flows_per_report", nullptr,
        "a report of more flows ends its stream with INVALID_ARGUMENT", false},
       &ServerOptions::max_flows_per_report);
-  Add(r,
-      {"max_nodes", nullptr,
-       "flownodes known at once; a new one past it is refused with "
-       "RESOURCE_EXHAUSTED (0: no limit)",
-       false},
-      &ServerOptions::max_nodes);
-  Add(r,
-      {"max_total_flows", nullptr,
-       "(node, flow) entries over all reports; a report that would pass "
-       "it is refused with RESOURCE_EXHAUSTED (0: no limit)",
-       false},
-      &ServerOptions::max_total_flows);
+  AddIn(r,
+        {"max_nodes", nullptr,
+         "nodes known at once, per role: flownodes (record and report), "
+         "and apart the cluster-info keys of frontends, of datanodes and "
+         "of flownodes; a heartbeat adding one past it is refused with "
+         "RESOURCE_EXHAUSTED (0: no limit)",
+         false},
+        &ServerOptions::flow_state, &core::FlowStateLimits::max_nodes);
+  AddIn(r,
+        {"max_total_flows", nullptr,
+         "(node, flow) entries summed over every flownode's latest report; "
+         "a report that would pass it is refused with RESOURCE_EXHAUSTED "
+         "(0: no limit)",
+         false},
+        &ServerOptions::flow_state, &core::FlowStateLimits::max_total_flows);
   Add(r,
       {"max_streams_per_connection", nullptr,
        "HTTP/2 streams (calls of any kind) one connection may have open",
@@ -353,41 +358,41 @@ void LimitRows(Rows* r) {
 
 // Node expiry and the alerting series.
 void OpsRows(Rows* r) {
-  Add(r,
+  AddIn(r,
       {"node_report_ttl", nullptr,
        "a flownode silent for longer loses its report and its flows leave "
        "the aggregate; 0 (default): never, as GreptimeDB's metasrv",
        false},
-      &ServerOptions::node_report_ttl,
+      &ServerOptions::flow_state, &core::FlowStateLimits::node_report_ttl,
       Between(absl::ZeroDuration(), kTenYears));
-  Add(r,
+  AddIn(r,
       {"node_max_idle_time", "node_max_idle_time",
        "a node silent for longer leaves the cluster info "
        "(__meta_cluster_node_info keys) and ListFlownodes; its flow state "
        "stays (GreptimeDB's node_max_idle_time); 0: never",
        false},
-      &ServerOptions::node_max_idle_time,
+      &ServerOptions::flow_state, &core::FlowStateLimits::node_max_idle_time,
       Between(absl::ZeroDuration(), kTenYears));
-  AddAlert(r,
+  AddIn(r,
            {"metrics_top_flows", nullptr,
             "per-flow alerting series (metasrv_flow_state_bytes, "
             "metasrv_flow_exec_lag_seconds) for this many flows each: the "
             "largest and the most lagging; 0: none",
             false},
-           &FlowAlertOptions::top_flows, InRange<uint64_t>(0, 1000));
-  AddAlert(r,
+           &ServerOptions::flow_alerts, &FlowAlertOptions::top_flows, InRange<uint64_t>(0, 1000));
+  AddIn(r,
            {"flow_stall_after", nullptr,
             "a flow whose last execution is older than this is stalled "
             "(metasrv_flows_stalled)",
             false},
-           &FlowAlertOptions::stall_after,
+           &ServerOptions::flow_alerts, &FlowAlertOptions::stall_after,
            Between(absl::Milliseconds(1), kTenYears));
-  AddAlert(r,
+  AddIn(r,
            {"flownode_silent_after", nullptr,
             "a flownode not heard from for longer is silent "
             "(metasrv_flownodes_silent)",
             false},
-           &FlowAlertOptions::silent_after,
+           &ServerOptions::flow_alerts, &FlowAlertOptions::silent_after,
            Between(absl::Milliseconds(1), kTenYears));
 }
 

@@ -21,6 +21,16 @@ using Builder = FlowStateValue::Builder;
 
 using testing::Report;
 
+// Limits by name: no bound but `max_nodes`, and the two expiries.
+FlowStateLimits Limits(absl::Duration report_ttl, uint64_t max_nodes = 0,
+                       absl::Duration max_idle = absl::ZeroDuration()) {
+  FlowStateLimits limits = FlowStateLimits::None();
+  limits.node_report_ttl = report_ttl;
+  limits.max_nodes = max_nodes;
+  limits.node_max_idle_time = max_idle;
+  return limits;
+}
+
 // Counts notifications.
 class CountingListener final : public FlowStateListener {
  public:
@@ -40,8 +50,8 @@ class FlowStateManagerNodesTest : public ::testing::Test {
 
   ManualClock clock_;
   CountingListener listener_;
-  FlowStateManager manager_{
-      {&clock_, absl::Seconds(30), 0, 0, absl::Seconds(60)}};
+  FlowStateManager manager_{Limits(absl::Seconds(30), 0, absl::Seconds(60)),
+                            &clock_};
   FlowStateManager& kv_ = manager_;  // The KV view, read as a client does.
 };
 
@@ -216,7 +226,7 @@ TEST_F(FlowStateManagerNodesTest, SilentNodesExpireAfterTheTtl) {
 
 TEST(FlowStateManagerClockTest, AWallClockStepExpiresNobody) {
   SplitClock clock;
-  FlowStateManager manager({&clock, absl::Seconds(30)});
+  FlowStateManager manager(Limits(absl::Seconds(30)), &clock);
   ASSERT_TRUE(manager.Merge(1, Report({{1, 1, 1}})).ok());
   clock.wall.Advance(absl::Hours(1));  // NTP step, or someone set the date.
   EXPECT_TRUE(manager.ExpireSilentNodes().empty());
@@ -229,7 +239,7 @@ TEST(FlowStateManagerClockTest, AWallClockStepExpiresNobody) {
 // go, its flow state stays; a heartbeat brings the record back.
 TEST_F(FlowStateManagerNodesTest, IdleNodesLoseClusterInfoAndRecordNotFlows) {
   FlowStateManager manager(
-      {&clock_, absl::ZeroDuration(), 0, 0, absl::Seconds(60)});
+      Limits(absl::ZeroDuration(), 0, absl::Seconds(60)), &clock_);
   NodeHeartbeat hb;
   hb.report = Report({{1, 100, 10}});
   hb.cluster_node.emplace();
@@ -265,8 +275,8 @@ TEST_F(FlowStateManagerNodesTest, IdleNodesLoseClusterInfoAndRecordNotFlows) {
 }
 
 TEST_F(FlowStateManagerNodesTest, ClusterInfoPerRoleIsBoundedByMaxNodes) {
-  FlowStateManager manager(
-      {&clock_, absl::ZeroDuration(), 2, 0, absl::Seconds(60)});
+  FlowStateManager manager(Limits(absl::ZeroDuration(), 2, absl::Seconds(60)),
+                           &clock_);
   ClusterNode frontend;
   frontend.role = NodeRole::kFrontend;
   for (uint64_t id : {1, 2, 1}) {
@@ -293,7 +303,7 @@ TEST_F(FlowStateManagerNodesTest, ClusterInfoPerRoleIsBoundedByMaxNodes) {
 
 TEST(FlowStateManagerNoTtlTest, NothingExpiresWithoutATtl) {
   ManualClock clock;
-  FlowStateManager manager({&clock, absl::ZeroDuration()});
+  FlowStateManager manager(Limits(absl::ZeroDuration()), &clock);
   ASSERT_TRUE(manager.Merge(1, Report({{1, 1, 1}})).ok());
   clock.Advance(absl::Hours(24 * 365));
   EXPECT_TRUE(manager.ExpireSilentNodes().empty());

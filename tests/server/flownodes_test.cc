@@ -51,7 +51,7 @@ class FlownodesTest : public InProcessServerTest {
   server::ServerOptions Options() override {
     server::ServerOptions options = InProcessServerTest::Options();
     options.clock = &clock_;
-    options.node_report_ttl = absl::Seconds(10);
+    options.flow_state.node_report_ttl = absl::Seconds(10);
     return options;
   }
 
@@ -301,7 +301,7 @@ class NoTtlTest : public FlownodesTest {
  protected:
   server::ServerOptions Options() override {
     server::ServerOptions options = FlownodesTest::Options();
-    options.node_report_ttl = absl::ZeroDuration();
+    options.flow_state.node_report_ttl = absl::ZeroDuration();
     return options;
   }
 };

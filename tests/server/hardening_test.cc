@@ -83,7 +83,7 @@ TEST(HardeningLimitsTest, FlowsPerReportCountsDistinctIdsOverTheThreeMaps) {
 
 TEST(HardeningLimitsTest, MaxNodesRefusesOnlyTheNewNode) {
   ServerOptions options = ::metasrv::testing::LoopbackOptions();
-  options.max_nodes = 2;
+  options.flow_state.max_nodes = 2;
   auto server = Start(options);
   ASSERT_NE(server, nullptr);
   auto channel = Connect(server->advertised_addr());
@@ -175,7 +175,7 @@ TEST(HardeningLimitsTest, AnAnswerLargerThanTheBudgetIsAPermanentError) {
 
 TEST(HardeningLimitsTest, MaxTotalFlowsRefusesGrowthNotReplacement) {
   ServerOptions options = ::metasrv::testing::LoopbackOptions();
-  options.max_total_flows = 10;
+  options.flow_state.max_total_flows = 10;
   auto server = Start(options);
   ASSERT_NE(server, nullptr);
   auto channel = Connect(server->advertised_addr());

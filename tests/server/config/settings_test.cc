@@ -44,7 +44,7 @@ TEST(SettingsTest, ARowSetsAndReadsBackItsMember) {
   SettingInput in;
   in.text = "1h30m";
   ASSERT_TRUE(FindSetting("node_max_idle_time")->Set(in, "t", &o).ok());
-  EXPECT_EQ(o.node_max_idle_time, absl::Minutes(90));
+  EXPECT_EQ(o.flow_state.node_max_idle_time, absl::Minutes(90));
   in.text = "4MiB";
   ASSERT_TRUE(FindSetting("max_message_bytes")->Set(in, "t", &o).ok());
   EXPECT_EQ(o.max_message_bytes, 4 << 20);
@@ -166,7 +166,7 @@ TEST(CheckOptionsTest, NamedFilesAreReadOnceIntoTheCheckedOptions) {
 // registers its node expiry (src/meta-srv/src/metasrv.rs).
 TEST(SettingsTest, NodeMaxIdleTimeRunsOnlyWithAnElection) {
   ServerOptions o;
-  o.node_max_idle_time = absl::Hours(24);
+  o.flow_state.node_max_idle_time = absl::Hours(24);
   o.backend = "memory_store";
   EXPECT_EQ(EffectiveNodeMaxIdleTime(o), absl::ZeroDuration());
   for (const char* backend : {"etcd_store", "postgres_store", "mysql_store"}) {

@@ -275,7 +275,7 @@ TEST_P(HaTest, NodeMaxIdleTimeRunsWithAnElection) {
   options.store_addrs = {store_->address()};
   options.election_name = "idle/__metasrv_election";
   options.lease_ttl = kTtl;
-  options.node_max_idle_time = absl::Seconds(1);
+  options.flow_state.node_max_idle_time = absl::Seconds(1);
   std::unique_ptr<MetasrvServer> replica =
       ::metasrv::testing::StartInProcess(options);
   ASSERT_NE(replica, nullptr);
