@@ -1,6 +1,9 @@
-"""The README's settings tables against the binary's table (--helpfull).
+"""The docs' settings tables against the binary's table (--helpfull).
 
-  python3 flag_table_test.py BINARY README.md
+  python3 flag_table_test.py BINARY DOC.md...
+
+The tables headed HEADER in the documents named (docs/FLAGS.md, and the
+alerting flags' in docs/OPERATIONS.md) together must hold:
 
 Every setting and command option the binary has has a row, every row names
 one the binary has, the config key column holds each named setting's key
@@ -51,8 +54,10 @@ def readme_rows(readme):
     return rows
 
 
-def main(binary, readme):
-    flags, rows = binary_flags(binary), readme_rows(readme)
+def main(binary, *docs):
+    flags, rows = binary_flags(binary), {}
+    for doc in docs:
+        rows.update(readme_rows(doc))
     problems = []
     if not rows:
         problems.append("no flag table found in the README")
@@ -81,4 +86,4 @@ def main(binary, readme):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], *sys.argv[2:]))
