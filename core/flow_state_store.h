@@ -82,8 +82,9 @@ class FlowStateStore {
   // replaces the node's previous one and the aggregate follows; its KV value
   // is the report's JSON, encoded when first read (kv::Value).
   // kResourceExhausted, naming the limit and changing nothing, for a new node
-  // past FlowStateLimits::max_nodes (of flownodes, and of cluster-info keys of its role)
-  // or a report that would grow the entries past Limits::max_total_flows.
+  // past FlowStateLimits::max_nodes (of flownodes, and of cluster-info keys
+  // of its role) or a report that would grow the entries past
+  // FlowStateLimits::max_total_flows.
   absl::Status Heartbeat(uint64_t node, NodeHeartbeat heartbeat, int64_t now_ms,
                          int64_t mono_ms);
 
@@ -102,12 +103,12 @@ class FlowStateStore {
   uint64_t ForgetNodes(absl::Span<const uint64_t> node_ids);
 
   // Removes every node last heard from before `cutoff_mono_ms` (monotonic
-  // clock) and returns their ids, oldest first. Needs Limits::track_silence.
+  // clock) and returns their ids, oldest first. Needs a node_report_ttl.
   std::vector<uint64_t> ExpireSilent(int64_t cutoff_mono_ms);
 
   // Removes the cluster info of every node, and the record of every
   // flownode, last heard from before `cutoff_mono_ms`; flow state stays
-  // (GreptimeDB's node_max_idle_time). Needs Limits::track_idle.
+  // (GreptimeDB's node_max_idle_time). Needs a node_max_idle_time.
   IdleExpiry ExpireIdle(int64_t cutoff_mono_ms);
 
   // Whether `__flow/state` exists: a report was merged since the store was
@@ -176,14 +177,14 @@ class FlowStateStore {
   bool track_idle_;         // Keep the idle orders (node_max_idle_time).
   absl::flat_hash_map<uint64_t, NodeEntry> nodes_;  // Known nodes by id.
   // (last heartbeat in monotonic ms, node) of every node, oldest first;
-  // kept only with Limits::track_silence.
+  // kept only with a node_report_ttl (track_silence_).
   absl::btree_set<std::pair<int64_t, uint64_t>> by_silence_;
-  // The same of every node with a record; kept only with Limits::track_idle.
+  // The same of every node with a record; kept only with track_idle_.
   absl::btree_set<std::pair<int64_t, uint64_t>> records_by_silence_;
   // Cluster info of every node heard from, by (role, key id).
   absl::flat_hash_map<ClusterId, ClusterEntry> cluster_nodes_;
   // (last written in monotonic ms, role, id), oldest first; kept only with
-  // Limits::track_idle.
+  // track_idle_.
   absl::btree_set<std::pair<int64_t, ClusterId>> clusters_by_silence_;
   // Cluster-info keys per role (index: the role's number).
   std::array<uint64_t, 3> cluster_counts_{};

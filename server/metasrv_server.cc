@@ -34,18 +34,24 @@ constexpr uint64_t kCallBytes = 20 << 10;
 
 // The door's bounds: the settings, with their derived defaults.
 DoorOptions DoorOptionsOf(const ServerOptions& o) {
-  DoorOptions door;
+  DoorOptions door = o.door;
   PeerLimits& peers = door.peers;
-  peers.max_calls =
-      o.max_calls != 0 ? o.max_calls : o.grpc_memory_limit / kCallBytes;
-  peers.max_calls_per_peer =
-      o.max_calls_per_peer != 0 ? o.max_calls_per_peer : peers.max_calls / 2;
-  peers.max_reply_bytes_per_peer = o.max_reply_bytes_per_peer != 0
-                                       ? o.max_reply_bytes_per_peer
-                                       : o.max_reply_bytes_in_flight / 4;
-  door.request_timeout = o.request_timeout;
-  door.reply_stall_limit = o.reply_stall_limit;
+  if (peers.max_calls == 0) peers.max_calls = o.grpc_memory_limit / kCallBytes;
+  if (peers.max_calls_per_peer == 0) {
+    peers.max_calls_per_peer = peers.max_calls / 2;
+  }
+  if (peers.max_reply_bytes_per_peer == 0) {
+    peers.max_reply_bytes_per_peer = o.max_reply_bytes_in_flight / 4;
+  }
   return door;
+}
+
+// The hub's options: its own setting as given, and --max_streams, which
+// bounds watch streams as it bounds heartbeat streams, by name.
+WatchHub::Options WatchOptionsOf(const ServerOptions& o) {
+  WatchHub::Options watch = o.watch;
+  watch.max_watchers = o.max_streams;
+  return watch;
 }
 
 // How long, past the shutdown grace, calls may take to end (each was
@@ -146,34 +152,41 @@ absl::StatusOr<std::unique_ptr<Election>> MetasrvServer::MakeElection() {
   const std::string election_key =
       absl::StrCat(options_.store_key_prefix, options_.election_name);
   if (options_.backend == "etcd_store") {
-    return std::make_unique<EtcdElection>(
-        EtcdElectionOptions{options_.store_addrs, election_key,
-                            advertised_addr_, options_.lease_ttl,
-                            StoreSecurity(), Describe()},
-        options_.clock, this);
+    EtcdElectionOptions etcd;
+    etcd.endpoints = options_.store_addrs;
+    etcd.name = election_key;
+    etcd.self_addr = advertised_addr_;
+    etcd.lease_ttl = options_.lease_ttl;
+    etcd.security = StoreSecurity();
+    etcd.describe = Describe();
+    return std::make_unique<EtcdElection>(std::move(etcd), options_.clock,
+                                          this);
   }
   // CheckOptions let only these through.
   const bool postgres = options_.backend == "postgres_store";
   // The SQL client libraries read their TLS files by path themselves.
-  LeaseStoreOptions store{absl::StrJoin(options_.store_addrs, ","),
-                          "metasrv_election",
-                          options_.store_tls_mode == "disable"
-                              ? std::string()
-                              : options_.store_tls_mode,
-                          options_.store_tls_ca,
-                          options_.store_tls_cert,
-                          options_.store_tls_key,
-                          files_.store_password};
+  LeaseStoreOptions store;
+  store.address = absl::StrJoin(options_.store_addrs, ",");
+  store.tls_mode =
+      options_.store_tls_mode == "disable" ? "" : options_.store_tls_mode;
+  store.ca_path = options_.store_tls_ca;
+  store.cert_path = options_.store_tls_cert;
+  store.key_path = options_.store_tls_key;
+  store.password = files_.store_password;
   std::unique_ptr<LeaseStore> lease_store;
   if (postgres) {
     lease_store = std::make_unique<PostgresLeaseStore>(std::move(store));
   } else {
     lease_store = std::make_unique<MysqlLeaseStore>(std::move(store));
   }
+  LeaseElectionOptions election;
+  election.store_name = postgres ? "PostgreSQL" : "MySQL";
+  election.name = election_key;
+  election.self_addr = advertised_addr_;
+  election.lease_ttl = options_.lease_ttl;
+  election.describe = Describe();
   return std::make_unique<LeaseElection>(
-      LeaseElectionOptions{postgres ? "PostgreSQL" : "MySQL", election_key,
-                           advertised_addr_, options_.lease_ttl, Describe()},
-      std::move(lease_store), options_.clock, this);
+      std::move(election), std::move(lease_store), options_.clock, this);
 }
 
 EtcdSecurity MetasrvServer::StoreSecurity() const {
@@ -202,10 +215,9 @@ absl::Status MetasrvServer::StartSupport() {
         return election_ != nullptr ? election_->Health() : StoreHealth{};
       },
       [this] { return flow_alerts_.Compute(options_.clock->Now()); }});
-  watch_ = std::make_unique<WatchHub>(
-      &flow_state_,
-      WatchHub::Options{options_.watch_min_interval, options_.max_streams},
-      metrics_.get(), &replies_, options_.clock);
+  watch_ =
+      std::make_unique<WatchHub>(&flow_state_, WatchOptionsOf(options_),
+                                 metrics_.get(), &replies_, options_.clock);
   flow_state_.SetListener(watch_.get());
   watch_->Start();
   if (options_.flow_state.node_report_ttl > absl::ZeroDuration() ||
@@ -242,18 +254,13 @@ absl::Status MetasrvServer::MakeServices() {
     auth = *std::move(token);
   }
   handler_ = std::make_unique<HeartbeatHandler>(
-      &flow_state_, leadership_.get(),
-      HeartbeatHandler::Options{static_cast<uint64_t>(absl::ToInt64Milliseconds(
-                                    options_.heartbeat_interval)),
-                                static_cast<uint64_t>(absl::ToInt64Milliseconds(
-                                    options_.retry_interval)),
-                                options_.max_flows_per_report},
-      metrics_.get());
+      &flow_state_, leadership_.get(), options_.heartbeat, metrics_.get());
   door_ = std::make_unique<CallDoor>(leadership_.get(), std::move(auth),
                                      DoorOptionsOf(options_), &replies_,
                                      options_.clock, metrics_.get());
-  const CallLimits limits{static_cast<size_t>(options_.max_message_bytes),
-                          door_.get()};
+  CallLimits limits;
+  limits.max_request_bytes = static_cast<size_t>(options_.max_message_bytes);
+  limits.door = door_.get();
   heartbeat_service_ = std::make_unique<HeartbeatService>(
       handler_.get(), &streams_, leadership_.get(), limits);
   cluster_service_ = std::make_unique<ClusterService>(

@@ -156,7 +156,7 @@ class MetasrvServer final : public core::LeadershipListener {
   std::unique_ptr<TlsIdentity> tls_identity_;
   // Reads, off gRPC's threads.
   // Declared before the services and the server, so it outlives their calls.
-  ReadExecutor reads_{{options_.read_threads, 4096, options_.max_queued_reads}};
+  ReadExecutor reads_{options_.reads};
   ReplyBudget replies_{options_.max_reply_bytes_in_flight};  // Unread answers.
   std::unique_ptr<WatchHub> watch_;            // WatchFlowState pushes.
   std::unique_ptr<NodeExpirer> expirer_;       // With a node TTL, else null.

@@ -15,6 +15,10 @@
 #include "core/clock.h"
 #include "core/flow_state_limits.h"
 #include "server/ops/flow_alerts.h"
+#include "server/rpc/call_door.h"
+#include "server/rpc/read_executor.h"
+#include "server/services/heartbeat_handler.h"
+#include "server/watch/flow_state_watch.h"
 
 namespace metasrv::server {
 
@@ -42,13 +46,14 @@ struct ServerOptions {
   // etcd user and a file holding its password; empty user: no auth. Every
   // file is read by CheckOptions, into SettingFiles.
   std::string store_username, store_password_file;
-  // Told to clients at handshake.
-  absl::Duration heartbeat_interval = absl::Seconds(3);
-  absl::Duration retry_interval = absl::Seconds(3);
+  // What the handshake tells clients (--heartbeat_interval,
+  // --retry_interval) and the largest report (--max_flows_per_report):
+  // declared, with their defaults, in services/heartbeat_handler.h.
+  HeartbeatHandler::Options heartbeat;
   absl::Duration shutdown_grace = absl::Seconds(1);  // For in-flight calls.
-  // Threads for large reads (GetFlowState, Cluster reads); 0 runs them on
-  // gRPC's threads.
-  int read_threads = 2;
+  // The read threads and their queue (--read_threads, --max_queued_reads):
+  // declared, with their defaults, in rpc/read_executor.h.
+  ReadExecutor::Options reads;
   // host:port of the Prometheus /metrics endpoint; empty: none. Tests pass
   // "" or a port-0 address.
   std::string metrics_addr = "127.0.0.1:4000";
@@ -59,7 +64,6 @@ struct ServerOptions {
   std::string admin_token_file;
   uint64_t max_streams = 50000;     // Open heartbeat streams; 0: no limit.
   int max_message_bytes = 4 << 20;  // Largest request accepted.
-  uint64_t max_flows_per_report = 100000;  // Larger reports are refused.
   // The flow state's bounds and expiries (--max_nodes, --max_total_flows,
   // --node_report_ttl, --node_max_idle_time): declared, with their
   // defaults, in core/flow_state_limits.h, and passed to the core whole.
@@ -71,19 +75,11 @@ struct ServerOptions {
   uint64_t max_reply_bytes_in_flight = 128 << 20;
   // Bytes gRPC itself may use (its ResourceQuota); 0: no limit.
   uint64_t grpc_memory_limit = 512 << 20;
-  // Calls open at once, in all (0: grpc_memory_limit / kCallBytes) and per
-  // client host (0: half of that); a host's unread answers (0: a quarter of
-  // max_reply_bytes_in_flight). See DoorOptionsOf().
-  uint64_t max_calls = 0;
-  uint64_t max_calls_per_peer = 0;
-  uint64_t max_reply_bytes_per_peer = 0;
-  // A unary call's request must arrive within this of its headers.
-  absl::Duration request_timeout = absl::Seconds(10);
-  // A large answer unread for this long is cancelled.
-  absl::Duration reply_stall_limit = absl::Seconds(5);
-  // Large reads (all flows, KV ranges) waiting for a read thread; more get
-  // RESOURCE_EXHAUSTED.
-  uint64_t max_queued_reads = 64;
+  // The door's bounds and deadlines (--max_calls, --max_calls_per_peer,
+  // --max_reply_bytes_per_peer, --request_timeout, --reply_stall_limit):
+  // declared, with their defaults, in rpc/call_door.h and rpc/peer_ledger.h.
+  // A bound left 0 is derived from the budgets (DoorOptionsOf()).
+  DoorOptions door;
   // HTTP/2 keepalive pings: sent after this idle time; a peer that does not
   // answer within the timeout is dropped and its streams released.
   absl::Duration keepalive_time = absl::Seconds(30);
@@ -91,8 +87,10 @@ struct ServerOptions {
   // Alerting metrics: per-flow series for this many flows (0: none), and
   // the thresholds of a stalled flow and a silent flownode.
   FlowAlertOptions flow_alerts;
-  // WatchFlowState pushes at most once per this.
-  absl::Duration watch_min_interval = absl::Milliseconds(500);
+  // WatchFlowState's pacing (--watch_min_interval): declared, with its
+  // default, in watch/flow_state_watch.h. Its max_watchers is set from
+  // --max_streams, by name, where the hub is made.
+  WatchHub::Options watch;
   // Logging: trace ... off, and text or json (ops/logging.h). main() sets
   // it up; the server itself does not.
   std::string log_level = "info";

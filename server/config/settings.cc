@@ -29,11 +29,24 @@ void Add(Rows* rows, Info info, T ServerOptions::*member, Rule<T> rule = {}) {
       std::move(rule)));
 }
 
+// A row for member `member` of `inner`, a struct within a component's
+// options `group` (the door's peer limits).
+template <typename Group, typename Inner, typename T>
+void AddIn(Rows* rows, Info info, Group ServerOptions::*group,
+           Inner Group::*inner, T Inner::*member, Rule<T> rule = {}) {
+  rows->push_back(std::make_unique<TypedSetting<T>>(
+      info,
+      [group, inner, member](ServerOptions& o) -> T& {
+        return ((o.*group).*inner).*member;
+      },
+      std::move(rule)));
+}
+
 // A row for member `member` of a component's options, which ServerOptions
 // holds whole as `group` (the component's struct declares the default).
 template <typename Group, typename T>
-void AddIn(Rows* rows, Info info, Group ServerOptions::*group,
-           T Group::*member, Rule<T> rule = {}) {
+void AddIn(Rows* rows, Info info, Group ServerOptions::*group, T Group::*member,
+           Rule<T> rule = {}) {
   rows->push_back(std::make_unique<TypedSetting<T>>(
       info,
       [group, member](ServerOptions& o) -> T& { return (o.*group).*member; },
@@ -140,25 +153,28 @@ void ServingRows(Rows* r) {
 
 // What clients are told, and how their connections and calls are kept.
 void ClientRows(Rows* r) {
-  Add(r,
-      {"heartbeat_interval", "heartbeat_interval",
-       "heartbeat interval told to clients at handshake", false},
-      &ServerOptions::heartbeat_interval, Between(absl::Milliseconds(1), kDay));
-  Add(r,
-      {"retry_interval", nullptr, "retry interval told to clients at handshake",
-       false},
-      &ServerOptions::retry_interval, Between(absl::Milliseconds(1), kDay));
+  AddIn(r,
+        {"heartbeat_interval", "heartbeat_interval",
+         "heartbeat interval told to clients at handshake", false},
+        &ServerOptions::heartbeat,
+        &HeartbeatHandler::Options::heartbeat_interval,
+        Between(absl::Milliseconds(1), kDay));
+  AddIn(r,
+        {"retry_interval", nullptr,
+         "retry interval told to clients at handshake", false},
+        &ServerOptions::heartbeat, &HeartbeatHandler::Options::retry_interval,
+        Between(absl::Milliseconds(1), kDay));
   Add(r,
       {"shutdown_grace", nullptr, "how long shutdown waits for calls in flight",
        false},
       &ServerOptions::shutdown_grace,
       Between(absl::ZeroDuration(), absl::Hours(1)));
-  Add(r,
-      {"read_threads", nullptr,
-       "threads that serve GetFlowState and Cluster reads, off gRPC's "
-       "threads; 0 serves them on gRPC's threads",
-       false},
-      &ServerOptions::read_threads, InRange(0, 64));
+  AddIn(r,
+        {"read_threads", nullptr,
+         "threads that serve GetFlowState and Cluster reads, off gRPC's "
+         "threads; 0 serves them on gRPC's threads",
+         false},
+        &ServerOptions::reads, &ReadExecutor::Options::threads, InRange(0, 64));
   Add(r,
       {"keepalive_time", "grpc.http2_keep_alive_interval",
        "idle time after which a connection is pinged", false},
@@ -167,11 +183,11 @@ void ClientRows(Rows* r) {
       {"keepalive_timeout", "grpc.http2_keep_alive_timeout",
        "a peer that does not answer a ping within this is dropped", false},
       &ServerOptions::keepalive_timeout, Between(absl::Seconds(1), kIntMillis));
-  Add(r,
-      {"watch_min_interval", nullptr,
-       "WatchFlowState pushes at most one state per this interval", false},
-      &ServerOptions::watch_min_interval,
-      Between(absl::ZeroDuration(), absl::Hours(1)));
+  AddIn(r,
+        {"watch_min_interval", nullptr,
+         "WatchFlowState pushes at most one state per this interval", false},
+        &ServerOptions::watch, &WatchHub::Options::min_interval,
+        Between(absl::ZeroDuration(), absl::Hours(1)));
 }
 
 // Where the election runs, and how to reach it.
@@ -272,10 +288,11 @@ void LimitRows(Rows* r) {
        false},
       &ServerOptions::max_message_bytes,
       InRange(1, std::numeric_limits<int>::max()));
-  Add(r,
-      {"max_flows_per_report", nullptr,
-       "a report of more flows ends its stream with INVALID_ARGUMENT", false},
-      &ServerOptions::max_flows_per_report);
+  AddIn(r,
+        {"max_flows_per_report", nullptr,
+         "a report of more flows ends its stream with INVALID_ARGUMENT", false},
+        &ServerOptions::heartbeat,
+        &HeartbeatHandler::Options::max_flows_per_report);
   AddIn(r,
         {"max_nodes", nullptr,
          "nodes known at once, per role: flownodes (record and report), "
@@ -314,86 +331,91 @@ void LimitRows(Rows* r) {
                    ? absl::OkStatus()
                    : absl::InvalidArgumentError("must be 0 or at least 16 MiB");
       });
-  Add(r,
-      {"max_calls", nullptr,
-       "calls of any kind (heartbeat streams included) open at once, each "
-       "charged from its first HEADERS frame; more get RESOURCE_EXHAUSTED at "
-       "once (0: --grpc_memory_limit / 20 KiB, what a call costs gRPC; "
-       "26214 with its default; no limit if that is 0 too)",
-       false},
-      &ServerOptions::max_calls);
-  Add(r,
-      {"max_calls_per_peer", nullptr,
-       "calls open at once from one client host (every connection from one "
-       "IP address); more get RESOURCE_EXHAUSTED (0: half of --max_calls)",
-       false},
-      &ServerOptions::max_calls_per_peer);
-  Add(r,
-      {"max_reply_bytes_per_peer", nullptr,
-       "bytes of answers one client host may hold unread: its share of "
-       "--max_reply_bytes_in_flight; past it, its new answers get "
-       "RESOURCE_EXHAUSTED (0: a quarter of --max_reply_bytes_in_flight)",
-       false},
-      &ServerOptions::max_reply_bytes_per_peer);
-  Add(r,
-      {"request_timeout", nullptr,
-       "a unary call whose request has not arrived this long after its "
-       "headers is cancelled (half-open calls hold no memory)",
-       false},
-      &ServerOptions::request_timeout, Between(absl::Milliseconds(100), kDay));
-  Add(r,
-      {"reply_stall_limit", nullptr,
-       "an answer of 64 KiB or more that its client has not read this long "
-       "after it was sent is cancelled, giving back its reply budget",
-       false},
-      &ServerOptions::reply_stall_limit,
-      Between(absl::Milliseconds(100), kDay));
-  Add(r,
-      {"max_queued_reads", nullptr,
-       "large reads waiting for a read thread; more get "
-       "RESOURCE_EXHAUSTED",
-       false},
-      &ServerOptions::max_queued_reads, InRange<uint64_t>(1, kNoMax));
+  AddIn(r,
+        {"max_calls", nullptr,
+         "calls of any kind (heartbeat streams included) open at once, each "
+         "charged from its first HEADERS frame; more get RESOURCE_EXHAUSTED at "
+         "once (0: --grpc_memory_limit / 20 KiB, what a call costs gRPC; "
+         "26214 with its default; no limit if that is 0 too)",
+         false},
+        &ServerOptions::door, &DoorOptions::peers, &PeerLimits::max_calls);
+  AddIn(r,
+        {"max_calls_per_peer", nullptr,
+         "calls open at once from one client host (every connection from one "
+         "IP address); more get RESOURCE_EXHAUSTED (0: half of --max_calls)",
+         false},
+        &ServerOptions::door, &DoorOptions::peers,
+        &PeerLimits::max_calls_per_peer);
+  AddIn(r,
+        {"max_reply_bytes_per_peer", nullptr,
+         "bytes of answers one client host may hold unread: its share of "
+         "--max_reply_bytes_in_flight; past it, its new answers get "
+         "RESOURCE_EXHAUSTED (0: a quarter of --max_reply_bytes_in_flight)",
+         false},
+        &ServerOptions::door, &DoorOptions::peers,
+        &PeerLimits::max_reply_bytes_per_peer);
+  AddIn(r,
+        {"request_timeout", nullptr,
+         "a unary call whose request has not arrived this long after its "
+         "headers is cancelled (half-open calls hold no memory)",
+         false},
+        &ServerOptions::door, &DoorOptions::request_timeout,
+        Between(absl::Milliseconds(100), kDay));
+  AddIn(r,
+        {"reply_stall_limit", nullptr,
+         "an answer of 64 KiB or more that its client has not read this long "
+         "after it was sent is cancelled, giving back its reply budget",
+         false},
+        &ServerOptions::door, &DoorOptions::reply_stall_limit,
+        Between(absl::Milliseconds(100), kDay));
+  AddIn(r,
+        {"max_queued_reads", nullptr,
+         "large reads waiting for a read thread; more get "
+         "RESOURCE_EXHAUSTED",
+         false},
+        &ServerOptions::reads, &ReadExecutor::Options::max_queued_large,
+        InRange<size_t>(1, kNoMax));
 }
 
 // Node expiry and the alerting series.
 void OpsRows(Rows* r) {
   AddIn(r,
-      {"node_report_ttl", nullptr,
-       "a flownode silent for longer loses its report and its flows leave "
-       "the aggregate; 0 (default): never, as GreptimeDB's metasrv",
-       false},
-      &ServerOptions::flow_state, &core::FlowStateLimits::node_report_ttl,
-      Between(absl::ZeroDuration(), kTenYears));
+        {"node_report_ttl", nullptr,
+         "a flownode silent for longer loses its report and its flows leave "
+         "the aggregate; 0 (default): never, as GreptimeDB's metasrv",
+         false},
+        &ServerOptions::flow_state, &core::FlowStateLimits::node_report_ttl,
+        Between(absl::ZeroDuration(), kTenYears));
   AddIn(r,
-      {"node_max_idle_time", "node_max_idle_time",
-       "a node silent for longer leaves the cluster info "
-       "(__meta_cluster_node_info keys) and ListFlownodes; its flow state "
-       "stays (GreptimeDB's node_max_idle_time); 0: never",
-       false},
-      &ServerOptions::flow_state, &core::FlowStateLimits::node_max_idle_time,
-      Between(absl::ZeroDuration(), kTenYears));
+        {"node_max_idle_time", "node_max_idle_time",
+         "a node silent for longer leaves the cluster info "
+         "(__meta_cluster_node_info keys) and ListFlownodes; its flow state "
+         "stays (GreptimeDB's node_max_idle_time); 0: never",
+         false},
+        &ServerOptions::flow_state, &core::FlowStateLimits::node_max_idle_time,
+        Between(absl::ZeroDuration(), kTenYears));
   AddIn(r,
-           {"metrics_top_flows", nullptr,
-            "per-flow alerting series (metasrv_flow_state_bytes, "
-            "metasrv_flow_exec_lag_seconds) for this many flows each: the "
-            "largest and the most lagging; 0: none",
-            false},
-           &ServerOptions::flow_alerts, &FlowAlertOptions::top_flows, InRange<uint64_t>(0, 1000));
+        {"metrics_top_flows", nullptr,
+         "per-flow alerting series (metasrv_flow_state_bytes, "
+         "metasrv_flow_exec_lag_seconds) for this many flows each: the "
+         "largest and the most lagging; 0: none",
+         false},
+        &ServerOptions::flow_alerts, &FlowAlertOptions::top_flows,
+        InRange<uint64_t>(0, 1000));
   AddIn(r,
-           {"flow_stall_after", nullptr,
-            "a flow whose last execution is older than this is stalled "
-            "(metasrv_flows_stalled)",
-            false},
-           &ServerOptions::flow_alerts, &FlowAlertOptions::stall_after,
-           Between(absl::Milliseconds(1), kTenYears));
+        {"flow_stall_after", nullptr,
+         "a flow whose last execution is older than this is stalled "
+         "(metasrv_flows_stalled)",
+         false},
+        &ServerOptions::flow_alerts, &FlowAlertOptions::stall_after,
+        Between(absl::Milliseconds(1), kTenYears));
   AddIn(r,
-           {"flownode_silent_after", nullptr,
-            "a flownode not heard from for longer is silent "
-            "(metasrv_flownodes_silent)",
-            false},
-           &ServerOptions::flow_alerts, &FlowAlertOptions::silent_after,
-           Between(absl::Milliseconds(1), kTenYears));
+        {"flownode_silent_after", nullptr,
+         "a flownode not heard from for longer is silent "
+         "(metasrv_flownodes_silent)",
+         false},
+        &ServerOptions::flow_alerts, &FlowAlertOptions::silent_after,
+        Between(absl::Milliseconds(1), kTenYears));
 }
 
 // The log: level, format, files.

@@ -22,11 +22,13 @@
 namespace metasrv::server {
 
 struct EtcdElectionOptions {
-  std::vector<std::string> endpoints;       // etcd client endpoints, host:port.
-  std::string name = "__metasrv_election";  // The election's name.
+  std::vector<std::string> endpoints;  // etcd client endpoints, host:port.
+  // The election's name (--store_key_prefix and --election_name).
+  std::string name;
   std::string self_addr;  // Our value: the advertised address.
-  absl::Duration lease_ttl =
-      absl::Seconds(5);   // Lease TTL; keep-alive every TTL/3.
+  // Lease TTL (--lease_ttl; the setting declares its default); keep-alive
+  // every TTL/3.
+  absl::Duration lease_ttl;
   EtcdSecurity security;  // TLS and credentials for etcd.
   // What our peer key says about us (read every keep-alive); null: the
   // address only.

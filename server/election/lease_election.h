@@ -23,9 +23,10 @@ struct LeaseElectionOptions {
   std::string store_name;  // "PostgreSQL" or "MySQL", for logs.
   // The election's name (with the key prefix); its rows are
   // "<name>/leader" and "<name>/candidate/<holder>".
-  std::string name = "__metasrv_election";
+  std::string name;       // --store_key_prefix and --election_name.
   std::string self_addr;  // Our value: advertised address.
-  absl::Duration lease_ttl = absl::Seconds(5);  // The rows' time-to-live.
+  // The rows' time-to-live (--lease_ttl; the setting declares its default).
+  absl::Duration lease_ttl;
   // What our candidate row says about us (read each round); null: the
   // address only.
   std::function<core::MetasrvNodeInfo()> describe;

@@ -34,7 +34,9 @@ namespace metasrv::server {
 
 // What every unary call is held to.
 struct CallLimits {
-  size_t max_request_bytes = 4 << 20;  // An inflated request, at most.
+  // An inflated request, at most (--max_message_bytes, which declares the
+  // default; 0 here until the server sets it).
+  size_t max_request_bytes = 0;
   // Admission, the reply charge and the deadlines; null: every call is
   // served as admitted, nothing is charged or timed (tests of the runtime).
   CallDoor* door = nullptr;

@@ -73,8 +73,9 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
 
 uint64_t HeartbeatHandler::IntervalFor(int role) const {
   return role == greptime::v1::meta::FRONTEND
-             ? options_.heartbeat_interval_ms * kFrontendIntervalFactor
-             : options_.heartbeat_interval_ms;
+             ? absl::ToInt64Milliseconds(options_.heartbeat_interval) *
+                   kFrontendIntervalFactor
+             : absl::ToInt64Milliseconds(options_.heartbeat_interval);
 }
 
 absl::Status HeartbeatHandler::Handle(HeartbeatRequestReader* reader,
@@ -91,7 +92,8 @@ absl::Status HeartbeatHandler::Handle(HeartbeatRequestReader* reader,
   if (handshake) {
     auto* config = response->mutable_heartbeat_config();
     config->set_heartbeat_interval_ms(IntervalFor(role));
-    config->set_retry_interval_ms(options_.retry_interval_ms);
+    config->set_retry_interval_ms(
+        absl::ToInt64Milliseconds(options_.retry_interval));
   }
   // Each request is admitted by the heartbeat's row of the method table, as
   // the door admits every call (rpc/method_table.h).

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/flow_state_manager.h"
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
@@ -32,11 +33,15 @@ enum class MergeResult {
 
 class HeartbeatHandler {
  public:
+  // The settings --heartbeat_interval, --retry_interval and
+  // --max_flows_per_report: declared here, with their defaults, and held
+  // whole by ServerOptions (as `heartbeat`).
   struct Options {
     // The base interval sent in handshake responses: datanodes and flownodes
     // get it, frontends kFrontendIntervalFactor times it.
-    uint64_t heartbeat_interval_ms = 3000;
-    uint64_t retry_interval_ms = 3000;  // Sent in handshake responses to all.
+    absl::Duration heartbeat_interval = absl::Seconds(3);
+    // Sent in handshake responses to all.
+    absl::Duration retry_interval = absl::Seconds(3);
     // A report of more flows is refused with kInvalidArgument.
     uint64_t max_flows_per_report = 100000;
   };

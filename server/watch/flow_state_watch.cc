@@ -195,6 +195,16 @@ std::shared_ptr<const WatchSnapshot> WatchHub::Current(int tier) {
   return nullptr;
 }
 
+absl::Time WatchHub::LookedAt() const {
+  absl::MutexLock lock(&mu_);
+  return looked_at_;
+}
+
+uint64_t WatchHub::PublishedTo(int tier) const {
+  absl::MutexLock lock(&mu_);
+  return tiers_[tier].published;
+}
+
 int WatchHub::TiersHeld() const {
   absl::MutexLock lock(&mu_);
   int held = 0;
@@ -239,6 +249,7 @@ bool WatchHub::AwaitDue(uint64_t* sequence,
     // previous one, as the clock tells (a test's manual clock too: hence
     // the slices). Waves are paced in real time: they spread load.
     const absl::Time now = clock_->Monotonic();
+    looked_at_ = now;
     absl::Duration left = absl::InfiniteDuration();
     for (int tier = 0; tier < kTiers; ++tier) {
       const TierPublisher& pub = publishing_[tier];

@@ -101,7 +101,8 @@ class WatchHub final : public core::FlowStateListener {
  public:
   struct Options {
     absl::Duration min_interval = absl::Milliseconds(500);  // Between pushes.
-    uint64_t max_watchers = 50000;  // Open watch streams; 0: no limit.
+    // Open watch streams; 0: no limit. The server sets --max_streams.
+    uint64_t max_watchers = 0;
     // A write in flight for longer than this, while the budget is exceeded,
     // ends its watcher; at least twice min_interval.
     absl::Duration stall_limit = absl::Seconds(5);
@@ -154,6 +155,12 @@ class WatchHub final : public core::FlowStateListener {
   uint64_t watchers() const { return streams_.size(); }
   // Tiers that hold a copy of the aggregate or a state (for tests).
   int TiersHeld() const ABSL_LOCKS_EXCLUDED(mu_);
+  // For tests that check on the clock that nothing was due: the monotonic
+  // time the publisher last weighed its tiers' intervals against, and the
+  // count of changes last published to `tier` (it moves when the tier is
+  // published to). Both read under one lock with the publisher's decision.
+  absl::Time LookedAt() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t PublishedTo(int tier) const ABSL_LOCKS_EXCLUDED(mu_);
   // Whether watchers hold more than the reply budget allows, and how long a
   // write may be in flight then.
   bool OverBudget() const {
@@ -251,6 +258,8 @@ class WatchHub final : public core::FlowStateListener {
       ABSL_GUARDED_BY(buckets_mu_);
   mutable absl::Mutex mu_;                     // Guards the fields below.
   uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;  // Changes seen so far.
+  // When (monotonic) the publisher last weighed the tiers (LookedAt()).
+  absl::Time looked_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::array<TierState, kTiers> tiers_ ABSL_GUARDED_BY(mu_);  // By tier.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;       // Stop() was called.
   CqPoller* poller_ ABSL_GUARDED_BY(mu_) = nullptr;  // Runs waves; or null.

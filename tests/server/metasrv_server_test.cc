@@ -22,7 +22,7 @@ class MetasrvServerTest : public ::metasrv::testing::InProcessServerTest {
  protected:
   ServerOptions Options() override {
     ServerOptions options = InProcessServerTest::Options();
-    options.heartbeat_interval = absl::Milliseconds(1234);
+    options.heartbeat.heartbeat_interval = absl::Milliseconds(1234);
     return options;
   }
 

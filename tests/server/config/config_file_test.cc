@@ -206,7 +206,7 @@ TEST_F(ConfigFileTest, PrintedConfigReadsBackTheSame) {
   options.bind_addr = "127.0.0.1:3111";
   options.max_streams = 99;
   options.store_addrs = {"x:1", "y:2"};
-  options.watch_min_interval = absl::Milliseconds(1500);
+  options.watch.min_interval = absl::Milliseconds(1500);
   const std::string printed = EffectiveConfigToml(options);
   EXPECT_THAT(printed, HasSubstr("[grpc]"));
   absl::StatusOr<ConfigValues> back = LoadConfigFile(Write(printed));

@@ -70,7 +70,7 @@ std::string Refusal(const ServerOptions& o) {
 
 TEST(CheckOptionsTest, EveryBadSettingIsNamed) {
   ServerOptions o;
-  o.read_threads = 65;
+  o.reads.threads = 65;
   EXPECT_THAT(Refusal(o), StartsWith("--read_threads=65 is out of range"));
   o = ServerOptions();
   o.lease_ttl = absl::Milliseconds(2500);

@@ -100,6 +100,7 @@ class LeaseElectionTest : public ::testing::Test {
     }
     LeaseElectionOptions options;
     options.store_name = "fake";
+    options.name = "__metasrv_election";
     options.self_addr = "10.0.0.1:3002";
     options.lease_ttl = ttl;
     election_ = std::make_unique<LeaseElection>(

@@ -346,68 +346,6 @@ TEST(AdminAuthUnitTest, WithoutTokenOnlyLoopbackPeers) {
             absl::StatusCode::kPermissionDenied);
 }
 
-TEST(LimitsTest, StreamLimitRefusesOnlyTheNewStream) {
-  ServerOptions options = ::metasrv::testing::LoopbackOptions();
-  options.max_streams = 2;
-  auto server = StartServer(options);
-  ASSERT_NE(server, nullptr);
-  auto channel = Connect(server->advertised_addr());
-  HeartbeatClient a(channel), b(channel);
-  ASSERT_TRUE(a.Call(FlowReport(1, {{1, 1, 1}})).has_value());
-  ASSERT_TRUE(b.Call(FlowReport(2, {{2, 2, 2}})).has_value());
-  {
-    HeartbeatClient c(channel);
-    EXPECT_FALSE(c.Call(Request(meta::FLOWNODE, 3)).has_value());
-    grpc::Status s = c.Close();
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-    EXPECT_NE(s.error_message().find("limit 2"), std::string::npos);
-  }
-  EXPECT_TRUE(a.Call(FlowReport(1, {{1, 5, 5}})).has_value());
-  EXPECT_TRUE(b.Call(FlowReport(2, {{2, 6, 6}})).has_value());
-  EXPECT_EQ(GetFlowState(channel).flows.size(), 2u);
-}
-
-// Starts a server with `options`, records a report of node 1, then sends
-// `bad` on the same stream: it must end with `code` (and a message containing
-// `message`), and the previous report must stay.
-void ExpectRefusedAndPreviousReportKept(
-    ServerOptions options,
-    const std::vector<std::tuple<uint32_t, uint64_t, int64_t>>& bad,
-    grpc::StatusCode code, const std::string& message) {
-  auto server = StartServer(options);
-  ASSERT_NE(server, nullptr);
-  auto channel = Connect(server->advertised_addr());
-  HeartbeatClient client(channel);
-  ASSERT_TRUE(client.Call(FlowReport(1, {{1, 100, 1}})).has_value());
-  EXPECT_FALSE(client.Call(FlowReport(1, bad)).has_value());
-  grpc::Status s = client.Close();
-  EXPECT_EQ(s.error_code(), code);
-  EXPECT_NE(s.error_message().find(message), std::string::npos)
-      << s.error_message();
-  auto state = GetFlowState(channel);
-  ASSERT_EQ(state.flows.size(), 1u);
-  EXPECT_EQ(state.flows[0].state_size, 100u);
-}
-
-TEST(LimitsTest, TooManyFlowsIsInvalidArgumentAndKeepsThePreviousReport) {
-  ServerOptions options = ::metasrv::testing::LoopbackOptions();
-  options.max_flows_per_report = 5;
-  std::vector<std::tuple<uint32_t, uint64_t, int64_t>> six;
-  for (uint32_t f = 10; f < 16; ++f) six.push_back({f, 1, 1});
-  ExpectRefusedAndPreviousReportKept(options, six,
-                                     grpc::StatusCode::INVALID_ARGUMENT,
-                                     "more than the limit of 5");
-}
-
-TEST(LimitsTest, OversizedMessageIsRefusedAndChangesNothing) {
-  ServerOptions options = ::metasrv::testing::LoopbackOptions();
-  options.max_message_bytes = 1024;
-  std::vector<std::tuple<uint32_t, uint64_t, int64_t>> many;
-  for (uint32_t f = 0; f < 500; ++f) many.push_back({f, 1, 1});
-  ExpectRefusedAndPreviousReportKept(options, many,
-                                     grpc::StatusCode::RESOURCE_EXHAUSTED, "");
-}
-
 // A client that stops answering (SIGSTOP: its kernel still holds the TCP
 // connection open) is dropped by keepalive and its stream released.
 TEST(KeepaliveTest, UnresponsivePeerIsDroppedAndItsStreamReleased) {

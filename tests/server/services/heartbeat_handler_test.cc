@@ -49,7 +49,10 @@ class HeartbeatHandlerTest : public ::testing::Test {
   core::FlowStateManager manager_;
   core::FlowStateManager& kv_ = manager_;  // Its KV, as clients read it.
   FlippableLeadership leadership_;
-  HeartbeatHandler handler_{&manager_, &leadership_, {1500, 2500}};
+  HeartbeatHandler handler_{
+      &manager_,
+      &leadership_,
+      {absl::Milliseconds(1500), absl::Milliseconds(2500)}};
 };
 
 TEST_F(HeartbeatHandlerTest, HandshakeCarriesConfigLaterResponsesDoNot) {

@@ -29,7 +29,7 @@ class WatchDeltaTest : public InProcessServerTest {
  protected:
   server::ServerOptions Options() override {
     server::ServerOptions options = InProcessServerTest::Options();
-    options.watch_min_interval = absl::Milliseconds(5);
+    options.watch.min_interval = absl::Milliseconds(5);
     return options;
   }
   void SetUp() override {

@@ -40,7 +40,7 @@ class WatchTest : public InProcessServerTest {
  protected:
   server::ServerOptions Options() override {
     server::ServerOptions options = InProcessServerTest::Options();
-    options.watch_min_interval = interval_;
+    options.watch.min_interval = interval_;
     return options;
   }
   void SetUp() override {

@@ -1,0 +1,141 @@
+// ReadExecutor: large reads never take every worker, a small read never
+// waits behind a pile of large ones, full queues refuse, and the
+// destructor runs what was queued.
+#include "server/rpc/read_executor.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+#include "tests/server/test_util.h"
+
+namespace metasrv::server {
+namespace {
+
+using ::metasrv::testing::WaitFor;
+
+// Work that blocks until released, counting how many run at once. Declared
+// before the executor, it releases its work when it goes (a failed
+// assertion must not leave the executor's destructor waiting forever).
+class Gate {
+ public:
+  ~Gate() {
+    if (!released_.HasBeenNotified()) released_.Notify();
+  }
+  std::function<void()> Work() {
+    return [this] {
+      running_.fetch_add(1);
+      released_.WaitForNotification();
+      running_.fetch_sub(1);
+      done_.fetch_add(1);
+    };
+  }
+  void Release() { released_.Notify(); }
+  int running() const { return running_.load(); }
+  int done() const { return done_.load(); }
+
+ private:
+  absl::Notification released_;
+  std::atomic<int> running_{0}, done_{0};
+};
+
+TEST(ReadExecutorTest, LargeReadsLeaveAWorkerForSmallOnes) {
+  Gate large;
+  ReadExecutor executor({/*threads=*/2, /*max_queued_small=*/8,
+                         /*max_queued_large=*/8});
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(executor.Schedule(ReadCost::kLarge, large.Work()).ok());
+  }
+  // One large read runs; the others wait, leaving a worker free.
+  ASSERT_TRUE(WaitFor([&] { return large.running() == 1; }));
+  EXPECT_EQ(executor.queued(ReadCost::kLarge), 3u);
+  absl::Notification small_ran;
+  ASSERT_TRUE(
+      executor.Schedule(ReadCost::kSmall, [&] { small_ran.Notify(); }).ok());
+  EXPECT_TRUE(small_ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(large.running(), 1);
+  large.Release();
+  EXPECT_TRUE(WaitFor([&] { return large.done() == 4; }));
+}
+
+TEST(ReadExecutorTest, AFullQueueRefusesAndDropsTheWork) {
+  Gate gate;
+  ReadExecutor executor({/*threads=*/2, /*max_queued_small=*/1,
+                         /*max_queued_large=*/2});
+  // Two workers: one large read runs (the other worker stays for small
+  // ones), two wait; a third waiting large read is refused.
+  ASSERT_TRUE(executor.Schedule(ReadCost::kLarge, gate.Work()).ok());
+  ASSERT_TRUE(WaitFor([&] { return gate.running() == 1; }));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(executor.Schedule(ReadCost::kLarge, gate.Work()).ok()) << i;
+  }
+  EXPECT_EQ(executor.queued(ReadCost::kLarge), 2u);
+  std::atomic<bool> refused_ran{false};
+  absl::Status refused =
+      executor.Schedule(ReadCost::kLarge, [&] { refused_ran = true; });
+  EXPECT_TRUE(absl::IsResourceExhausted(refused)) << refused;
+  // The small queue has its own bound: the free worker takes one, one
+  // waits, the next is refused.
+  ASSERT_TRUE(executor.Schedule(ReadCost::kSmall, gate.Work()).ok());
+  ASSERT_TRUE(WaitFor([&] { return gate.running() == 2; }));
+  ASSERT_TRUE(executor.Schedule(ReadCost::kSmall, gate.Work()).ok());
+  EXPECT_TRUE(
+      absl::IsResourceExhausted(executor.Schedule(ReadCost::kSmall, [] {})));
+  gate.Release();
+  EXPECT_TRUE(WaitFor([&] { return gate.done() == 5; }));
+  EXPECT_FALSE(refused_ran.load());
+}
+
+TEST(ReadExecutorTest, NoThreadsRunsOnTheCallersThread) {
+  ReadExecutor executor({/*threads=*/0, 1, 1});
+  const std::thread::id caller = std::this_thread::get_id();
+  std::thread::id ran_on;
+  ASSERT_TRUE(executor
+                  .Schedule(ReadCost::kLarge,
+                            [&] { ran_on = std::this_thread::get_id(); })
+                  .ok());
+  EXPECT_EQ(ran_on, caller);
+}
+
+TEST(ReadExecutorTest, TheDestructorRunsWhatWasQueued) {
+  std::atomic<int> ran{0};
+  {
+    ReadExecutor executor({/*threads=*/1, 64, 64});
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(executor
+                      .Schedule(i % 2 ? ReadCost::kSmall : ReadCost::kLarge,
+                                [&] { ran.fetch_add(1); })
+                      .ok());
+    }
+  }
+  EXPECT_EQ(ran.load(), 50);
+}
+
+// Many threads scheduling at once: every accepted read runs exactly once.
+TEST(ReadExecutorTest, ConcurrentSchedulersLoseNothing) {
+  std::atomic<int> accepted{0}, ran{0};
+  {
+    ReadExecutor executor({/*threads=*/2, 100000, 100000});
+    std::vector<std::thread> schedulers;
+    for (int t = 0; t < 8; ++t) {
+      schedulers.emplace_back([&, t] {
+        for (int i = 0; i < 1000; ++i) {
+          const ReadCost cost =
+              (i + t) % 3 ? ReadCost::kSmall : ReadCost::kLarge;
+          if (executor.Schedule(cost, [&] { ran.fetch_add(1); }).ok()) {
+            accepted.fetch_add(1);
+          }
+        }
+      });
+    }
+    for (std::thread& s : schedulers) s.join();
+  }
+  EXPECT_EQ(accepted.load(), 8000);
+  EXPECT_EQ(ran.load(), 8000);
+}
+
+}  // namespace
+}  // namespace metasrv::server
