@@ -35,10 +35,10 @@ namespace meta = greptime::v1::meta;
 TEST(CheckTlsIdentityTest, AMatchingPairPassesAnotherPairsKeyDoesNot) {
   Certs certs;
   const TlsPaths paths{"c.pem", "k.key", ""};
-  EXPECT_TRUE(CheckTlsIdentity(
-                  {certs.Read("server.pem"), certs.Read("server.key"), ""},
-                  paths)
-                  .ok());
+  EXPECT_TRUE(
+      CheckTlsIdentity({certs.Read("server.pem"), certs.Read("server.key"), ""},
+                       paths)
+          .ok());
   absl::Status mismatched = CheckTlsIdentity(
       {certs.Read("server.pem"), certs.Read("client1.key"), ""}, paths);
   EXPECT_EQ(mismatched.code(), absl::StatusCode::kInvalidArgument);
@@ -112,21 +112,41 @@ std::string PresentedCertificate(const std::string& addr, const Certs& certs) {
   return pem.empty() ? "" : std::string(pem[0].data(), pem[0].size());
 }
 
+// The server's certificate files in a folder of their own, first holding
+// ca1's "server" pair, and a "renewed" pair issued beside it.
+struct RotatableFiles {
+  RotatableFiles() {
+    certs.IssueServer("renewed");
+    char made[] = "/tmp/metasrv-tls-XXXXXX";
+    EXPECT_NE(mkdtemp(made), nullptr);
+    dir = made;
+    cert = dir + "/tls.pem";
+    key = dir + "/tls.key";
+    std::ofstream(cert) << certs.Read("server.pem");
+    std::ofstream(key) << certs.Read("server.key");
+  }
+  ~RotatableFiles() { std::filesystem::remove_all(dir); }
+  // Loopback options serving these files.
+  ServerOptions Options() const {
+    ServerOptions options = ::metasrv::testing::LoopbackOptions();
+    options.tls_cert = cert;
+    options.tls_key = key;
+    return options;
+  }
+
+  Certs certs;
+  std::string dir, cert, key;
+};
+
 // A certificate renewed in place (cert-manager, certbot): new connections
 // get it within the refresh interval, with no restart; an open stream
 // stays open.
 TEST(TlsTest, ARenewedCertificateServesNewConnectionsAndOpenOnesStay) {
-  Certs certs;
-  certs.IssueServer("renewed");
-  char dir[] = "/tmp/metasrv-tls-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string cert = std::string(dir) + "/tls.pem";
-  const std::string key = std::string(dir) + "/tls.key";
-  std::ofstream(cert) << certs.Read("server.pem");
-  std::ofstream(key) << certs.Read("server.key");
-  ServerOptions options = ::metasrv::testing::LoopbackOptions();
-  options.tls_cert = cert;
-  options.tls_key = key;
+  RotatableFiles files;
+  Certs& certs = files.certs;
+  const std::string& cert = files.cert;
+  const std::string& key = files.key;
+  ServerOptions options = files.Options();
   auto server = StartInProcess(options);
   ASSERT_NE(server, nullptr);
   const std::string addr = server->advertised_addr();
@@ -146,7 +166,6 @@ TEST(TlsTest, ARenewedCertificateServesNewConnectionsAndOpenOnesStay) {
   // The stream opened before is still open and answered.
   EXPECT_TRUE(open.Call(FlowReport(1, {{1, 10, 1}})).has_value());
   EXPECT_TRUE(open.Close().ok());
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TlsTest, TlsClientConnectsPlaintextClientIsRefused) {
@@ -184,7 +203,6 @@ TEST(TlsTest, HalfConfiguredTlsIsAStartError) {
             absl::StatusCode::kInvalidArgument);
 }
 
-
 // Replaces `path` whole: written aside, then renamed.
 void Replace(const std::string& path, const std::string& text) {
   std::ofstream(path + ".new") << text;
@@ -192,9 +210,8 @@ void Replace(const std::string& path, const std::string& text) {
 }
 
 double Rotations(int port, const std::string& result) {
-  return ScrapeMetrics(
-      port)[absl::StrCat("metasrv_tls_rotations_total{result=\"", result,
-                         "\"}")];
+  return ScrapeMetrics(port)[absl::StrCat(
+      "metasrv_tls_rotations_total{result=\"", result, "\"}")];
 }
 
 // Issue 38, item 3, at run time: a rotation to a mismatched pair (a new
@@ -202,17 +219,11 @@ double Rotations(int port, const std::string& result) {
 // serving every new connection, a warning is logged and it is counted;
 // the fixed rotation is served, logged and counted.
 TEST(TlsTest, AMismatchedRotationKeepsTheLastGoodPairServing) {
-  Certs certs;
-  certs.IssueServer("renewed");
-  char dir[] = "/tmp/metasrv-tls-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string cert = std::string(dir) + "/tls.pem";
-  const std::string key = std::string(dir) + "/tls.key";
-  std::ofstream(cert) << certs.Read("server.pem");
-  std::ofstream(key) << certs.Read("server.key");
-  ServerOptions options = ::metasrv::testing::LoopbackOptions();
-  options.tls_cert = cert;
-  options.tls_key = key;
+  RotatableFiles files;
+  Certs& certs = files.certs;
+  const std::string& cert = files.cert;
+  const std::string& key = files.key;
+  ServerOptions options = files.Options();
   options.metrics_addr = "127.0.0.1:0";
   CapturedLog log;
   auto server = StartInProcess(options);
@@ -242,7 +253,6 @@ TEST(TlsTest, AMismatchedRotationKeepsTheLastGoodPairServing) {
   EXPECT_NE(written.find("TLS: serving the renewed certificate from " + cert),
             std::string::npos)
       << written;
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
