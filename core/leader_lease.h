@@ -27,6 +27,7 @@ class LeaderLease {
   LeaderLease(const Clock* clock, absl::Duration ttl);
 
   // How often to send keep-alives, and how long each may take: TTL/3.
+  absl::Duration ttl() const { return ttl_; }
   absl::Duration keepalive_interval() const { return ttl_ / 3; }
 
   // A grant or keep-alive sent at `sent` (monotonic) was acknowledged with

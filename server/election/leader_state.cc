@@ -17,7 +17,6 @@ LeaderState::LeaderState(std::string self_addr, std::string store_name,
       store_name_(std::move(store_name)),
       clock_(clock),
       listener_(listener),
-      lease_ttl_(lease_ttl),
       lease_(clock, lease_ttl) {}
 
 core::Leadership::Term LeaderState::CurrentTerm() const {
@@ -56,7 +55,7 @@ LeaderState::Named LeaderState::Leader() const {
   // Out of touch with the store for longer than a lease: the leader we
   // last heard of has stepped down by now (it cannot renew either), or
   // another may lead; we cannot tell, so we name none.
-  if (now < observed_until_ && now - last_contact_ <= lease_ttl_) {
+  if (now < observed_until_ && now - last_contact_ <= lease_.ttl()) {
     return {observed_, false};
   }
   return {"", true};

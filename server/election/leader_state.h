@@ -85,8 +85,7 @@ class LeaderState {
   const std::string store_name_;              // For logs.
   const core::Clock* const clock_;            // Time; borrowed.
   core::LeadershipListener* const listener_;  // Transition hooks; borrowed.
-  const absl::Duration lease_ttl_;  // Out of touch longer: no leader known.
-  core::LeaderLease lease_;         // How long we may act as leader.
+  core::LeaderLease lease_;                   // How long we may act as leader.
 
   absl::Mutex transition_mu_;  // Serializes BecomeLeader and StepDown.
   // Guards the fields below; taken alone or inside transition_mu_.

@@ -166,8 +166,11 @@ void TlsIdentity::RefreshLoop(absl::Duration period) {
 }
 
 absl::Status TlsIdentity::Install(const TlsPem& pem) {
-  // The key first: gRPC reads the key, then the chain; a new chain only
-  // ever meets its own key.
+  // Each file by rename, so gRPC never reads half a file. Between the two
+  // renames the pair on disk is torn for a moment; gRPC's file watcher
+  // compares the files' modification times before and after reading them
+  // and reads again when they moved, and at worst its next refresh
+  // (kTlsRefreshSeconds) reads the whole new pair.
   absl::Status s = WriteByRename(served_paths_.key, pem.key);
   if (s.ok()) s = WriteByRename(served_paths_.cert, pem.cert);
   if (s.ok() && !served_paths_.client_ca.empty()) {
