@@ -389,8 +389,14 @@ TEST(MetasrvctlHaTest, FollowsTheLeaderAcrossReplicasAndAFailover) {
 
   // Issue 38, item 8: with several replicas, health (and status) shows one
   // row per replica, as etcdctl endpoint status does.
-  CtlRun status = Ctl({all, "status", "--json"});
-  EXPECT_EQ(status.exit_code, 0) << status.out;
+  // Versions come from the leader's list of peers, which each replica
+  // joins at its first keep-alive: wait until every row has one.
+  CtlRun status;
+  EXPECT_TRUE(WaitFor([&] {
+    status = Ctl({all, "status", "--json"});
+    return status.exit_code == 0 &&
+           status.out.find("\"version\":\"-\"") == std::string::npos;
+  })) << status.out;
   const google::protobuf::Value rows = ParseJson(status.out);
   ASSERT_EQ(rows.list_value().values_size(), 3) << status.out;
   int leaders = 0;
