@@ -111,6 +111,16 @@ absl::Status HeartbeatRequestReader::Check() const {
                        " bytes, more than the limit of ", kMaxNodeStringBytes));
     }
   }
+  const int types = request.has_flownode()   ? request.flownode().types_size()
+                    : request.has_frontend() ? request.frontend().types_size()
+                    : request.has_datanode() ? request.datanode().types_size()
+                                             : 0;
+  if (types > kMaxWorkloadTypes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("heartbeat request has ", types,
+                     " workload types, more than the limit of ",
+                     kMaxWorkloadTypes));
+  }
   return absl::OkStatus();
 }
 

@@ -26,6 +26,9 @@ namespace metasrv::server {
 // answer that holds it. A heartbeat past it ends its stream with
 // INVALID_ARGUMENT; nothing of it is recorded.
 inline constexpr size_t kMaxNodeStringBytes = 256;
+// The most workload types a heartbeat may give (upstream knows a handful);
+// past it, the same.
+inline constexpr int kMaxWorkloadTypes = 64;
 
 // The extension a flownode may send with its report, an encoded
 // metasrv.v1.FlowStartTimes: each flow's start time.
@@ -75,9 +78,9 @@ class HeartbeatRequestReader {
   // request, when read.
   std::optional<uint64_t> node_id() const { return node_id_; }
   // Its own shape, checked before anything of it is kept: a header, a known
-  // role, and node strings (peer address, NodeInfo's version, git commit and
-  // host name) within kMaxNodeStringBytes. kInvalidArgument naming what is
-  // wrong.
+  // role, node strings (peer address, NodeInfo's version, git commit and
+  // host name) within kMaxNodeStringBytes, and at most kMaxWorkloadTypes
+  // workload types. kInvalidArgument naming what is wrong.
   absl::Status Check() const;
   // What it says of its node, whole: its peer address, NodeInfo and cluster
   // info and, when it carried a flow_stat, the report (the flows, taken from

@@ -5,8 +5,13 @@
 #include <openssl/params.h>
 
 #include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
 
 #include "server/codec/node_info_proto.h"
+#include "server/ops/log_limit.h"
 
 namespace metasrv::server {
 namespace {
@@ -77,6 +82,20 @@ std::optional<core::ClusterNode> ClusterNodeOf(
                      : node.peer_id;
   node.info = FromProto(*info);
   return node;
+}
+
+void SetEnvVars(absl::string_view extension, core::ClusterNode* node) {
+  auto vars = core::ParseEnvVars(extension);
+  if (vars.ok()) {
+    node->env_vars = *std::move(vars);
+    return;
+  }
+  node->env_vars.clear();
+  const std::string subject = absl::StrCat(node->node_id);
+  LogLimited(spdlog::level::warn, "env_vars_malformed", subject,
+             "node {} ({}): its environment variables are read as none: {}",
+             node->node_id, node->peer_addr,
+             std::string(vars.status().message()));
 }
 
 }  // namespace metasrv::server

@@ -20,19 +20,41 @@ uint64_t FrontendNodeId(absl::string_view addr);
 
 // The cluster info a heartbeat with `header`, `peer` and `info` carries
 // (null: the field is absent): set when it has a header with a known role,
-// a peer and a NodeInfo (upstream's extract_base_info).
+// a peer and a NodeInfo (upstream's extract_base_info), without workloads
+// or environment variables.
 std::optional<core::ClusterNode> ClusterNodeOf(
     const greptime::v1::meta::RequestHeader* header,
     const greptime::v1::meta::Peer* peer,
     const greptime::v1::meta::NodeInfo* info);
 
-// The same for a request (a HeartbeatRequest, or the server's
-// metasrv.v1.HeartbeatFrame, which has the same fields).
+// Sets `node`'s environment variables from the bytes of a heartbeat's
+// core::kEnvVarsExtension (core::ParseEnvVars). Bytes that are not EnvVars
+// are logged as a warning (rate-limited, per node) and read as none, as
+// upstream reads them.
+void SetEnvVars(absl::string_view extension, core::ClusterNode* node);
+
+// The whole cluster info of a request (a HeartbeatRequest, or the server's
+// metasrv.v1.HeartbeatFrame, which has the same fields): with the
+// workloads of its own role (a flownode's or a frontend's) and its
+// environment variables.
 template <typename Request>
 std::optional<core::ClusterNode> ClusterNodeOf(const Request& request) {
-  return ClusterNodeOf(request.has_header() ? &request.header() : nullptr,
-                       request.has_peer() ? &request.peer() : nullptr,
-                       request.has_info() ? &request.info() : nullptr);
+  std::optional<core::ClusterNode> node =
+      ClusterNodeOf(request.has_header() ? &request.header() : nullptr,
+                    request.has_peer() ? &request.peer() : nullptr,
+                    request.has_info() ? &request.info() : nullptr);
+  if (!node.has_value()) return node;
+  const google::protobuf::RepeatedField<int32_t>* types = nullptr;
+  if (node->role == core::NodeRole::kFlownode && request.has_flownode()) {
+    types = &request.flownode().types();
+  } else if (node->role == core::NodeRole::kFrontend &&
+             request.has_frontend()) {
+    types = &request.frontend().types();
+  }
+  if (types != nullptr) node->workloads.assign(types->begin(), types->end());
+  auto env = request.extensions().find(std::string(core::kEnvVarsExtension));
+  if (env != request.extensions().end()) SetEnvVars(env->second, &*node);
+  return node;
 }
 
 }  // namespace metasrv::server

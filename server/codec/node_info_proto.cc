@@ -1,58 +1,31 @@
 #include "server/codec/node_info_proto.h"
 
-#include <cstdint>
-#include <cstdlib>
-#include <string>
-
 namespace metasrv::server {
-namespace {
 
-using google::protobuf::FieldDescriptor;
-using google::protobuf::Message;
-using google::protobuf::Reflection;
 using greptime::v1::meta::NodeInfo;
-
-// The protobuf field of each core field, looked up by name once.
-const FieldDescriptor* Field(const char* name) {
-  const FieldDescriptor* field = NodeInfo::descriptor()->FindFieldByName(name);
-  // A name without a field is a programming error that every test hits.
-  if (field == nullptr) std::abort();
-  return field;
-}
-
-void Get(const Message& m, const char* name, std::string* out) {
-  *out = m.GetReflection()->GetString(m, Field(name));
-}
-void Get(const Message& m, const char* name, int64_t* out) {
-  *out = m.GetReflection()->GetInt64(m, Field(name));
-}
-void Get(const Message& m, const char* name, uint64_t* out) {
-  *out = m.GetReflection()->GetUInt64(m, Field(name));
-}
-void Set(Message* m, const char* name, const std::string& value) {
-  m->GetReflection()->SetString(m, Field(name), value);
-}
-void Set(Message* m, const char* name, int64_t value) {
-  m->GetReflection()->SetInt64(m, Field(name), value);
-}
-void Set(Message* m, const char* name, uint64_t value) {
-  m->GetReflection()->SetUInt64(m, Field(name), value);
-}
-
-}  // namespace
 
 core::NodeInfo FromProto(const NodeInfo& proto) {
   core::NodeInfo info;
-  core::ForEachNodeInfoField(
-      [&proto](const char* name, auto& field) { Get(proto, name, &field); },
-      info);
+  info.version = proto.version();
+  info.git_commit = proto.git_commit();
+  info.start_time_ms = proto.start_time_ms();
+  info.hostname = proto.hostname();
+  info.total_cpu_millicores = proto.total_cpu_millicores();
+  info.total_memory_bytes = proto.total_memory_bytes();
+  info.cpu_usage_millicores = proto.cpu_usage_millicores();
+  info.memory_usage_bytes = proto.memory_usage_bytes();
   return info;
 }
 
 void ToProto(const core::NodeInfo& info, NodeInfo* proto) {
-  core::ForEachNodeInfoField(
-      [proto](const char* name, const auto& field) { Set(proto, name, field); },
-      info);
+  proto->set_version(info.version);
+  proto->set_git_commit(info.git_commit);
+  proto->set_start_time_ms(info.start_time_ms);
+  proto->set_hostname(info.hostname);
+  proto->set_total_cpu_millicores(info.total_cpu_millicores);
+  proto->set_total_memory_bytes(info.total_memory_bytes);
+  proto->set_cpu_usage_millicores(info.cpu_usage_millicores);
+  proto->set_memory_usage_bytes(info.memory_usage_bytes);
 }
 
 }  // namespace metasrv::server

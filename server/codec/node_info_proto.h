@@ -7,7 +7,9 @@
 
 namespace metasrv::server {
 
-// Field by field, by name (core::ForEachNodeInfoField). Never fail.
+// Field by field, with the generated accessors (the fields are
+// core::ForEachNodeInfoField's list; a test holds the two to each other).
+// Never fail.
 core::NodeInfo FromProto(const greptime::v1::meta::NodeInfo& proto);
 void ToProto(const core::NodeInfo& info, greptime::v1::meta::NodeInfo* proto);
 

@@ -118,7 +118,11 @@ class StandaloneTest(unittest.TestCase):
         """information_schema.cluster_info: a frontend's ClusterInfo::list_nodes
         is a Range over __meta_cluster_node_info-0- without a header
         (src/common/meta/src/cluster.rs); each heartbeat with a peer and a
-        NodeInfo wrote its node's value as serde writes NodeInfo."""
+        NodeInfo wrote its node's value as serde writes NodeInfo, with the
+        workloads of its own role (src/common/meta/src/heartbeat/utils.rs)
+        and the variables of its "__env_vars" extension, serde_json of
+        EnvVars (src/common/meta/src/datanode.rs), as
+        collect_cluster_info_handler.rs writes them."""
         conn = self.connect()
         conn.unary(LEADER_CHANGE, meta.metasrv_pb2.LeaderChangeRequest())
         for role, member, addr in ((FLOWNODE, 7, "10.0.0.7:6800"),
@@ -126,6 +130,12 @@ class StandaloneTest(unittest.TestCase):
             req = meta.heartbeat_pb2.HeartbeatRequest(header=header(role, member))
             req.peer.id = member
             req.peer.addr = addr
+            if role == FLOWNODE:
+                # A flownode's node_workloads (field 12), in this order.
+                req.flownode.types.extend([3, 1])
+            else:
+                # The bytes a frontend's EnvVars::into_extensions sends.
+                req.extensions["__env_vars"] = b'{"vars":{"POD_NAME":"fe-0"}}'
             req.info.version = "v0.15.0"
             req.info.git_commit = "0123abc"
             req.info.start_time_ms = 1733000000000
@@ -150,20 +160,29 @@ class StandaloneTest(unittest.TestCase):
         # Rust's DefaultHasher; this value printed by rustc).
         self.assertEqual(keys, [b"__meta_cluster_node_info-0-1-6217528761578684316",
                                 b"__meta_cluster_node_info-0-2-7"])
+        batch = parse(meta.cluster_pb2.BatchGetResponse,
+                      self.connect().unary(BATCH_GET, meta.cluster_pb2.BatchGetRequest(
+                          keys=keys)))
+        self.assertFalse(batch.header.HasField("error"))
+        # One read of each: the values are the same bytes either way.
+        self.assertEqual([(kv.key, kv.value) for kv in batch.kvs],
+                         [(kv.key, kv.value) for kv in rng.kvs])
         for kv in rng.kvs:
             info = json.loads(kv.value)
             role, addr, node_id = (("Frontend", "127.0.0.1:4001", 0)
                                    if b"-0-1-" in kv.key else
                                    ("Flownode", "10.0.0.7:6800", 7))
-            status = ('{"Frontend":{"workloads":{"types":[]}}}' if role == "Frontend"
-                      else '{"Flownode":{"workloads":{"types":[]}}}')
+            status, env_vars = (
+                ('{"Frontend":{"workloads":{"types":[]}}}', '{"POD_NAME":"fe-0"}')
+                if role == "Frontend" else
+                ('{"Flownode":{"workloads":{"types":[3,1]}}}', '{}'))
             want = ('{"peer":{"id":%d,"addr":"%s"},"last_activity_ts":%d,'
                     '"status":%s,"version":"v0.15.0","git_commit":"0123abc",'
                     '"start_time_ms":1733000000000,"total_cpu_millicores":4000,'
                     '"total_memory_bytes":8589934592,"cpu_usage_millicores":250,'
                     '"memory_usage_bytes":1073741824,"hostname":"node-\\"a\\"\\n",'
-                    '"env_vars":{}}' % (node_id, addr, info["last_activity_ts"],
-                                        status))
+                    '"env_vars":%s}' % (node_id, addr, info["last_activity_ts"],
+                                        status, env_vars))
             self.assertEqual(kv.value.decode(), want)
             self.assertLess(abs(info["last_activity_ts"] - time.time() * 1000), 60000)
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "google/protobuf/stubs/logging.h"
@@ -225,6 +226,49 @@ TEST(HeartbeatRequestReaderTest, AMalformedFlowStatIsAMalformedRequest) {
   core::FlowStateValue flows = reader.flows()->Build();
   ASSERT_EQ(flows.flows().size(), 1u);
   EXPECT_EQ(flows.Find(7)->state_size, 8u);
+}
+
+
+// The frame reads node_workloads (fields 10-12) and the "__env_vars"
+// extension, and the node's cluster info carries them.
+TEST(HeartbeatRequestReaderTest, TheClusterInfoCarriesWorkloadsAndEnvVars) {
+  meta::HeartbeatRequest request;
+  request.mutable_header()->set_role(meta::FLOWNODE);
+  request.mutable_peer()->set_id(7);
+  request.mutable_info()->set_version("v1");
+  request.mutable_flownode()->add_types(3);
+  request.mutable_flownode()->add_types(1);
+  (*request.mutable_extensions())["__env_vars"] = R"({"vars":{"K":"V"}})";
+  HeartbeatRequestReader reader;
+  ASSERT_TRUE(reader.Read(request).ok());
+  ASSERT_TRUE(reader.Check().ok());
+  ReportRefusal why = ReportRefusal::kNone;
+  absl::StatusOr<core::NodeHeartbeat> heartbeat =
+      reader.TakeHeartbeat(7, 100, &why);
+  ASSERT_TRUE(heartbeat.ok());
+  ASSERT_TRUE(heartbeat->cluster_node.has_value());
+  EXPECT_EQ(heartbeat->cluster_node->workloads,
+            (std::vector<int32_t>{3, 1}));
+  EXPECT_EQ(heartbeat->cluster_node->env_vars,
+            (std::vector<std::pair<std::string, std::string>>{{"K", "V"}}));
+}
+
+TEST(HeartbeatRequestReaderTest, WorkloadTypesAreBounded) {
+  meta::HeartbeatRequest request;
+  request.mutable_header()->set_role(meta::FRONTEND);
+  for (int i = 0; i < kMaxWorkloadTypes; ++i) {
+    request.mutable_datanode()->add_types(i);
+  }
+  HeartbeatRequestReader reader;
+  ASSERT_TRUE(reader.Read(request).ok());
+  EXPECT_TRUE(reader.Check().ok());
+  request.mutable_datanode()->add_types(0);
+  ASSERT_TRUE(reader.Read(request).ok());
+  absl::Status checked = reader.Check();
+  EXPECT_EQ(checked.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(checked.message(),
+            "heartbeat request has 65 workload types, more than the limit of "
+            "64");
 }
 
 }  // namespace
