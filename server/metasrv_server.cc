@@ -270,17 +270,10 @@ absl::Status MetasrvServer::MakeServices() {
       &flow_state_, &reads_, watch_.get(), metrics_.get(), limits);
   admin_service_ = std::make_unique<AdminService>(
       [this] { return LeaderChange(); }, &flow_state_, limits);
-  const std::vector<std::string> services = {
-      "greptime.v1.meta.Heartbeat",
-      "greptime.v1.meta.Cluster",
-      "metasrv.v1.FlowState",
-      "metasrv.v1.Admin",
-      "grpc.health.v1.Health",
-      "grpc.reflection.v1.ServerReflection",
-      "grpc.reflection.v1alpha.ServerReflection"};
-  reflection_v1_ = std::make_unique<ReflectionV1Service>(services, &replies_);
+  reflection_v1_ =
+      std::make_unique<ReflectionV1Service>(ServiceNames(), &replies_);
   reflection_v1alpha_ =
-      std::make_unique<ReflectionV1alphaService>(services, &replies_);
+      std::make_unique<ReflectionV1alphaService>(ServiceNames(), &replies_);
   health_ = std::make_unique<HealthService>();
   // Every method, served on the server's own completion queue.
   dispatcher_ =

@@ -31,7 +31,7 @@
 #include "server/rpc/call_dispatcher.h"
 #include "server/rpc/call_door.h"
 #include "server/rpc/cq_poller.h"
-#include "server/rpc/grpc_acceptor.h"
+#include "server/rpc/grpc151_acceptor.h"
 #include "server/rpc/health_service.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/reflection.h"

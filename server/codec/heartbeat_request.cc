@@ -9,7 +9,7 @@
 #include "server/codec/flow_stat_wire.h"
 #include "server/codec/node_identity.h"
 #include "server/codec/node_info_proto.h"
-#include "server/rpc/request_decoder.h"
+#include "server/rpc/grpc151_zstd_requests.h"
 
 namespace metasrv::server {
 namespace {

@@ -109,6 +109,7 @@ void CallDispatcher::Dispatch(ServerCall* call) {
     return;
   }
   const Entry& entry = it->second;
+  call->SetRow(entry.row);
   if (door_ != nullptr) {
     // Charged from its first HEADERS frame, before its handler exists.
     if (absl::Status entered = door_->Enter(*entry.row, call); !entered.ok()) {

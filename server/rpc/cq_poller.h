@@ -22,7 +22,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/rpc/cq_tag.h"
+#include "server/rpc/grpc151_internals.h"
 
 namespace metasrv::server {
 

@@ -15,7 +15,7 @@ namespace metasrv::server {
 // says how many were left out, so a client that fails every call cannot
 // flood the log. The header-parse error that every zstd-compressing client
 // causes (gRPC 1.51 does not know `grpc-encoding: zstd`; see
-// request_decoder.h) is expected and logged at debug.
+// grpc151_zstd_requests.h) is expected and logged at debug.
 void RouteGrpcLogsToSpdlog(absl::Duration interval = absl::Seconds(10));
 
 // Lines left out by the rate limit so far (gRPC core's and the server's own

@@ -1,13 +1,12 @@
 #include "server/rpc/health_service.h"
 
-#include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "server/rpc/grpc_status.h"
-#include "server/rpc/request_decoder.h"
+#include "server/rpc/grpc151_zstd_requests.h"
 #include "server/rpc/stream_end.h"
 
 namespace metasrv::server {
@@ -116,9 +115,7 @@ class HealthService::Watcher final : public CallHandler,
     sent_ = status;
     HealthCheckResponse response;
     response.set_status(status);
-    bool own = false;
-    grpc::SerializationTraits<HealthCheckResponse>::Serialize(response, &out_,
-                                                              &own);
+    SerializeMessage(response, &out_);
     end_.write_in_flight = true;
     return true;
   }
@@ -151,7 +148,7 @@ HealthService::HealthService(uint64_t max_watchers)
 void HealthService::Register(CallDispatcher* dispatcher, CallLimits limits) {
   limits.max_request_bytes = kMaxHealthRequest;
   dispatcher->Add(Method::kHealthCheck,
-                  CheckCall::Factory(Method::kHealthCheck, limits,
+                  CheckCall::Factory(limits,
                                      [this](CheckCall* call) { Check(call); }));
   dispatcher->Add(Method::kHealthWatch,
                   [this](ServerCall* call) -> std::unique_ptr<CallHandler> {

@@ -1,6 +1,8 @@
 #include "server/rpc/method_table.h"
 
+#include <algorithm>
 #include <array>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 
@@ -68,6 +70,22 @@ const MethodRow* FindMethod(absl::string_view path) {
   }();
   auto it = by_path->find(path);
   return it == by_path->end() ? nullptr : it->second;
+}
+
+const std::vector<std::string>& ServiceNames() {
+  static const auto* const names = [] {
+    auto* out = new std::vector<std::string>();
+    for (const MethodRow& row : kMethods) {
+      // "/package.Service/Method": between the first and the last slash.
+      const absl::string_view path(row.path);
+      std::string service(path.substr(1, path.rfind('/') - 1));
+      if (std::find(out->begin(), out->end(), service) == out->end()) {
+        out->push_back(std::move(service));
+      }
+    }
+    return out;
+  }();
+  return *names;
 }
 
 absl::StatusOr<Admission> AdmitLeader(Method method,

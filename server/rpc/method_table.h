@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -65,6 +67,9 @@ struct MethodRow {
 const MethodRow& RowOf(Method method);
 // The row of the method at `path`, or null for a path nobody serves.
 const MethodRow* FindMethod(absl::string_view path);
+// Every service the table's paths name ("package.Service"), each once, in
+// the table's order: what server reflection lists.
+const std::vector<std::string>& ServiceNames();
 
 // How an admitted call is served, and under which leadership.
 struct Admission {

@@ -2,7 +2,6 @@
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
-#include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <memory>
 #include <string>
@@ -11,7 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "server/rpc/grpc_status.h"
-#include "server/rpc/request_decoder.h"
+#include "server/rpc/grpc151_zstd_requests.h"
 
 namespace metasrv::server {
 namespace {
@@ -96,8 +95,7 @@ class ReflectionStream final : public CallHandler {
       }
       held_ = bytes;
     }
-    bool own = false;
-    grpc::SerializationTraits<Response>::Serialize(response, &out_, &own);
+    SerializeMessage(response, &out_);
     call_->stream()->Write(out_, call_->Begin(&written_));
   }
   void OnWriteDone(bool ok) {

@@ -103,9 +103,8 @@ void* ServerCall::Begin(CqTag* op) {
 
 grpc_call_error ServerCall::StartBatch(const grpc_op* ops, size_t count,
                                        CqTag* op) {
-  // The queue hands the tag back to CompletionQueueTag::FinalizeResult.
-  void* tag = static_cast<grpc::internal::CompletionQueueTag*>(
-      static_cast<CqTag*>(Begin(op)));
+  // The queue hands the tag back to CqTag::FinalizeResult.
+  void* tag = Begin(op);
   const grpc_call_error started =
       grpc_call_start_batch(c_call(), ops, count, tag, nullptr);
   if (started != GRPC_CALL_OK) Release();

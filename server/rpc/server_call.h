@@ -26,7 +26,8 @@
 #include "absl/time/time.h"
 #include "server/ops/call_metrics.h"
 #include "server/ops/metrics.h"
-#include "server/rpc/cq_tag.h"
+#include "server/rpc/grpc151_internals.h"
+#include "server/rpc/method_table.h"
 #include "server/rpc/peer_ledger.h"
 
 namespace metasrv::server {
@@ -112,6 +113,10 @@ class ServerCall {
   void Serve(std::unique_ptr<CallHandler> handler, CallSeries* series);
 
   grpc::GenericServerContext* context() { return &context_; }
+  // The row of the method it calls, set by the dispatcher before its
+  // handler is made; null for a method nobody serves.
+  const MethodRow* row() const { return row_; }
+  void SetRow(const MethodRow* row) { row_ = row; }
   // The completion queue its operations complete on (alarms too).
   grpc::ServerCompletionQueue* cq() const { return cq_; }
   // Its place in the peer ledger, charged by the door when it was accepted;
@@ -208,6 +213,7 @@ class ServerCall {
 
   CallBook* const book_;                       // Live calls, metrics; borrowed.
   grpc::ServerCompletionQueue* cq_ = nullptr;  // Set by Request().
+  const MethodRow* row_ = nullptr;             // Set by SetRow().
   grpc::GenericServerContext context_;         // The call's context.
   grpc::GenericServerAsyncReaderWriter stream_;  // The call's stream.
   DoneTag done_;                                 // gRPC's "call done".

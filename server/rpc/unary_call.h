@@ -1,7 +1,7 @@
 // A unary call of a method that takes raw bytes, through the door
 // (call_door.h): its request (due within --request_timeout, see
 // ServerCall::ArmRequestDeadline) is decoded (zstd included, see
-// request_decoder.h) into an arena and admitted by the method's leader policy;
+// grpc151_zstd_requests.h) into an arena and admitted by the method's leader policy;
 // only then does the method see it, with the admission. The response is built
 // on the same arena and sent, with the status, in one batch when the method
 // finishes it. Until gRPC has taken the answer, its bytes count against its
@@ -12,7 +12,6 @@
 
 #include <google/protobuf/arena.h>
 #include <grpcpp/alarm.h>
-#include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include <atomic>
@@ -27,7 +26,7 @@
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/method_table.h"
 #include "server/rpc/read_executor.h"
-#include "server/rpc/request_decoder.h"
+#include "server/rpc/grpc151_zstd_requests.h"
 #include "server/rpc/server_call.h"
 
 namespace metasrv::server {
@@ -51,11 +50,11 @@ class UnaryCall final : public CallHandler {
   // What a method does with a decoded request.
   using Serve = std::function<void(UnaryCall*)>;
 
-  // `serve` (the method table's) outlives the call.
-  UnaryCall(ServerCall* call, Method method, const CallLimits& limits,
-            const Serve* serve)
+  // `serve` outlives the call, whose row (ServerCall::row()) names its
+  // method.
+  UnaryCall(ServerCall* call, const CallLimits& limits, const Serve* serve)
       : call_(call),
-        method_(method),
+        method_(call->row()->method),
         limits_(limits),
         serve_(serve),
         read_(this, &UnaryCall::OnRead),
@@ -64,13 +63,12 @@ class UnaryCall final : public CallHandler {
         request_(google::protobuf::Arena::CreateMessage<Request>(&arena_)),
         response_(google::protobuf::Arena::CreateMessage<Response>(&arena_)) {}
 
-  // A handler factory for the dispatcher: calls of `method`.
-  static CallHandlerFactory Factory(Method method, CallLimits limits,
-                                    Serve serve) {
+  // A handler factory for the dispatcher, which names the method once
+  // (CallDispatcher::Add).
+  static CallHandlerFactory Factory(CallLimits limits, Serve serve) {
     auto shared = std::make_shared<const Serve>(std::move(serve));
-    return [method, limits,
-            shared](ServerCall* call) -> std::unique_ptr<CallHandler> {
-      return std::make_unique<UnaryCall>(call, method, limits, shared.get());
+    return [limits, shared](ServerCall* call) -> std::unique_ptr<CallHandler> {
+      return std::make_unique<UnaryCall>(call, limits, shared.get());
     };
   }
 
@@ -98,9 +96,7 @@ class UnaryCall final : public CallHandler {
     grpc::Status result = ToGrpcStatus(status, context());
     if (!result.ok()) out_.Clear();
     if (result.ok() && !raw_) {
-      bool own = false;
-      result = grpc::SerializationTraits<Response>::Serialize(*response_, &out_,
-                                                              &own);
+      result = SerializeMessage(*response_, &out_);
     }
     if (result.ok()) result = Charge();
     // The answer is serialized: its messages are no longer needed.

@@ -21,7 +21,7 @@ void AdminService::Add(CallDispatcher* dispatcher, Method method,
                        Handle handle) {
   using Call = UnaryCall<Request, Response>;
   // kLeaderOrRefuse, admin: the door finished a refused call.
-  dispatcher->Add(method, Call::Factory(method, limits_, [handle](Call* call) {
+  dispatcher->Add(method, Call::Factory(limits_, [handle](Call* call) {
                     call->Finish(handle(call->request(), call->response(),
                                         call->context()->peer()));
                   }));

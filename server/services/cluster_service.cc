@@ -62,14 +62,14 @@ ClusterService::ClusterService(const kv::KvBackend* kv,
 void ClusterService::Register(CallDispatcher* dispatcher) {
   dispatcher->Add(
       Method::kBatchGet,
-      BatchGetCall::Factory(Method::kBatchGet, limits_,
+      BatchGetCall::Factory(limits_,
                             [this](BatchGetCall* call) { BatchGet(call); }));
   dispatcher->Add(Method::kRange,
-                  RangeCall::Factory(Method::kRange, limits_,
+                  RangeCall::Factory(limits_,
                                      [this](RangeCall* call) { Range(call); }));
   dispatcher->Add(
       Method::kMetasrvPeers,
-      PeersCall::Factory(Method::kMetasrvPeers, limits_,
+      PeersCall::Factory(limits_,
                          [this](PeersCall* call) { MetasrvPeers(call); }));
 }
 

@@ -3,7 +3,7 @@
 #include "server/codec/flow_state_columns.h"
 #include "server/codec/flow_state_response.h"
 #include "server/rpc/grpc_status.h"
-#include "server/rpc/request_decoder.h"
+#include "server/rpc/grpc151_zstd_requests.h"
 #include "server/rpc/unary_call.h"
 #include "server/codec/node_info_proto.h"
 #include "server/watch/watch_stream.h"
@@ -22,11 +22,11 @@ FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
 void FlowStateService::Register(CallDispatcher* dispatcher) {
   dispatcher->Add(
       Method::kGetFlowState,
-      GetCall::Factory(Method::kGetFlowState, limits_,
+      GetCall::Factory(limits_,
                        [this](GetCall* call) { GetFlowState(call); }));
   dispatcher->Add(
       Method::kListFlownodes,
-      ListCall::Factory(Method::kListFlownodes, limits_,
+      ListCall::Factory(limits_,
                         [this](ListCall* call) { ListFlownodes(call); }));
   dispatcher->Add(Method::kWatchFlowState,
                   [this](ServerCall* call) -> std::unique_ptr<CallHandler> {

@@ -18,7 +18,7 @@
 namespace metasrv::server {
 
 // Every method takes raw bytes, so that zstd-compressed requests decode
-// (request_decoder.h); WatchFlowState also writes pre-serialized bytes (one
+// (grpc151_zstd_requests.h); WatchFlowState also writes pre-serialized bytes (one
 // serialization per state, whatever the number of watchers).
 class FlowStateService final {
  public:

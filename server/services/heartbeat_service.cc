@@ -28,7 +28,7 @@ void HeartbeatService::Register(CallDispatcher* dispatcher) {
                   });
   dispatcher->Add(
       Method::kAskLeader,
-      AskLeaderCall::Factory(Method::kAskLeader, limits_,
+      AskLeaderCall::Factory(limits_,
                              [this](AskLeaderCall* call) { AskLeader(call); }));
 }
 

@@ -15,7 +15,7 @@
 namespace metasrv::server {
 
 // Both methods take raw bytes, so that zstd-compressed requests can be
-// decoded (see request_decoder.h): the Heartbeat stream is parsed by
+// decoded (see grpc151_zstd_requests.h): the Heartbeat stream is parsed by
 // HeartbeatStream, AskLeader by UnaryCall.
 class HeartbeatService final {
  public:

@@ -2,7 +2,6 @@
 
 #include <grpc/byte_buffer.h>
 #include <grpc/slice.h>
-#include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <utility>
 
@@ -203,9 +202,7 @@ void HeartbeatStream::StartFinish(
   // Behind an answer in flight, if any: gRPC sends the status after it.
   if (answer != nullptr) {
     grpc::ByteBuffer bytes;
-    bool own = false;
-    grpc::SerializationTraits<greptime::v1::meta::HeartbeatResponse>::Serialize(
-        *answer, &bytes, &own);
+    SerializeMessage(*answer, &bytes);
     call_->stream()->WriteAndFinish(bytes, grpc::WriteOptions(), status,
                                     call_->BeginFinish(&finished_));
   } else {

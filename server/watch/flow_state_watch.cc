@@ -1,7 +1,6 @@
 #include "server/watch/flow_state_watch.h"
 
 #include <grpc/grpc.h>
-#include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <algorithm>
 #include <utility>

@@ -8,7 +8,7 @@
 #include "server/ops/log_limit.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/peer_ledger.h"
-#include "server/rpc/request_decoder.h"
+#include "server/rpc/grpc151_zstd_requests.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {

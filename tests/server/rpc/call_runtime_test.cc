@@ -138,7 +138,7 @@ class Runtime {
 void AddEcho(Runtime* runtime) {
   runtime->dispatcher().Add(
       Method::kForgetFlows,
-      Call::Factory(Method::kForgetFlows, {}, [](Call* call) {
+      Call::Factory({}, [](Call* call) {
         call->response()->set_forgotten_flows(call->request().flow_ids_size());
         call->Finish(absl::OkStatus());
       }));
@@ -177,7 +177,7 @@ TEST(CallDispatcherTest, ACallOutlivesItsClientUntilItsMethodFinishes) {
   std::atomic<Call*> parked{nullptr};
   runtime.dispatcher().Add(
       Method::kForgetNodes,
-      Call::Factory(Method::kForgetNodes, {},
+      Call::Factory({},
                     [&](Call* call) { parked.store(call); }));
   runtime.Start();
   Request request;
@@ -204,7 +204,7 @@ TEST(CqPollerTest, AHandlerThatBlocksDoesNotStopTheQueue) {
   absl::Notification release;
   runtime.dispatcher().Add(
       Method::kForgetNodes,
-      Call::Factory(Method::kForgetNodes, {}, [&](Call* call) {
+      Call::Factory({}, [&](Call* call) {
         entered.Notify();
         release.WaitForNotification();  // Blocks a poller.
         call->Finish(absl::OkStatus());
@@ -237,7 +237,7 @@ TEST(CqPollerTest, AHelperJoinsWhileTheQueueIsSaturatedAndLeavesAfter) {
   // Each call keeps its poller busy for 2 ms.
   runtime.dispatcher().Add(
       Method::kForgetNodes,
-      Call::Factory(Method::kForgetNodes, {}, [](Call* call) {
+      Call::Factory({}, [](Call* call) {
         const absl::Time until = absl::Now() + absl::Milliseconds(2);
         while (absl::Now() < until) {
         }

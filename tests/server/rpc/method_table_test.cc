@@ -42,6 +42,16 @@ TEST(MethodTableTest, EveryRowIsFoundByItsPathAndNamesItsOwnMethod) {
   EXPECT_TRUE(RowOf(Method::kLeaderChange).admin);
 }
 
+// Reflection lists the services the rows name, each once, in their order.
+TEST(MethodTableTest, TheServicesAreThoseThePathsName) {
+  EXPECT_EQ(ServiceNames(),
+            (std::vector<std::string>{
+                "greptime.v1.meta.Heartbeat", "greptime.v1.meta.Cluster",
+                "metasrv.v1.FlowState", "metasrv.v1.Admin",
+                "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+                "grpc.reflection.v1alpha.ServerReflection"}));
+}
+
 TEST(MethodTableTest, ALeaderServesEveryMethodUnderItsTerm) {
   FakeLeadership leadership;
   leadership.term = {true, 42};

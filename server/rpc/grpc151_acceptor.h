@@ -2,8 +2,8 @@
 // gRPC server, so that running out of descriptors pauses accepting instead
 // of ending it (gRPC 1.51's listener stops at its first EMFILE), and gRPC
 // connections always leave descriptors to the rest of the process.
-#ifndef METASRV_SERVER_RPC_GRPC_ACCEPTOR_H_
-#define METASRV_SERVER_RPC_GRPC_ACCEPTOR_H_
+#ifndef METASRV_SERVER_RPC_GRPC151_ACCEPTOR_H_
+#define METASRV_SERVER_RPC_GRPC151_ACCEPTOR_H_
 
 #include <grpcpp/server_builder.h>
 
@@ -71,4 +71,4 @@ class GrpcAcceptor {
 
 }  // namespace metasrv::server
 
-#endif  // METASRV_SERVER_RPC_GRPC_ACCEPTOR_H_
+#endif  // METASRV_SERVER_RPC_GRPC151_ACCEPTOR_H_

@@ -1,4 +1,4 @@
-#include "server/rpc/request_decoder.h"
+#include "server/rpc/grpc151_zstd_requests.h"
 
 #include <google/protobuf/io/zero_copy_stream.h>
 #include <grpc/byte_buffer.h>

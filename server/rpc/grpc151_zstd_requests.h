@@ -8,8 +8,8 @@
 // So every method of our services takes raw bytes, and this decoder
 // recognises a zstd frame by its magic number, inflates it within a bound and
 // parses the result. See docs/DESIGN.md, "Compressed requests".
-#ifndef METASRV_SERVER_RPC_REQUEST_DECODER_H_
-#define METASRV_SERVER_RPC_REQUEST_DECODER_H_
+#ifndef METASRV_SERVER_RPC_GRPC151_ZSTD_REQUESTS_H_
+#define METASRV_SERVER_RPC_GRPC151_ZSTD_REQUESTS_H_
 
 #include <google/protobuf/message_lite.h>
 #include <grpc/grpc.h>
@@ -47,4 +47,4 @@ absl::Status DecodeRequest(grpc_byte_buffer* raw, size_t max_bytes,
 
 }  // namespace metasrv::server
 
-#endif  // METASRV_SERVER_RPC_REQUEST_DECODER_H_
+#endif  // METASRV_SERVER_RPC_GRPC151_ZSTD_REQUESTS_H_

@@ -1,4 +1,4 @@
-#include "server/rpc/grpc_acceptor.h"
+#include "server/rpc/grpc151_acceptor.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
