@@ -27,33 +27,6 @@
 namespace metasrv::server {
 namespace {
 
-// What one open call costs gRPC, about: 15.7 KiB measured for a unary call
-// waiting for its request, 17.2 KiB for a heartbeat stream
-// (docs/RELIABILITY.md), rounded up. --max_calls is sized by it.
-constexpr uint64_t kCallBytes = 20 << 10;
-
-// The door's bounds: the settings, with their derived defaults.
-DoorOptions DoorOptionsOf(const ServerOptions& o) {
-  DoorOptions door = o.door;
-  PeerLimits& peers = door.peers;
-  if (peers.max_calls == 0) peers.max_calls = o.grpc_memory_limit / kCallBytes;
-  if (peers.max_calls_per_peer == 0) {
-    peers.max_calls_per_peer = peers.max_calls / 2;
-  }
-  if (peers.max_reply_bytes_per_peer == 0) {
-    peers.max_reply_bytes_per_peer = o.max_reply_bytes_in_flight / 4;
-  }
-  return door;
-}
-
-// The hub's options: its own setting as given, and --max_streams, which
-// bounds watch streams as it bounds heartbeat streams, by name.
-WatchHub::Options WatchOptionsOf(const ServerOptions& o) {
-  WatchHub::Options watch = o.watch;
-  watch.max_watchers = o.max_streams;
-  return watch;
-}
-
 // How long, past the shutdown grace, calls may take to end (each was
 // cancelled by then) before the pollers stop anyway.
 constexpr absl::Duration kCallsEndSlack = absl::Seconds(10);
@@ -68,6 +41,7 @@ ServerOptions BoundTo(ServerOptions options, std::string bind_addr) {
 MetasrvServer::MetasrvServer(const CheckedOptions& checked,
                              std::string bind_addr, DescriptorCeilings ceilings)
     : options_(BoundTo(checked.options(), std::move(bind_addr))),
+      configured_bind_addr_(checked.options().bind_addr),
       files_(checked.files()),
       descriptor_ceilings_(ceilings) {}
 
@@ -215,17 +189,16 @@ absl::Status MetasrvServer::StartSupport() {
         return election_ != nullptr ? election_->Health() : StoreHealth{};
       },
       [this] { return flow_alerts_.Compute(options_.clock->Now()); }});
-  watch_ =
-      std::make_unique<WatchHub>(&flow_state_, WatchOptionsOf(options_),
-                                 metrics_.get(), &replies_, options_.clock);
+  watch_ = std::make_unique<WatchHub>(
+      &flow_state_, options_.watch, metrics_.get(), &replies_, options_.clock);
   flow_state_.SetListener(watch_.get());
   watch_->Start();
   if (options_.flow_state.node_report_ttl > absl::ZeroDuration() ||
-      EffectiveNodeMaxIdleTime(options_) > absl::ZeroDuration()) {
+      options_.flow_state.node_max_idle_time > absl::ZeroDuration()) {
     expirer_ = std::make_unique<NodeExpirer>(
         &flow_state_,
         NodeExpirer::PeriodFor(options_.flow_state.node_report_ttl,
-                               EffectiveNodeMaxIdleTime(options_)),
+                               options_.flow_state.node_max_idle_time),
         metrics_.get());
   }
   if (options_.metrics_addr.empty()) return absl::OkStatus();
@@ -256,8 +229,8 @@ absl::Status MetasrvServer::MakeServices() {
   handler_ = std::make_unique<HeartbeatHandler>(
       &flow_state_, leadership_.get(), options_.heartbeat, metrics_.get());
   door_ = std::make_unique<CallDoor>(leadership_.get(), std::move(auth),
-                                     DoorOptionsOf(options_), &replies_,
-                                     options_.clock, metrics_.get());
+                                     options_.door, &replies_, options_.clock,
+                                     metrics_.get());
   CallLimits limits;
   limits.max_request_bytes = static_cast<size_t>(options_.max_message_bytes);
   limits.door = door_.get();
@@ -271,9 +244,9 @@ absl::Status MetasrvServer::MakeServices() {
   admin_service_ = std::make_unique<AdminService>(
       [this] { return LeaderChange(); }, &flow_state_, limits);
   reflection_v1_ =
-      std::make_unique<ReflectionV1Service>(ServiceNames(), &replies_);
+      std::make_unique<ReflectionV1Service>(ServiceNames(), limits);
   reflection_v1alpha_ =
-      std::make_unique<ReflectionV1alphaService>(ServiceNames(), &replies_);
+      std::make_unique<ReflectionV1alphaService>(ServiceNames(), limits);
   health_ = std::make_unique<HealthService>();
   // Every method, served on the server's own completion queue.
   dispatcher_ =

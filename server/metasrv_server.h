@@ -127,7 +127,9 @@ class MetasrvServer final : public core::LeadershipListener {
   // What LeaderChange does.
   absl::StatusOr<uint64_t> LeaderChange();
 
-  const ServerOptions options_;  // As checked.
+  const ServerOptions options_;  // As checked; bind_addr with its port.
+  // bind_addr as configured (its port may be 0), to compare a reload with.
+  const std::string configured_bind_addr_;
   const SettingFiles files_;     // What the files the options name held.
   absl::Mutex reload_mu_;        // One Reload() at a time; guards below.
   // What they held at the last Reload() (files_ before it).
@@ -143,7 +145,7 @@ class MetasrvServer final : public core::LeadershipListener {
   // What this replica says about itself (MetasrvPeers, candidate info).
   std::unique_ptr<SelfDescription> self_description_;
   // Flow state and the in-memory KV that shows it.
-  core::FlowStateManager flow_state_{EffectiveFlowStateLimits(options_),
+  core::FlowStateManager flow_state_{options_.flow_state,
                                      options_.clock};
   // The alerting metrics of each scrape, over flow_state_.
   FlowAlertsSource flow_alerts_{&flow_state_, options_.flow_alerts};

@@ -83,7 +83,18 @@ std::vector<std::string> ChangedSettings(const ServerOptions& running,
 void MetasrvServer::Reload(const ServerOptions* latest) {
   absl::MutexLock lock(&reload_mu_);
   if (latest != nullptr) {
-    for (const std::string& name : ChangedSettings(options_, *latest)) {
+    // Checked values against checked values: a setting left to a rule (an
+    // inferred backend, a derived bound) is compared as it is in force.
+    absl::StatusOr<CheckedOptions> next = CheckOptions(*latest);
+    if (!next.ok()) {
+      spdlog::error("reload: {}; nothing changed",
+                    std::string(next.status().message()));
+      return;
+    }
+    ServerOptions running = options_;
+    running.bind_addr = configured_bind_addr_;
+    for (const std::string& name :
+         ChangedSettings(running, next->options())) {
       if (name == "log_level") continue;
       spdlog::warn(
           "reload: --{} changed; it applies at the next start (restart the "

@@ -9,7 +9,6 @@
 #include "server/codec/flow_stat_wire.h"
 #include "server/codec/node_identity.h"
 #include "server/codec/node_info_proto.h"
-#include "server/rpc/grpc151_zstd_requests.h"
 
 namespace metasrv::server {
 namespace {
@@ -65,16 +64,9 @@ absl::Status HeartbeatRequestReader::DecodeFlows(absl::Status parsed) {
   return absl::OkStatus();
 }
 
-absl::Status HeartbeatRequestReader::Read(grpc_byte_buffer* raw,
+absl::Status HeartbeatRequestReader::Read(const RawRequest& raw,
                                           size_t max_bytes) {
-  return DecodeFlows(
-      DecodeRequest(raw, max_bytes, Fresh(), kHeartbeatRequestType));
-}
-
-absl::Status HeartbeatRequestReader::Read(grpc::ByteBuffer* raw,
-                                          size_t max_bytes) {
-  return DecodeFlows(
-      DecodeRequest(raw, max_bytes, Fresh(), kHeartbeatRequestType));
+  return DecodeFlows(raw.DecodeInto(Fresh(), max_bytes, kHeartbeatRequestType));
 }
 
 absl::Status HeartbeatRequestReader::Read(

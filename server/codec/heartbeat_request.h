@@ -3,8 +3,6 @@
 #define METASRV_SERVER_CODEC_HEARTBEAT_REQUEST_H_
 
 #include <google/protobuf/arena.h>
-#include <grpc/grpc.h>
-#include <grpcpp/support/byte_buffer.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +15,7 @@
 #include "core/flow_state_value.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
 #include "metasrv/v1/heartbeat_frame.pb.h"
+#include "server/rpc/raw_request.h"
 
 namespace metasrv::server {
 
@@ -64,8 +63,7 @@ class HeartbeatRequestReader {
   // - kResourceExhausted: it inflates past `max_bytes`.
   // - kInvalidArgument "malformed HeartbeatRequest: ...": the bytes, the
   //   flow_stat they carry included, do not parse as a HeartbeatRequest.
-  absl::Status Read(grpc_byte_buffer* raw, size_t max_bytes);
-  absl::Status Read(grpc::ByteBuffer* raw, size_t max_bytes);
+  absl::Status Read(const RawRequest& raw, size_t max_bytes);
   // The same for a request built in memory, read through its bytes: for
   // tests and the fuzzer, which so speak to the handler as clients do.
   absl::Status Read(const greptime::v1::meta::HeartbeatRequest& request);

@@ -27,17 +27,14 @@ class CheckedOptions {
 // settings together (TLS cert with key, a store backend with its addresses,
 // a store user with a password file, the election key's size); then reads
 // every file a setting names, once. An empty backend becomes etcd_store
-// (with store_addrs) or memory_store; memory_store drops store_addrs.
+// (with store_addrs) or memory_store; memory_store drops store_addrs. Then
+// every value left to a rule is decided, so that the options hold what is
+// in force (and --print_config prints it): a door bound left 0 from the
+// budgets, the watch streams' bound from --max_streams, and
+// node_max_idle_time zero without an election (as upstream, which expires
+// idle nodes only where there is one).
 // kInvalidArgument naming the setting for anything that cannot work.
 absl::StatusOr<CheckedOptions> CheckOptions(ServerOptions options);
-
-// GreptimeDB's node_max_idle_time as upstream applies it: its node expiry
-// listener is registered only when there is an election
-// (src/meta-srv/src/metasrv.rs, Metasrv::try_start), so with memory_store
-// (standalone, no election) idle nodes are never expired: zero then.
-absl::Duration EffectiveNodeMaxIdleTime(const ServerOptions& options);
-// options.flow_state, its node_max_idle_time as EffectiveNodeMaxIdleTime().
-core::FlowStateLimits EffectiveFlowStateLimits(const ServerOptions& options);
 
 }  // namespace metasrv::server
 

@@ -78,7 +78,7 @@ struct ServerOptions {
   // The door's bounds and deadlines (--max_calls, --max_calls_per_peer,
   // --max_reply_bytes_per_peer, --request_timeout, --reply_stall_limit):
   // declared, with their defaults, in rpc/call_door.h and rpc/peer_ledger.h.
-  // A bound left 0 is derived from the budgets (DoorOptionsOf()).
+  // A bound left 0 is derived from the budgets by CheckOptions().
   DoorOptions door;
   // HTTP/2 keepalive pings: sent after this idle time; a peer that does not
   // answer within the timeout is dropped and its streams released.
@@ -89,7 +89,7 @@ struct ServerOptions {
   FlowAlertOptions flow_alerts;
   // WatchFlowState's pacing (--watch_min_interval): declared, with its
   // default, in watch/flow_state_watch.h. Its max_watchers is set from
-  // --max_streams, by name, where the hub is made.
+  // --max_streams by CheckOptions().
   WatchHub::Options watch;
   // Logging: trace ... off, and text or json (ops/logging.h). main() sets
   // it up; the server itself does not.

@@ -335,8 +335,8 @@ void LimitRows(Rows* r) {
         {"max_calls", nullptr,
          "calls of any kind (heartbeat streams included) open at once, each "
          "charged from its first HEADERS frame; more get RESOURCE_EXHAUSTED at "
-         "once (0: --grpc_memory_limit / 20 KiB, what a call costs gRPC; "
-         "26214 with its default; no limit if that is 0 too)",
+         "once (0: --grpc_memory_limit / 20 KiB, what a call costs gRPC; no "
+         "limit if that is 0 too; --print_config shows the value in force)",
          false},
         &ServerOptions::door, &DoorOptions::peers, &PeerLimits::max_calls);
   AddIn(r,

@@ -112,7 +112,16 @@ void CallDispatcher::Dispatch(ServerCall* call) {
   call->SetRow(entry.row);
   if (door_ != nullptr) {
     // Charged from its first HEADERS frame, before its handler exists.
-    if (absl::Status entered = door_->Enter(*entry.row, call); !entered.ok()) {
+    const auto& metadata = call->context()->client_metadata();
+    auto authorization = metadata.find("authorization");
+    absl::Status entered = door_->Enter(
+        *entry.row, call->context()->peer(),
+        authorization == metadata.end()
+            ? absl::string_view()
+            : absl::string_view(authorization->second.data(),
+                                authorization->second.size()),
+        call->mutable_ticket());
+    if (!entered.ok()) {
       call->Serve(std::make_unique<Refused>(
                       call, ToGrpcStatus(entered, call->context())),
                   entry.series);

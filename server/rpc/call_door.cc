@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/ops/log_limit.h"
-#include "server/rpc/server_call.h"
 
 namespace metasrv::server {
 
@@ -25,27 +24,29 @@ void CallDoor::SetAdminAuth(AdminAuth auth) {
   auth_ = std::move(auth);
 }
 
-absl::Status CallDoor::Enter(const MethodRow& row, ServerCall* call) {
+absl::Status CallDoor::Enter(const MethodRow& row, absl::string_view peer,
+                             absl::string_view authorization,
+                             std::optional<PeerLedger::Ticket>* ticket) {
   bool per_peer = false;
-  absl::StatusOr<PeerLedger::Ticket> ticket =
-      ledger_.Enter(call->context()->peer(), &per_peer);
-  if (!ticket.ok()) {
+  absl::StatusOr<PeerLedger::Ticket> entered = ledger_.Enter(peer, &per_peer);
+  if (!entered.ok()) {
     metrics_->DoorRefused(per_peer ? DoorRefusal::kPeerCalls
                                    : DoorRefusal::kCalls);
     LogLimited(spdlog::level::warn, "door_calls_refused",
-               PeerLedger::HostOf(call->context()->peer()),
-               "call {} from {} refused: {}", row.name, call->context()->peer(),
-               std::string(ticket.status().message()));
-    return ticket.status();
+               PeerLedger::HostOf(peer), "call {} from {} refused: {}",
+               row.name, std::string(peer),
+               std::string(entered.status().message()));
+    return entered.status();
   }
-  call->SetTicket(*std::move(ticket));
-  if (row.admin) return CheckAdmin(row, call->context());
+  ticket->emplace(*std::move(entered));
+  if (row.admin) return CheckAdmin(row, peer, authorization);
   return absl::OkStatus();
 }
 
 absl::Status CallDoor::CheckAdmin(const MethodRow& row,
-                                  grpc::ServerContextBase* context) {
-  const std::string peer = context->peer();
+                                  absl::string_view peer_view,
+                                  absl::string_view authorization) {
+  const std::string peer(peer_view);
   const absl::string_view host = PeerLedger::HostOf(peer);
   if (const absl::Duration wait = backoff_.WaitOf(host);
       wait > absl::ZeroDuration()) {
@@ -59,12 +60,6 @@ absl::Status CallDoor::CheckAdmin(const MethodRow& row,
         "too many failed admin attempts from this host; the next is checked "
         "in ",
         absl::FormatDuration(absl::Ceil(wait, absl::Seconds(1)))));
-  }
-  const auto& metadata = context->client_metadata();
-  auto it = metadata.find("authorization");
-  absl::string_view authorization;
-  if (it != metadata.end()) {
-    authorization = absl::string_view(it->second.data(), it->second.size());
   }
   absl::Status allowed;
   {
@@ -84,7 +79,13 @@ absl::Status CallDoor::CheckAdmin(const MethodRow& row,
   return absl::OkStatus();
 }
 
-absl::Status CallDoor::TakeReply(ServerCall* call, uint64_t bytes) {
+absl::Status CallDoor::TakeReply(const MethodRow& row,
+                                 PeerLedger::Ticket* ticket, uint64_t bytes) {
+  if (row.always_answered) {
+    if (ticket != nullptr) ticket->ChargeReply(bytes);
+    if (replies_ != nullptr) replies_->Take(bytes);
+    return absl::OkStatus();
+  }
   const uint64_t share = options_.peers.max_reply_bytes_per_peer;
   const uint64_t budget = replies_ == nullptr ? 0 : replies_->limit();
   if ((budget != 0 && bytes > budget) || (share != 0 && bytes > share)) {
@@ -96,7 +97,6 @@ absl::Status CallDoor::TakeReply(ServerCall* call, uint64_t bytes) {
                      ") or --max_reply_bytes_per_peer (", share,
                      "); ask for fewer nodes, flows or keys"));
   }
-  PeerLedger::Ticket* ticket = call->ticket();
   if (ticket != nullptr && !ticket->TakeReply(bytes)) {
     metrics_->DoorRefused(DoorRefusal::kReplyShare);
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -114,10 +114,8 @@ absl::Status CallDoor::TakeReply(ServerCall* call, uint64_t bytes) {
   return absl::OkStatus();
 }
 
-void CallDoor::GiveReply(ServerCall* call, uint64_t bytes) {
-  if (PeerLedger::Ticket* ticket = call->ticket(); ticket != nullptr) {
-    ticket->GiveReply(bytes);
-  }
+void CallDoor::GiveReply(PeerLedger::Ticket* ticket, uint64_t bytes) {
+  if (ticket != nullptr) ticket->GiveReply(bytes);
   if (replies_ != nullptr) replies_->Give(bytes);
 }
 

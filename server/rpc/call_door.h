@@ -6,16 +6,17 @@
 // its peer's share of the reply budget and cancelled if left unread past
 // --reply_stall_limit. The dispatcher and UnaryCall apply it; the streams
 // apply the leader policy per request through AdmitLeader(); services only
-// serve what it admitted.
+// serve what it admitted. It knows nothing of gRPC's calls: it is given a
+// call's peer and authorization and answers with a ticket or a status.
 #ifndef METASRV_SERVER_RPC_CALL_DOOR_H_
 #define METASRV_SERVER_RPC_CALL_DOOR_H_
 
-#include <grpcpp/server_context.h>
-
 #include <cstdint>
+#include <optional>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
@@ -28,8 +29,6 @@
 #include "server/rpc/reply_budget.h"
 
 namespace metasrv::server {
-
-class ServerCall;
 
 // What the door holds every call to.
 struct DoorOptions {
@@ -54,11 +53,17 @@ class CallDoor {
            DoorOptions options, ReplyBudget* replies, const core::Clock* clock,
            Metrics* metrics);
 
-  // A call of `row` was accepted (its HEADERS came): charges it to its peer
-  // and, for an admin method, checks its token. The status to finish it with
-  // when refused (kResourceExhausted past a bound or in the peer's back-off;
-  // kUnauthenticated or kPermissionDenied for the token).
-  absl::Status Enter(const MethodRow& row, ServerCall* call)
+  // A call of `row` was accepted (its HEADERS came) from `peer` (gRPC's
+  // peer string), carrying `authorization` (its "authorization" header, ""
+  // when none): charges it to its peer, setting `*ticket` (which holds the
+  // charge until it is destroyed, so for as long as the call lives, refused
+  // or not), and for an admin method checks the token. The status to
+  // finish it with when refused: kResourceExhausted past a bound (nothing
+  // charged) or in the peer's back-off; kUnauthenticated or
+  // kPermissionDenied for the token.
+  absl::Status Enter(const MethodRow& row, absl::string_view peer,
+                     absl::string_view authorization,
+                     std::optional<PeerLedger::Ticket>* ticket)
       ABSL_LOCKS_EXCLUDED(auth_mu_);
 
   // The leader policy of `method` now (method_table.h).
@@ -66,12 +71,16 @@ class CallDoor {
     return server::AdmitLeader(method, *leadership_);
   }
 
-  // Charges an answer of `bytes` to `call`'s peer and the reply budget.
-  // kResourceExhausted if either is full, kFailedPrecondition if it could
-  // never fit; nothing is taken then.
-  absl::Status TakeReply(ServerCall* call, uint64_t bytes);
+  // Charges an answer of `bytes` of a call of `row` to the peer of `ticket`
+  // (null: no peer share) and to the reply budget: the one exit every
+  // answer of every method goes through. kResourceExhausted if either is
+  // full, kFailedPrecondition if it could never fit; nothing is taken then.
+  // An answer of a row that is always answered is charged and never
+  // refused: others' unread answers cannot starve it.
+  absl::Status TakeReply(const MethodRow& row, PeerLedger::Ticket* ticket,
+                         uint64_t bytes);
   // Gives back what TakeReply() took.
-  void GiveReply(ServerCall* call, uint64_t bytes);
+  void GiveReply(PeerLedger::Ticket* ticket, uint64_t bytes);
 
   // Admin calls admitted from now on are checked against `auth`.
   void SetAdminAuth(AdminAuth auth) ABSL_LOCKS_EXCLUDED(auth_mu_);
@@ -82,8 +91,8 @@ class CallDoor {
   Metrics* metrics() const { return metrics_; }
 
  private:
-  absl::Status CheckAdmin(const MethodRow& row,
-                          grpc::ServerContextBase* context)
+  absl::Status CheckAdmin(const MethodRow& row, absl::string_view peer,
+                          absl::string_view authorization)
       ABSL_LOCKS_EXCLUDED(auth_mu_);
 
   const core::Leadership* const leadership_;  // Who leads; borrowed.

@@ -61,6 +61,10 @@ struct MethodRow {
   const char* request;     // The request message's full name.
   LeaderPolicy leader;     // Followers' answer.
   bool admin;              // Needs the admin token (or loopback, without one).
+  // A cluster cannot live without it (a flownode's heartbeat, AskLeader,
+  // health): its answers are charged like any other but never refused for
+  // want of room that other calls' unread answers hold. They are small.
+  bool always_answered;
 };
 
 // `method`'s row.

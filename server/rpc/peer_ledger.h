@@ -94,7 +94,12 @@ class PeerLedger::Ticket {
         held, held + bytes, std::memory_order_relaxed));
     return true;
   }
-  // Gives back what TakeReply() took.
+  // Takes `bytes` of the peer's reply share whether or not they fit (an
+  // answer that is always sent, counted so that the share tells the truth).
+  void ChargeReply(uint64_t bytes) {
+    peer_->reply_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  // Gives back what TakeReply() or ChargeReply() took.
   void GiveReply(uint64_t bytes) {
     peer_->reply_bytes.fetch_sub(bytes, std::memory_order_relaxed);
   }

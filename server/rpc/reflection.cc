@@ -10,7 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "server/rpc/grpc_status.h"
-#include "server/rpc/grpc151_zstd_requests.h"
+#include "server/rpc/stream_call.h"
 
 namespace metasrv::server {
 namespace {
@@ -49,88 +49,28 @@ size_t LongestName(const Request& request) {
                    request.list_services().size()});
 }
 
-// One reflection stream: answers each request in order, one write at a
-// time, each charged to the reply budget until it was written.
+// One reflection stream's logic, over the StreamCall shape: each request
+// decoded and answered in order (the shape charges each answer through the
+// door).
 template <typename Request, typename Response, typename Owner>
-class ReflectionStream final : public CallHandler {
+class ReflectionStream final : public StreamCall<Response>::Handler {
  public:
-  ReflectionStream(ServerCall* call, const Owner* service, ReplyBudget* budget)
-      : call_(call),
-        service_(service),
-        budget_(budget),
-        read_(this, &ReflectionStream::OnReadDone),
-        written_(this, &ReflectionStream::OnWriteDone),
-        finished_(this, &ReflectionStream::OnFinished) {}
-  ~ReflectionStream() override { Give(); }
+  ReflectionStream(const Owner* service, size_t max_request_bytes)
+      : service_(service), max_request_bytes_(max_request_bytes) {}
 
-  ServerCall* call() const { return call_; }
-  void Start() override { Read(); }
+  StreamStep OnRequest(const RawRequest& raw, Response* answer) override {
+    Request request;
+    if (absl::Status decoded = raw.DecodeInto(&request, max_request_bytes_);
+        !decoded.ok()) {
+      return StreamStep::End(decoded);
+    }
+    *answer = service_->Answer(request);
+    return StreamStep::Answer();
+  }
 
  private:
-  void Read() { call_->stream()->Read(&in_, call_->Begin(&read_)); }
-  void OnReadDone(bool ok) {
-    // The door's deadline for a first request no longer applies (a late one
-    // was cancelled: its read failed).
-    call_->RequestArrived();
-    if (!ok) {
-      Finish(grpc::Status::OK);  // The client is done asking.
-      return;
-    }
-    Request request;
-    absl::Status decoded = DecodeRequest(&in_, kMaxRequestBytes, &request);
-    in_.Clear();
-    if (!decoded.ok()) {
-      Finish(ToGrpcStatus(decoded));
-      return;
-    }
-    const Response response = service_->Answer(request);
-    const uint64_t bytes = response.ByteSizeLong();
-    if (budget_ != nullptr) {
-      if (!budget_->TryTake(bytes)) {
-        Finish(grpc::Status(
-            grpc::StatusCode::RESOURCE_EXHAUSTED,
-            "too many answers in flight that clients have not read; retry "
-            "later"));
-        return;
-      }
-      held_ = bytes;
-    }
-    SerializeMessage(response, &out_);
-    call_->stream()->Write(out_, call_->Begin(&written_));
-  }
-  void OnWriteDone(bool ok) {
-    Give();
-    out_.Clear();
-    if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
-      return;
-    }
-    Read();
-  }
-  void OnFinished(bool) {}
-  // Ends the stream: nothing is in flight when it is called (one read or one
-  // write at a time, and each ends here or starts the next).
-  void Finish(const grpc::Status& status) {
-    call_->Finishing(static_cast<int>(status.error_code()));
-    call_->stream()->Finish(status, call_->BeginFinish(&finished_));
-  }
-  void Give() {
-    if (held_ != 0) budget_->Give(held_);
-    held_ = 0;
-  }
-
-  // A request, at most (they are names and small messages).
-  static constexpr size_t kMaxRequestBytes = 64 << 10;
-
-  ServerCall* const call_;             // The call; owns this.
-  const Owner* const service_;         // Answers; borrowed.
-  ReplyBudget* const budget_;          // Where answers are charged; borrowed.
-  uint64_t held_ = 0;                  // Bytes of the answer being written.
-  grpc::ByteBuffer in_;                // The request being read.
-  grpc::ByteBuffer out_;               // The answer being written.
-  CallOp<ReflectionStream> read_;      // A request read.
-  CallOp<ReflectionStream> written_;   // An answer written.
-  CallOp<ReflectionStream> finished_;  // The status sent.
+  const Owner* const service_;      // Answers; borrowed.
+  const size_t max_request_bytes_;  // Limit of an inflated request.
 };
 
 // The file a file request asks for; null, with `*missing` saying what was not
@@ -189,12 +129,13 @@ void ReflectionService<Service, Request, Response>::Register(
       FindMethod(absl::StrCat("/", Service::service_full_name(),
                               "/ServerReflectionInfo"))
           ->method;
-  dispatcher->Add(method,
-                  [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
-                    return std::make_unique<
-                        ReflectionStream<Request, Response, ReflectionService>>(
-                        call, this, budget_);
-                  });
+  using Call = StreamCall<Response>;
+  dispatcher->Add(
+      method, Call::Factory(limits_, [this](ServerCall*) {
+        return std::unique_ptr<typename Call::Handler>(
+            new ReflectionStream<Request, Response, ReflectionService>(
+                this, limits_.max_request_bytes));
+      }));
 }
 
 template <typename Service, typename Request, typename Response>

@@ -6,9 +6,10 @@
 //
 // Bounded: a name in a request (file, symbol, type, host) longer than
 // kMaxReflectionName is refused without being echoed; a request is echoed
-// back (`original_request`) only when it is small; every answer waits in the
-// server's reply budget (--max_reply_bytes_in_flight) until the client has
-// read it, and one that does not fit ends the stream with
+// back (`original_request`) only when it is small; a request is held to
+// --max_message_bytes like any other; every answer is charged through the
+// door (CallDoor::TakeReply: its host's share, then the reply budget) until
+// the client has read it, and one that does not fit ends the stream with
 // RESOURCE_EXHAUSTED.
 #ifndef METASRV_SERVER_RPC_REFLECTION_H_
 #define METASRV_SERVER_RPC_REFLECTION_H_
@@ -20,7 +21,7 @@
 #include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "server/rpc/call_dispatcher.h"
-#include "server/rpc/reply_budget.h"
+#include "server/rpc/unary_call.h"
 
 namespace metasrv::server {
 
@@ -33,10 +34,11 @@ inline constexpr size_t kMaxEchoedRequest = 4096;
 template <typename Service, typename Request, typename Response>
 class ReflectionService final {
  public:
-  // Lists `services`; answers are charged to `budget` (borrowed; may be
-  // null).
-  ReflectionService(std::vector<std::string> services, ReplyBudget* budget)
-      : services_(std::move(services)), budget_(budget) {}
+  // Lists `services`; its calls are held to `limits` (a request's size;
+  // the door, through which every answer is charged as the other methods'
+  // are).
+  ReflectionService(std::vector<std::string> services, CallLimits limits)
+      : services_(std::move(services)), limits_(limits) {}
 
   // Serves ServerReflectionInfo through `dispatcher`.
   void Register(CallDispatcher* dispatcher);
@@ -46,7 +48,7 @@ class ReflectionService final {
 
  private:
   const std::vector<std::string> services_;  // Registered services.
-  ReplyBudget* const budget_;                // Answers in flight; borrowed.
+  const CallLimits limits_;                  // Request size; the door.
 };
 
 using ReflectionV1Service =

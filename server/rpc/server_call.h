@@ -121,9 +121,7 @@ class ServerCall {
   grpc::ServerCompletionQueue* cq() const { return cq_; }
   // Its place in the peer ledger, charged by the door when it was accepted;
   // given back when the call is deleted. Null when no door charged it.
-  void SetTicket(PeerLedger::Ticket ticket) {
-    ticket_.emplace(std::move(ticket));
-  }
+  std::optional<PeerLedger::Ticket>* mutable_ticket() { return &ticket_; }
   PeerLedger::Ticket* ticket() {
     return ticket_.has_value() ? &*ticket_ : nullptr;
   }

@@ -1,11 +1,11 @@
 // A unary call of a method that takes raw bytes, through the door
 // (call_door.h): its request (due within --request_timeout, see
 // ServerCall::ArmRequestDeadline) is decoded (zstd included, see
-// grpc151_zstd_requests.h) into an arena and admitted by the method's leader policy;
-// only then does the method see it, with the admission. The response is built
-// on the same arena and sent, with the status, in one batch when the method
-// finishes it. Until gRPC has taken the answer, its bytes count against its
-// peer's share and the reply budget, and a large answer left unread past
+// grpc151_zstd_requests.h) into an arena and admitted by the method's leader
+// policy; only then does the method see it, with the admission. The response is
+// built on the same arena and sent, with the status, in one batch when the
+// method finishes it. Until gRPC has taken the answer, its bytes count against
+// its peer's share and the reply budget, and a large answer left unread past
 // --reply_stall_limit is cancelled.
 #ifndef METASRV_SERVER_RPC_UNARY_CALL_H_
 #define METASRV_SERVER_RPC_UNARY_CALL_H_
@@ -23,10 +23,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/rpc/call_door.h"
+#include "server/rpc/grpc151_zstd_requests.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/method_table.h"
 #include "server/rpc/read_executor.h"
-#include "server/rpc/grpc151_zstd_requests.h"
 #include "server/rpc/server_call.h"
 
 namespace metasrv::server {
@@ -129,7 +129,8 @@ class UnaryCall final : public CallHandler {
   grpc::Status Charge() {
     if (limits_.door == nullptr) return grpc::Status::OK;
     const uint64_t bytes = out_.Length();
-    if (absl::Status taken = limits_.door->TakeReply(call_, bytes);
+    if (absl::Status taken =
+            limits_.door->TakeReply(*call_->row(), call_->ticket(), bytes);
         !taken.ok()) {
       out_.Clear();
       return ToGrpcStatus(taken, context());
@@ -170,7 +171,7 @@ class UnaryCall final : public CallHandler {
   void OnFinished(bool) {
     answered_.store(true);
     if (reply_armed_) reply_alarm_.Cancel();
-    if (held_ != 0) limits_.door->GiveReply(call_, held_);
+    if (held_ != 0) limits_.door->GiveReply(call_->ticket(), held_);
     out_.Clear();
     held_ = 0;
   }

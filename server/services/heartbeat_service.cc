@@ -21,15 +21,18 @@ HeartbeatService::HeartbeatService(HeartbeatHandler* handler,
       limits_(limits) {}
 
 void HeartbeatService::Register(CallDispatcher* dispatcher) {
-  dispatcher->Add(Method::kHeartbeat,
-                  [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
-                    return std::make_unique<HeartbeatStream>(
-                        call, handler_, registry_, limits_.max_request_bytes);
-                  });
   dispatcher->Add(
-      Method::kAskLeader,
-      AskLeaderCall::Factory(limits_,
-                             [this](AskLeaderCall* call) { AskLeader(call); }));
+      Method::kHeartbeat,
+      HeartbeatCall::Factory(
+          limits_,
+          [this](ServerCall*) -> std::unique_ptr<HeartbeatCall::Handler> {
+            return std::make_unique<HeartbeatStream>(handler_, registry_,
+                                                     limits_.max_request_bytes);
+          }));
+  dispatcher->Add(Method::kAskLeader,
+                  AskLeaderCall::Factory(limits_, [this](AskLeaderCall* call) {
+                    AskLeader(call);
+                  }));
 }
 
 void HeartbeatService::AskLeader(AskLeaderCall* call) {

@@ -270,5 +270,35 @@ TEST(BinaryTest, SighupAppliesTheLogLevelAndNamesWhatNeedsARestart) {
   unlink(path);
 }
 
+
+// Issue 46, item 5: with nothing changed, SIGHUP said "--backend changed;
+// it applies at the next start (restart the service)" whenever the backend
+// was inferred (and would have so named every bound left to a rule). An
+// operator who trusted it restarted the leader and lost all flow state. A
+// reload compares what is in force with what would be.
+TEST(BinaryTest, SighupWithNothingChangedNamesNothing) {
+  const int port = FreePort();
+  char path[] = "/tmp/metasrv-reload-XXXXXX.toml";
+  const int fd = mkstemps(path, 5);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  // No backend (memory_store, inferred), every bound left to its rule.
+  std::ofstream(path, std::ios::trunc)
+      << "[grpc]\nbind_addr = \"127.0.0.1:" << port
+      << "\"\n[http]\naddr = \"\"\n";
+  ChildProcess server(
+      {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", METASRV_BINARY, "-c", path});
+  const std::string addr = absl::StrCat("127.0.0.1:", port);
+  ASSERT_TRUE(WaitFor([&] { return AcceptsTcp(addr); }));
+  std::string seen;
+  for (int i = 0; i < 2; ++i) {
+    server.Signal(SIGHUP);
+    ASSERT_TRUE(ReadUntil(server, "reload: done", &seen)) << seen;
+  }
+  EXPECT_EQ(seen.find("changed; it applies"), std::string::npos) << seen;
+  EXPECT_TRUE(IsServing(Connect(addr)));
+  unlink(path);
+}
+
 }  // namespace
 }  // namespace metasrv::testing

@@ -26,6 +26,7 @@ namespace metasrv::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Ran {
   int exit_code = -1;
@@ -309,11 +310,29 @@ TEST(CommandLineTest, CheckConfigChecksMasksAndSummarizesIgnoredKeys) {
 // means what it means upstream (cluster info expires, flow state stays), so
 // copying that file switches on no report expiry.
 TEST(CommandLineTest, GreptimeDbsNodeMaxIdleTimeLeavesReportExpiryOff) {
-  const std::string file = TempFile("node_max_idle_time = \"24hours\"\n");
+  const std::string file = TempFile(
+      "node_max_idle_time = \"24hours\"\n"
+      "store_addrs = [\"127.0.0.1:2379\"]\n");
   Ran ran = RunBinary({"-c", file, "--print_config"});
   EXPECT_EQ(ran.exit_code, 0);
   EXPECT_THAT(ran.out, HasSubstr("node_max_idle_time = '24h'"));
   EXPECT_THAT(ran.out, HasSubstr("node_report_ttl = '0s'"));
+  unlink(file.c_str());
+}
+
+// --print_config prints what is in force: standalone has no election, so
+// GreptimeDB's node_max_idle_time expires nothing there (as upstream), and
+// a bound left to its rule is printed as the rule gives it.
+TEST(CommandLineTest, PrintConfigPrintsTheValuesInForce) {
+  const std::string file = TempFile("node_max_idle_time = \"24hours\"\n");
+  Ran ran = RunBinary({"-c", file, "--print_config",
+                       "--grpc_memory_limit=20MiB", "--max_streams=77"});
+  EXPECT_EQ(ran.exit_code, 0);
+  EXPECT_THAT(ran.out, HasSubstr("node_max_idle_time = '0s'"));
+  EXPECT_THAT(ran.out, HasSubstr("max_calls = 1024\n"));
+  EXPECT_THAT(ran.out, HasSubstr("max_calls_per_peer = 512\n"));
+  EXPECT_THAT(ran.out, HasSubstr("max_reply_bytes_per_peer = "));
+  EXPECT_THAT(ran.out, Not(HasSubstr("max_reply_bytes_per_peer = 0\n")));
   unlink(file.c_str());
 }
 

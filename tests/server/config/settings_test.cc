@@ -167,12 +167,52 @@ TEST(CheckOptionsTest, NamedFilesAreReadOnceIntoTheCheckedOptions) {
 TEST(SettingsTest, NodeMaxIdleTimeRunsOnlyWithAnElection) {
   ServerOptions o;
   o.flow_state.node_max_idle_time = absl::Hours(24);
-  o.backend = "memory_store";
-  EXPECT_EQ(EffectiveNodeMaxIdleTime(o), absl::ZeroDuration());
-  for (const char* backend : {"etcd_store", "postgres_store", "mysql_store"}) {
-    o.backend = backend;
-    EXPECT_EQ(EffectiveNodeMaxIdleTime(o), absl::Hours(24)) << backend;
+  absl::StatusOr<CheckedOptions> standalone = CheckOptions(o);
+  ASSERT_TRUE(standalone.ok()) << standalone.status();
+  EXPECT_EQ(standalone->options().backend, "memory_store");
+  EXPECT_EQ(standalone->options().flow_state.node_max_idle_time,
+            absl::ZeroDuration());
+  for (const char* addr : {"127.0.0.1:2379", "postgresql://u@h/db",
+                           "mysql://u@h:3306/db"}) {
+    o.store_addrs = {addr};
+    absl::StatusOr<CheckedOptions> elected = CheckOptions(o);
+    ASSERT_TRUE(elected.ok()) << elected.status();
+    EXPECT_EQ(elected->options().flow_state.node_max_idle_time,
+              absl::Hours(24))
+        << addr;
   }
+}
+
+// The options a server starts from hold the values in force: every bound
+// left to a rule is decided once, by CheckOptions.
+TEST(SettingsTest, DerivedBoundsAreDecidedOnceByTheCheck) {
+  ServerOptions o;
+  o.grpc_memory_limit = 100 << 20;
+  o.max_reply_bytes_in_flight = 64 << 20;
+  o.max_streams = 123;
+  absl::StatusOr<CheckedOptions> checked = CheckOptions(o);
+  ASSERT_TRUE(checked.ok()) << checked.status();
+  const PeerLimits& peers = checked->options().door.peers;
+  EXPECT_EQ(peers.max_calls, (100u << 20) / (20u << 10));
+  EXPECT_EQ(peers.max_calls_per_peer, peers.max_calls / 2);
+  EXPECT_EQ(peers.max_reply_bytes_per_peer, 16u << 20);
+  EXPECT_EQ(checked->options().watch.max_watchers, 123u);
+  // Given values stay as given.
+  o.door.peers.max_calls = 10;
+  o.door.peers.max_calls_per_peer = 7;
+  o.door.peers.max_reply_bytes_per_peer = 1000;
+  checked = CheckOptions(o);
+  ASSERT_TRUE(checked.ok());
+  EXPECT_EQ(checked->options().door.peers.max_calls, 10u);
+  EXPECT_EQ(checked->options().door.peers.max_calls_per_peer, 7u);
+  EXPECT_EQ(checked->options().door.peers.max_reply_bytes_per_peer, 1000u);
+  // Without gRPC's budget, no bound on calls.
+  o = ServerOptions();
+  o.grpc_memory_limit = 0;
+  checked = CheckOptions(o);
+  ASSERT_TRUE(checked.ok());
+  EXPECT_EQ(checked->options().door.peers.max_calls, 0u);
+  EXPECT_EQ(checked->options().door.peers.max_calls_per_peer, 0u);
 }
 
 // A store address that names its kind decides the backend when --backend is

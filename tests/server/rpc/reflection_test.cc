@@ -197,7 +197,8 @@ TEST_F(ReflectionTest, LongNamesAreRefusedWithoutAnEcho) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
-// Reflection answers wait in the reply budget like every other answer.
+// Reflection answers are charged through the door like every other answer:
+// one larger than the whole budget could never fit, and is refused as such.
 TEST(ReflectionBudgetTest, AnswersAreChargedToTheReplyBudget) {
   ServerProcess server({"--max_reply_bytes_in_flight=1024"});
   auto stub = refl::ServerReflection::NewStub(server.channel());
@@ -209,7 +210,29 @@ TEST(ReflectionBudgetTest, AnswersAreChargedToTheReplyBudget) {
   refl::ServerReflectionResponse resp;
   EXPECT_FALSE(stream->Read(&resp));
   grpc::Status s = stream->Finish();
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("--max_reply_bytes_in_flight (1024)"),
+            std::string::npos)
+      << s.error_message();
+}
+
+// And to its host's share, which a host's unread answers fill.
+TEST(ReflectionBudgetTest, AnswersAreChargedToTheHostsShare) {
+  ServerProcess server({"--max_reply_bytes_per_peer=1024"});
+  auto stub = refl::ServerReflection::NewStub(server.channel());
+  grpc::ClientContext ctx;
+  auto stream = stub->ServerReflectionInfo(&ctx);
+  refl::ServerReflectionRequest req;
+  req.set_file_containing_symbol("greptime.v1.meta.Cluster");  // > 1 KiB.
+  ASSERT_TRUE(stream->Write(req));
+  refl::ServerReflectionResponse resp;
+  EXPECT_FALSE(stream->Read(&resp));
+  grpc::Status s = stream->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("--max_reply_bytes_per_peer (1024)"),
+            std::string::npos)
       << s.error_message();
 }
 

@@ -1,0 +1,36 @@
+// A request message as gRPC handed it over to a stream: its bytes, still
+// encoded (zstd included), for the method's codec to read.
+#ifndef METASRV_SERVER_RPC_RAW_REQUEST_H_
+#define METASRV_SERVER_RPC_RAW_REQUEST_H_
+
+#include <grpc/grpc.h>
+
+#include <cstddef>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "server/rpc/grpc151_zstd_requests.h"
+
+namespace metasrv::server {
+
+// A request message as gRPC handed it over: its bytes, still encoded (zstd
+// included). Valid only during the call it is passed to.
+class RawRequest {
+ public:
+  explicit RawRequest(grpc_byte_buffer* bytes) : bytes_(bytes) {}
+  // Decodes it into `message` (see DecodeRequest), inflating at most
+  // `max_bytes`.
+  absl::Status DecodeInto(google::protobuf::MessageLite* message,
+                          size_t max_bytes, absl::string_view type = {}) const {
+    return DecodeRequest(bytes_, max_bytes, message, type);
+  }
+  // The bytes themselves, for a codec that reads them its own way.
+  grpc_byte_buffer* bytes() const { return bytes_; }
+
+ private:
+  grpc_byte_buffer* const bytes_;  // gRPC's; borrowed.
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_RPC_RAW_REQUEST_H_
