@@ -189,8 +189,20 @@ absl::Status MetasrvServer::StartSupport() {
         return election_ != nullptr ? election_->Health() : StoreHealth{};
       },
       [this] { return flow_alerts_.Compute(options_.clock->Now()); }});
-  watch_ = std::make_unique<WatchHub>(
-      &flow_state_, options_.watch, metrics_.get(), &replies_, options_.clock);
+  // The door first: the hub charges the states it shares through it.
+  AdminAuth auth;
+  if (!options_.admin_token_file.empty()) {
+    absl::StatusOr<AdminAuth> token =
+        AdminAuth::FromToken(files_.admin_token, options_.admin_token_file);
+    if (!token.ok()) return token.status();
+    auth = *std::move(token);
+  }
+  door_ =
+      std::make_unique<CallDoor>(leadership_.get(), std::move(auth),
+                                 options_.door, options_.clock, metrics_.get());
+  watch_ =
+      std::make_unique<WatchHub>(&flow_state_, options_.watch, metrics_.get(),
+                                 door_.get(), options_.clock);
   flow_state_.SetListener(watch_.get());
   watch_->Start();
   if (options_.flow_state.node_report_ttl > absl::ZeroDuration() ||
@@ -219,18 +231,8 @@ absl::Status MetasrvServer::StartSupport() {
 }
 
 absl::Status MetasrvServer::MakeServices() {
-  AdminAuth auth;
-  if (!options_.admin_token_file.empty()) {
-    absl::StatusOr<AdminAuth> token =
-        AdminAuth::FromToken(files_.admin_token, options_.admin_token_file);
-    if (!token.ok()) return token.status();
-    auth = *std::move(token);
-  }
   handler_ = std::make_unique<HeartbeatHandler>(
       &flow_state_, leadership_.get(), options_.heartbeat, metrics_.get());
-  door_ = std::make_unique<CallDoor>(leadership_.get(), std::move(auth),
-                                     options_.door, &replies_, options_.clock,
-                                     metrics_.get());
   CallLimits limits;
   limits.max_request_bytes = static_cast<size_t>(options_.max_message_bytes);
   limits.door = door_.get();

@@ -130,8 +130,8 @@ class MetasrvServer final : public core::LeadershipListener {
   const ServerOptions options_;  // As checked; bind_addr with its port.
   // bind_addr as configured (its port may be 0), to compare a reload with.
   const std::string configured_bind_addr_;
-  const SettingFiles files_;     // What the files the options name held.
-  absl::Mutex reload_mu_;        // One Reload() at a time; guards below.
+  const SettingFiles files_;  // What the files the options name held.
+  absl::Mutex reload_mu_;     // One Reload() at a time; guards below.
   // What they held at the last Reload() (files_ before it).
   SettingFiles reloaded_files_ ABSL_GUARDED_BY(reload_mu_) = files_;
   // The log level in force (set at start, changed by a reload).
@@ -145,8 +145,7 @@ class MetasrvServer final : public core::LeadershipListener {
   // What this replica says about itself (MetasrvPeers, candidate info).
   std::unique_ptr<SelfDescription> self_description_;
   // Flow state and the in-memory KV that shows it.
-  core::FlowStateManager flow_state_{options_.flow_state,
-                                     options_.clock};
+  core::FlowStateManager flow_state_{options_.flow_state, options_.clock};
   // The alerting metrics of each scrape, over flow_state_.
   FlowAlertsSource flow_alerts_{&flow_state_, options_.flow_alerts};
   std::unique_ptr<core::Leadership> leadership_;  // Who leads.
@@ -159,12 +158,12 @@ class MetasrvServer final : public core::LeadershipListener {
   // Reads, off gRPC's threads.
   // Declared before the services and the server, so it outlives their calls.
   ReadExecutor reads_{options_.reads};
-  ReplyBudget replies_{options_.max_reply_bytes_in_flight};  // Unread answers.
+  // Every call comes through it: charged per peer, admitted, bounded; the
+  // one exit of answers (the hub's shared states too, so it outlives it).
+  std::unique_ptr<CallDoor> door_;
   std::unique_ptr<WatchHub> watch_;            // WatchFlowState pushes.
   std::unique_ptr<NodeExpirer> expirer_;       // With a node TTL, else null.
   std::unique_ptr<HeartbeatHandler> handler_;  // Per-request logic.
-  // Every call comes through it: charged per peer, admitted, bounded.
-  std::unique_ptr<CallDoor> door_;
   std::unique_ptr<HeartbeatService> heartbeat_service_;   // Heartbeat.
   std::unique_ptr<ClusterService> cluster_service_;       // Cluster.
   std::unique_ptr<FlowStateService> flow_state_service_;  // FlowState.

@@ -177,7 +177,7 @@ void Resolve(ServerOptions* o) {
     peers.max_calls_per_peer = peers.max_calls / 2;
   }
   if (peers.max_reply_bytes_per_peer == 0) {
-    peers.max_reply_bytes_per_peer = o->max_reply_bytes_in_flight / 4;
+    peers.max_reply_bytes_per_peer = o->door.max_reply_bytes_in_flight / 4;
   }
   // --max_streams bounds watch streams as it bounds heartbeat streams.
   o->watch.max_watchers = o->max_streams;

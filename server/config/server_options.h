@@ -70,12 +70,10 @@ struct ServerOptions {
   core::FlowStateLimits flow_state;
   // HTTP/2 streams (calls of any kind) one connection may have open.
   int max_streams_per_connection = 1000;
-  // Bytes of answers sent but not yet read by their clients; past it, new
-  // answers get RESOURCE_EXHAUSTED. 0: no limit.
-  uint64_t max_reply_bytes_in_flight = 128 << 20;
   // Bytes gRPC itself may use (its ResourceQuota); 0: no limit.
   uint64_t grpc_memory_limit = 512 << 20;
-  // The door's bounds and deadlines (--max_calls, --max_calls_per_peer,
+  // The door's bounds and deadlines (--max_reply_bytes_in_flight,
+  // --max_calls, --max_calls_per_peer,
   // --max_reply_bytes_per_peer, --request_timeout, --reply_stall_limit):
   // declared, with their defaults, in rpc/call_door.h and rpc/peer_ledger.h.
   // A bound left 0 is derived from the budgets by CheckOptions().

@@ -314,12 +314,12 @@ void LimitRows(Rows* r) {
        false},
       &ServerOptions::max_streams_per_connection,
       InRange(1, std::numeric_limits<int>::max()));
-  Add(r,
-      {"max_reply_bytes_in_flight", nullptr,
-       "bytes of answers sent but not yet read by clients; past it, new "
-       "answers get RESOURCE_EXHAUSTED (0: no limit)",
-       false},
-      &ServerOptions::max_reply_bytes_in_flight);
+  AddIn(r,
+        {"max_reply_bytes_in_flight", nullptr,
+         "bytes of answers sent but not yet read by clients; past it, new "
+         "answers get RESOURCE_EXHAUSTED (0: no limit)",
+         false},
+        &ServerOptions::door, &DoorOptions::max_reply_bytes_in_flight);
   Add(r,
       {"grpc_memory_limit", nullptr,
        "bytes gRPC itself may use for connections and calls (its "

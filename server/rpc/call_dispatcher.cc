@@ -114,13 +114,13 @@ void CallDispatcher::Dispatch(ServerCall* call) {
     // Charged from its first HEADERS frame, before its handler exists.
     const auto& metadata = call->context()->client_metadata();
     auto authorization = metadata.find("authorization");
-    absl::Status entered = door_->Enter(
-        *entry.row, call->context()->peer(),
-        authorization == metadata.end()
-            ? absl::string_view()
-            : absl::string_view(authorization->second.data(),
-                                authorization->second.size()),
-        call->mutable_ticket());
+    absl::Status entered =
+        door_->Enter(*entry.row, call->context()->peer(),
+                     authorization == metadata.end()
+                         ? absl::string_view()
+                         : absl::string_view(authorization->second.data(),
+                                             authorization->second.size()),
+                     call->mutable_ticket());
     if (!entered.ok()) {
       call->Serve(std::make_unique<Refused>(
                       call, ToGrpcStatus(entered, call->context())),

@@ -9,12 +9,13 @@
 namespace metasrv::server {
 
 CallDoor::CallDoor(const core::Leadership* leadership, AdminAuth auth,
-                   DoorOptions options, ReplyBudget* replies,
-                   const core::Clock* clock, Metrics* metrics)
+                   DoorOptions options, const core::Clock* clock,
+                   Metrics* metrics)
     : leadership_(leadership),
       options_(options),
-      replies_(replies),
+      replies_(options.max_reply_bytes_in_flight),
       metrics_(Metrics::OrDiscard(metrics)),
+      clock_(clock),
       ledger_(options.peers),
       backoff_(options.auth_backoff, clock),
       auth_(std::move(auth)) {}
@@ -83,11 +84,11 @@ absl::Status CallDoor::TakeReply(const MethodRow& row,
                                  PeerLedger::Ticket* ticket, uint64_t bytes) {
   if (row.always_answered) {
     if (ticket != nullptr) ticket->ChargeReply(bytes);
-    if (replies_ != nullptr) replies_->Take(bytes);
+    replies_.Take(bytes);
     return absl::OkStatus();
   }
   const uint64_t share = options_.peers.max_reply_bytes_per_peer;
-  const uint64_t budget = replies_ == nullptr ? 0 : replies_->limit();
+  const uint64_t budget = replies_.limit();
   if ((budget != 0 && bytes > budget) || (share != 0 && bytes > share)) {
     // Larger than the whole budget or a client's share: it would never fit;
     // retrying cannot help, asking for less can.
@@ -105,18 +106,18 @@ absl::Status CallDoor::TakeReply(const MethodRow& row,
         "(--max_reply_bytes_per_peer ",
         share, "); read them or retry later"));
   }
-  if (replies_ != nullptr && !replies_->TryTake(bytes)) {
+  if (!replies_.TryTake(bytes)) {
     if (ticket != nullptr) ticket->GiveReply(bytes);
     return absl::ResourceExhaustedError(absl::StrCat(
         "too many answers in flight that clients have not read (",
-        replies_->used(), " of ", replies_->limit(), " bytes); retry later"));
+        replies_.used(), " of ", replies_.limit(), " bytes); retry later"));
   }
   return absl::OkStatus();
 }
 
 void CallDoor::GiveReply(PeerLedger::Ticket* ticket, uint64_t bytes) {
   if (ticket != nullptr) ticket->GiveReply(bytes);
-  if (replies_ != nullptr) replies_->Give(bytes);
+  replies_.Give(bytes);
 }
 
 }  // namespace metasrv::server

@@ -32,6 +32,9 @@ namespace metasrv::server {
 
 // What the door holds every call to.
 struct DoorOptions {
+  // Bytes of answers sent but not yet read by their clients, over all
+  // hosts; past it, new answers get RESOURCE_EXHAUSTED. 0: no limit.
+  uint64_t max_reply_bytes_in_flight = 128 << 20;
   PeerLimits peers;  // Calls open, in all and per peer; a peer's replies.
   // A call whose (first) request has not arrived by then is ended.
   absl::Duration request_timeout = absl::Seconds(10);
@@ -47,11 +50,10 @@ struct DoorOptions {
 // Thread-safe: the admin rights may be replaced while calls come.
 class CallDoor {
  public:
-  // Borrows everything; each must outlive the door. `replies` may be null
-  // (no budget), `metrics` too (not counted).
+  // Borrows the rest; each must outlive the door. `metrics` may be null
+  // (not counted).
   CallDoor(const core::Leadership* leadership, AdminAuth auth,
-           DoorOptions options, ReplyBudget* replies, const core::Clock* clock,
-           Metrics* metrics);
+           DoorOptions options, const core::Clock* clock, Metrics* metrics);
 
   // A call of `row` was accepted (its HEADERS came) from `peer` (gRPC's
   // peer string), carrying `authorization` (its "authorization" header, ""
@@ -82,12 +84,31 @@ class CallDoor {
   // Gives back what TakeReply() took.
   void GiveReply(PeerLedger::Ticket* ticket, uint64_t bytes);
 
+  // Holds `bytes` of a message shared by many streams (a watch state) in
+  // the reply budget for as long as the charge lives, whether or not they
+  // fit: memory held anyway, which others' answers must see.
+  ReplyCharge HoldShared(uint64_t bytes) {
+    return ReplyCharge(&replies_, bytes);
+  }
+  // Whether answers in flight hold more than the reply budget.
+  bool RepliesExceeded() const { return replies_.Exceeded(); }
+  // The door's one stall policy for a stream's write started at `started`
+  // (Now()): past --reply_stall_limit while answers exceed the budget, its
+  // client is taken for one that does not read, and its stream is ended.
+  bool Stalled(absl::Time started) const {
+    return RepliesExceeded() &&
+           clock_->Monotonic() - started > options_.reply_stall_limit;
+  }
+  // The door's time (monotonic), to time writes by.
+  absl::Time Now() const { return clock_->Monotonic(); }
+
   // Admin calls admitted from now on are checked against `auth`.
   void SetAdminAuth(AdminAuth auth) ABSL_LOCKS_EXCLUDED(auth_mu_);
 
   const core::Leadership& leadership() const { return *leadership_; }
   const DoorOptions& options() const { return options_; }
   const PeerLedger& ledger() const { return ledger_; }
+  const ReplyBudget& replies() const { return replies_; }
   Metrics* metrics() const { return metrics_; }
 
  private:
@@ -97,8 +118,9 @@ class CallDoor {
 
   const core::Leadership* const leadership_;  // Who leads; borrowed.
   const DoorOptions options_;
-  ReplyBudget* const replies_;                // May be null; borrowed.
+  ReplyBudget replies_;                       // Answers in flight, in all.
   Metrics* const metrics_;                    // Never null.
+  const core::Clock* const clock_;            // Times stalls; borrowed.
   PeerLedger ledger_;                         // Calls and replies per peer.
   AuthBackoff backoff_;                       // Failed admin attempts per peer.
   mutable absl::Mutex auth_mu_;               // Guards auth_.

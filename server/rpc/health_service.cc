@@ -1,13 +1,11 @@
 #include "server/rpc/health_service.h"
 
-
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "server/rpc/grpc_status.h"
-#include "server/rpc/grpc151_zstd_requests.h"
-#include "server/rpc/stream_end.h"
+#include "server/rpc/push_call.h"
 
 namespace metasrv::server {
 namespace {
@@ -20,123 +18,49 @@ constexpr size_t kMaxHealthRequest = 4 << 10;
 
 }  // namespace
 
-// One Watch stream: the status when it began, then each change, one write at
-// a time (a change while one is in flight waits; the latest is sent).
-class HealthService::Watcher final : public CallHandler,
-                                     public AbortableStream {
+// One Watch stream's logic, over the PushCall shape: the status when it
+// began, then each change (a change while a write is in flight waits; the
+// latest is sent, and a status equal to the last sent is not sent again).
+class HealthService::Watcher final : public PushCall::Handler {
  public:
-  Watcher(ServerCall* call, HealthService* service)
-      : call_(call),
-        service_(service),
-        read_(this, &Watcher::OnRead),
-        written_(this, &Watcher::OnWritten),
-        finished_(this, &Watcher::OnFinished) {}
+  explicit Watcher(HealthService* service) : service_(service) {}
 
-  ServerCall* call() const { return call_; }
-
-  void Start() override {
-    call_->stream()->Read(&request_, call_->Begin(&read_));
-  }
-  void OnCancel() override {
-    Abort(grpc::Status(grpc::StatusCode::CANCELLED, "watcher cancelled"));
-  }
-  void OnDone() override {
-    if (registered_) service_->watchers_.Remove(this);
-  }
-  void Abort(const grpc::Status& status) override {
-    {
-      absl::MutexLock lock(&mu_);
-      if (!end_.Abort(status)) return;
-    }
-    StartFinish(status);
-  }
-
-  // The status may have changed: sends it unless it was the last sent.
-  void Offer() {
-    {
-      absl::MutexLock lock(&mu_);
-      if (end_.finished || end_.finish_after_write.has_value()) return;
-      if (end_.write_in_flight) {
-        pending_ = true;  // Sent once the write in flight completes.
-        return;
-      }
-      if (!StartWriteLocked()) return;
-    }
-    call_->stream()->Write(out_, call_->Begin(&written_));
-  }
-
- private:
-  void OnRead(bool ok) {
-    // The door's deadline for a first request no longer applies (a late one
-    // was cancelled: its read failed).
-    call_->RequestArrived();
+  absl::Status OnRequest(const RawRequest& raw, PushCall* call) override {
+    call_ = call;
     HealthCheckRequest request;
-    absl::Status decoded =
-        ok ? DecodeRequest(&request_, kMaxHealthRequest, &request)
-           : absl::InternalError("the call carried no request message");
-    request_.Clear();
-    if (decoded.ok()) decoded = service_->watchers_.Add(this);
-    if (!decoded.ok()) {
-      {
-        absl::MutexLock lock(&mu_);
-        if (!end_.TryFinish()) return;
-      }
-      StartFinish(ToGrpcStatus(decoded, call_->context()));
-      return;
+    if (absl::Status decoded = raw.DecodeInto(&request, kMaxHealthRequest);
+        !decoded.ok()) {
+      return decoded;
+    }
+    if (absl::Status added = service_->watchers_.Add(call); !added.ok()) {
+      return added;
     }
     registered_ = true;
     name_ = request.service();
-    Offer();
+    call->Offer(service_->Change());
+    return absl::OkStatus();
   }
-  void OnWritten(bool ok) {
-    StreamEnd::AfterWrite after;
-    bool write = false;
-    {
-      absl::MutexLock lock(&mu_);
-      after = end_.WriteDone(ok);
-      if (after.go_on && pending_) {
-        pending_ = false;
-        write = StartWriteLocked();
-      }
-    }
-    if (after.finish.has_value()) {
-      StartFinish(*after.finish);
-    } else if (write) {
-      call_->stream()->Write(out_, call_->Begin(&written_));
-    }
-  }
-  void OnFinished(bool) {}
-
-  // Makes the status now the write in flight, unless it is the last one
-  // sent. Returns whether a write must start.
-  bool StartWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  const SharedMessage* Choose(const PushItem&) override {
     const ServingStatus status = service_->StatusOf(name_);
-    if (sent_.has_value() && *sent_ == status) return false;
+    if (sent_.has_value() && *sent_ == status) return nullptr;
     sent_ = status;
     HealthCheckResponse response;
     response.set_status(status);
-    SerializeMessage(response, &out_);
-    end_.write_in_flight = true;
-    return true;
+    message_ = std::make_unique<SharedMessage>(response);
+    return message_.get();
   }
-  void StartFinish(const grpc::Status& status) {
-    call_->Finishing(static_cast<int>(status.error_code()));
-    call_->stream()->Finish(status, call_->BeginFinish(&finished_));
+  void OnClose() override {
+    if (registered_) service_->watchers_.Remove(call_);
   }
 
-  ServerCall* const call_;              // The call; owns this.
-  HealthService* const service_;        // Its statuses; borrowed.
-  grpc::ByteBuffer request_;            // The request's bytes, until decoded.
-  std::string name_;                    // The service watched.
-  bool registered_ = false;             // Whether Add() succeeded.
-  CallOp<Watcher> read_;                // The request read.
-  CallOp<Watcher> written_;             // A status written.
-  CallOp<Watcher> finished_;            // The status of the call sent.
-  absl::Mutex mu_;                      // Guards the fields below.
-  grpc::ByteBuffer out_;                // The status being written.
-  StreamEnd end_ ABSL_GUARDED_BY(mu_);  // Write in flight, finishing.
-  std::optional<ServingStatus> sent_ ABSL_GUARDED_BY(mu_);  // Last sent.
-  bool pending_ ABSL_GUARDED_BY(mu_) = false;  // A change came meanwhile.
+ private:
+  HealthService* const service_;  // Its statuses; borrowed.
+  PushCall* call_ = nullptr;      // Set by OnRequest().
+  std::string name_;              // The service watched.
+  bool registered_ = false;       // Whether Add() succeeded.
+  // Only Choose() touches these, under the call's lock.
+  std::optional<ServingStatus> sent_;       // The last status sent.
+  std::unique_ptr<SharedMessage> message_;  // The status being written.
 };
 
 HealthService::HealthService(uint64_t max_watchers)
@@ -147,13 +71,13 @@ HealthService::HealthService(uint64_t max_watchers)
 
 void HealthService::Register(CallDispatcher* dispatcher, CallLimits limits) {
   limits.max_request_bytes = kMaxHealthRequest;
-  dispatcher->Add(Method::kHealthCheck,
-                  CheckCall::Factory(limits,
-                                     [this](CheckCall* call) { Check(call); }));
-  dispatcher->Add(Method::kHealthWatch,
-                  [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
-                    return std::make_unique<Watcher>(call, this);
-                  });
+  dispatcher->Add(
+      Method::kHealthCheck,
+      CheckCall::Factory(limits, [this](CheckCall* call) { Check(call); }));
+  dispatcher->Add(
+      Method::kHealthWatch, PushCall::Factory(limits, [this](ServerCall*) {
+        return std::unique_ptr<PushCall::Handler>(new Watcher(this));
+      }));
 }
 
 HealthService::ServingStatus HealthService::StatusOf(
@@ -194,10 +118,18 @@ void HealthService::Shutdown() {
       grpc::Status(grpc::StatusCode::UNAVAILABLE, "metasrv is shutting down"));
 }
 
+std::shared_ptr<const PushItem> HealthService::Change() {
+  auto item = std::make_shared<PushItem>();
+  item->sequence = changes_.fetch_add(1) + 1;
+  return item;
+}
+
 void HealthService::Tell() {
-  // Only Watchers are ever added to watchers_.
-  watchers_.ForEach(
-      [](AbortableStream* stream) { static_cast<Watcher*>(stream)->Offer(); });
+  // Only the Watch streams' calls are ever added to watchers_.
+  std::shared_ptr<const PushItem> change = Change();
+  watchers_.ForEach([&change](AbortableStream* stream) {
+    static_cast<PushCall*>(stream)->Offer(change);
+  });
 }
 
 }  // namespace metasrv::server

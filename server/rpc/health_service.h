@@ -6,12 +6,15 @@
 #ifndef METASRV_SERVER_RPC_HEALTH_SERVICE_H_
 #define METASRV_SERVER_RPC_HEALTH_SERVICE_H_
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "grpc/health/v1/health.pb.h"
 #include "server/rpc/call_dispatcher.h"
+#include "server/rpc/push_call.h"
 #include "server/rpc/stream_registry.h"
 #include "server/rpc/unary_call.h"
 
@@ -47,11 +50,14 @@ class HealthService {
   void Check(CheckCall* call) const;
   // Offers the status now to every watcher.
   void Tell() ABSL_LOCKS_EXCLUDED(mu_);
+  // A new item for the watchers: the status may have changed.
+  std::shared_ptr<const PushItem> Change();
 
   mutable absl::Mutex mu_;                       // Guards the fields below.
   bool serving_ ABSL_GUARDED_BY(mu_) = false;    // What "" answers.
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;  // Shutdown() was called.
-  StreamRegistry watchers_;  // The Watch streams (all Watchers).
+  StreamRegistry watchers_;                      // The Watch streams' calls.
+  std::atomic<uint64_t> changes_{0};             // Items made by Change().
 };
 
 }  // namespace metasrv::server

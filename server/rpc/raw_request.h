@@ -4,6 +4,7 @@
 #define METASRV_SERVER_RPC_RAW_REQUEST_H_
 
 #include <grpc/grpc.h>
+#include <grpcpp/support/byte_buffer.h>
 
 #include <cstddef>
 
@@ -17,18 +18,19 @@ namespace metasrv::server {
 // included). Valid only during the call it is passed to.
 class RawRequest {
  public:
-  explicit RawRequest(grpc_byte_buffer* bytes) : bytes_(bytes) {}
+  explicit RawRequest(grpc_byte_buffer* bytes) : core_(bytes) {}
+  explicit RawRequest(grpc::ByteBuffer* bytes) : cpp_(bytes) {}
   // Decodes it into `message` (see DecodeRequest), inflating at most
   // `max_bytes`.
   absl::Status DecodeInto(google::protobuf::MessageLite* message,
                           size_t max_bytes, absl::string_view type = {}) const {
-    return DecodeRequest(bytes_, max_bytes, message, type);
+    return core_ != nullptr ? DecodeRequest(core_, max_bytes, message, type)
+                            : DecodeRequest(cpp_, max_bytes, message, type);
   }
-  // The bytes themselves, for a codec that reads them its own way.
-  grpc_byte_buffer* bytes() const { return bytes_; }
 
  private:
-  grpc_byte_buffer* const bytes_;  // gRPC's; borrowed.
+  grpc_byte_buffer* const core_ = nullptr;  // gRPC's; borrowed; or
+  grpc::ByteBuffer* const cpp_ = nullptr;   // the C++ API's; borrowed.
 };
 
 }  // namespace metasrv::server

@@ -60,17 +60,16 @@ ClusterService::ClusterService(const kv::KvBackend* kv,
       limits_(limits) {}
 
 void ClusterService::Register(CallDispatcher* dispatcher) {
+  dispatcher->Add(Method::kBatchGet,
+                  BatchGetCall::Factory(
+                      limits_, [this](BatchGetCall* call) { BatchGet(call); }));
   dispatcher->Add(
-      Method::kBatchGet,
-      BatchGetCall::Factory(limits_,
-                            [this](BatchGetCall* call) { BatchGet(call); }));
-  dispatcher->Add(Method::kRange,
-                  RangeCall::Factory(limits_,
-                                     [this](RangeCall* call) { Range(call); }));
-  dispatcher->Add(
-      Method::kMetasrvPeers,
-      PeersCall::Factory(limits_,
-                         [this](PeersCall* call) { MetasrvPeers(call); }));
+      Method::kRange,
+      RangeCall::Factory(limits_, [this](RangeCall* call) { Range(call); }));
+  dispatcher->Add(Method::kMetasrvPeers,
+                  PeersCall::Factory(limits_, [this](PeersCall* call) {
+                    MetasrvPeers(call);
+                  }));
 }
 
 template <typename Request, typename Response, typename Fill>

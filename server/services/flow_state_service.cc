@@ -2,10 +2,8 @@
 
 #include "server/codec/flow_state_columns.h"
 #include "server/codec/flow_state_response.h"
-#include "server/rpc/grpc_status.h"
-#include "server/rpc/grpc151_zstd_requests.h"
-#include "server/rpc/unary_call.h"
 #include "server/codec/node_info_proto.h"
+#include "server/rpc/unary_call.h"
 #include "server/watch/watch_stream.h"
 
 namespace metasrv::server {
@@ -22,18 +20,16 @@ FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
 void FlowStateService::Register(CallDispatcher* dispatcher) {
   dispatcher->Add(
       Method::kGetFlowState,
-      GetCall::Factory(limits_,
-                       [this](GetCall* call) { GetFlowState(call); }));
+      GetCall::Factory(limits_, [this](GetCall* call) { GetFlowState(call); }));
+  dispatcher->Add(Method::kListFlownodes,
+                  ListCall::Factory(limits_, [this](ListCall* call) {
+                    ListFlownodes(call);
+                  }));
   dispatcher->Add(
-      Method::kListFlownodes,
-      ListCall::Factory(limits_,
-                        [this](ListCall* call) { ListFlownodes(call); }));
-  dispatcher->Add(Method::kWatchFlowState,
-                  [this](ServerCall* call) -> std::unique_ptr<CallHandler> {
-                    return std::make_unique<WatchStream>(
-                        call, watch_, limits_.door, limits_.max_request_bytes,
-                        metrics_);
-                  });
+      Method::kWatchFlowState, PushCall::Factory(limits_, [this](ServerCall*) {
+        return std::unique_ptr<PushCall::Handler>(new WatchStream(
+            watch_, limits_.door, limits_.max_request_bytes, metrics_));
+      }));
 }
 
 namespace {

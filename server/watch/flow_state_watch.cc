@@ -1,7 +1,5 @@
 #include "server/watch/flow_state_watch.h"
 
-#include <grpc/grpc.h>
-
 #include <algorithm>
 #include <utility>
 
@@ -15,13 +13,11 @@
 namespace metasrv::server {
 
 WatchHub::WatchHub(const core::FlowStateManager* flow_state, Options options,
-                   Metrics* metrics, ReplyBudget* replies,
-                   const core::Clock* clock)
+                   Metrics* metrics, CallDoor* door, const core::Clock* clock)
     : flow_state_(flow_state),
       options_(options),
-      stall_limit_(std::max(options.stall_limit, 2 * options.min_interval)),
       metrics_(Metrics::OrDiscard(metrics)),
-      replies_(replies),
+      door_(door),
       clock_(clock),
       streams_(options.max_watchers, "watch") {}
 
@@ -54,7 +50,7 @@ void WatchHub::OnFlowStateChanged() {
 }
 
 absl::Status WatchHub::Add(WatchStream* stream) {
-  absl::Status added = streams_.Add(stream);
+  absl::Status added = streams_.Add(stream->call());
   if (!added.ok()) return added;
   {
     absl::MutexLock lock(&buckets_mu_);
@@ -75,26 +71,10 @@ void WatchHub::Remove(WatchStream* stream) {
       bucket.pop_back();
     }
   }
-  streams_.Remove(stream);
+  streams_.Remove(stream->call());
   absl::MutexLock lock(&mu_);
   --tiers_[stream->tier()].watchers;
 }
-
-namespace {
-
-grpc_byte_buffer* CoreBuffer(const std::vector<grpc::Slice>& slices) {
-  std::vector<grpc_slice> refs;
-  refs.reserve(slices.size());
-  for (const grpc::Slice& slice : slices) refs.push_back(slice.c_slice());
-  grpc_byte_buffer* raw = grpc_raw_byte_buffer_create(refs.data(), refs.size());
-  for (grpc_slice& ref : refs) grpc_slice_unref(ref);
-  return raw;
-}
-
-}  // namespace
-
-SharedMessage::SharedMessage(const std::vector<grpc::Slice>& slices)
-    : raw_(CoreBuffer(slices)) {}
 
 namespace {
 
@@ -292,11 +272,10 @@ void WatchHub::MakeCurrent(int tier,
   }
   // Held from now on only by watchers still writing it: charged until the
   // last lets go (at once, if none holds it).
-  if (superseded != nullptr) {
-    superseded->charge = ReplyCharge(
-        replies_,
+  if (superseded != nullptr && door_ != nullptr) {
+    superseded->charge = door_->HoldShared(
         superseded->message->Length() +
-            (superseded->delta != nullptr ? superseded->delta->Length() : 0));
+        (superseded->delta != nullptr ? superseded->delta->Length() : 0));
   }
 }
 

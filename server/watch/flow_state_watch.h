@@ -12,10 +12,10 @@
 //
 // A watcher that does not read at all (a zero HTTP/2 window) still holds the
 // state of its write in flight. Each state but the newest is charged once to
-// --max_reply_bytes_in_flight for as long as a watcher holds it; while more is
-// held than that, new watchers are refused and a watcher whose write has
-// been in flight for over the stall limit is ended with RESOURCE_EXHAUSTED,
-// which frees its state.
+// --max_reply_bytes_in_flight (through the door) for as long as a watcher
+// holds it; while more is held than that, new watchers are refused and the
+// door's stall policy ends a watcher whose write has been in flight for
+// over --reply_stall_limit (PushCall), which frees its state.
 //
 // Deltas: the publisher keeps its own copy of the aggregate
 // (core::FlowChangeTracker) and makes each state from it twice, whole and as
@@ -30,9 +30,6 @@
 // over its tier's interval once. A tier nobody watches holds nothing.
 #ifndef METASRV_SERVER_WATCH_FLOW_STATE_WATCH_H_
 #define METASRV_SERVER_WATCH_FLOW_STATE_WATCH_H_
-
-#include <grpc/byte_buffer.h>
-#include <grpcpp/support/slice.h>
 
 #include <array>
 #include <atomic>
@@ -51,35 +48,17 @@
 #include "core/flow_change_tracker.h"
 #include "core/flow_state_manager.h"
 #include "server/ops/metrics.h"
+#include "server/rpc/call_door.h"
 #include "server/rpc/cq_poller.h"
-#include "server/rpc/reply_budget.h"
+#include "server/rpc/push_call.h"
 #include "server/rpc/stream_registry.h"
 
 namespace metasrv::server {
 
-// One serialized message as gRPC core takes it, shared by every watcher it
-// is sent to: each write is given a copy that refers to the same slices.
-// Thread-safe (immutable once built).
-class SharedMessage {
- public:
-  // Refers to `slices` (a message's bytes, in order); copies none.
-  explicit SharedMessage(const std::vector<grpc::Slice>& slices);
-  ~SharedMessage() { grpc_byte_buffer_destroy(raw_); }
-  SharedMessage(const SharedMessage&) = delete;
-  SharedMessage& operator=(const SharedMessage&) = delete;
-
-  // A new buffer for one write (the caller owns it; gRPC empties it).
-  grpc_byte_buffer* NewWrite() const { return grpc_byte_buffer_copy(raw_); }
-  size_t Length() const { return grpc_byte_buffer_length(raw_); }
-
- private:
-  grpc_byte_buffer* const raw_;  // Owned; never handed to gRPC itself.
-};
-
 // One state as sent: serialized metasrv.v1.WatchFlowStateResponses.
-struct WatchSnapshot {
-  uint64_t sequence = 0;  // The hub's change count it reflects.
-  uint64_t term = 0;      // The flow-state term it is of.
+// Its sequence (PushItem) is the hub's change count it reflects.
+struct WatchSnapshot final : PushItem {
+  uint64_t term = 0;  // The flow-state term it is of.
   // The publisher's count of states (1, 2, ...); 0 for a state built for a
   // new watcher, which no delta follows.
   uint64_t publish = 0;
@@ -103,17 +82,13 @@ class WatchHub final : public core::FlowStateListener {
     absl::Duration min_interval = absl::Milliseconds(500);  // Between pushes.
     // Open watch streams; 0: no limit. The server sets --max_streams.
     uint64_t max_watchers = 0;
-    // A write in flight for longer than this, while the budget is exceeded,
-    // ends its watcher; at least twice min_interval.
-    absl::Duration stall_limit = absl::Seconds(5);
   };
 
-  // Borrows all four (null `metrics`: none kept; null `replies`: states
-  // are not charged); they must outlive the hub. The interval and the stall
-  // limit are timed on `clock`'s monotonic time. Call Start() to begin
-  // publishing.
+  // Borrows all four (null `metrics`: none kept; null `door`: states are
+  // not charged); they must outlive the hub. The interval is timed on
+  // `clock`'s monotonic time. Call Start() to begin publishing.
   WatchHub(const core::FlowStateManager* flow_state, Options options,
-           Metrics* metrics, ReplyBudget* replies = nullptr,
+           Metrics* metrics, CallDoor* door = nullptr,
            const core::Clock* clock = core::SystemClock());
   ~WatchHub() override;
   WatchHub(const WatchHub&) = delete;
@@ -161,13 +136,6 @@ class WatchHub final : public core::FlowStateListener {
   // published to). Both read under one lock with the publisher's decision.
   absl::Time LookedAt() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t PublishedTo(int tier) const ABSL_LOCKS_EXCLUDED(mu_);
-  // Whether watchers hold more than the reply budget allows, and how long a
-  // write may be in flight then.
-  bool OverBudget() const {
-    return replies_ != nullptr && replies_->Exceeded();
-  }
-  absl::Duration stall_limit() const { return stall_limit_; }
-  const core::Clock* clock() const { return clock_; }
   // A number for each new watcher (0, 1, ...), to split them in waves.
   uint64_t NextOrdinal() { return ordinals_.fetch_add(1); }
 
@@ -242,12 +210,10 @@ class WatchHub final : public core::FlowStateListener {
   void MakeCurrent(int tier, std::shared_ptr<const WatchSnapshot> snapshot);
 
   const core::FlowStateManager* const flow_state_;  // The state; borrowed.
-  const Options options_;                           // Interval and limit.
-  // options_.stall_limit, at least twice the interval.
-  const absl::Duration stall_limit_;
-  Metrics* const metrics_;      // Borrowed; never null (Metrics::OrDiscard).
-  ReplyBudget* const replies_;  // What states are charged to; may be null.
-  const core::Clock* const clock_;     // Times pushes and stalls; borrowed.
+  const Options options_;                           // Interval and bound.
+  Metrics* const metrics_;  // Borrowed; never null (Metrics::OrDiscard).
+  CallDoor* const door_;    // Where states are charged; may be null.
+  const core::Clock* const clock_;     // Times pushes; borrowed.
   StreamRegistry streams_;             // The open watchers (all WatchStreams).
   std::atomic<uint64_t> ordinals_{0};  // Next NextOrdinal().
   // Guards buckets_; taken before a watcher's own lock (a wave offers

@@ -151,7 +151,7 @@ TEST(HardeningLimitsTest, NodeStringsAreBoundedAndOthersStayIntact) {
 // permanent error that says to ask for less, not "retry later".
 TEST(HardeningLimitsTest, AnAnswerLargerThanTheBudgetIsAPermanentError) {
   ServerOptions options = ::metasrv::testing::LoopbackOptions();
-  options.max_reply_bytes_in_flight = 64 << 10;
+  options.door.max_reply_bytes_in_flight = 64 << 10;
   auto server = Start(options);
   ASSERT_NE(server, nullptr);
   auto channel = Connect(server->advertised_addr());

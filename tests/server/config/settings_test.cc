@@ -188,7 +188,7 @@ TEST(SettingsTest, NodeMaxIdleTimeRunsOnlyWithAnElection) {
 TEST(SettingsTest, DerivedBoundsAreDecidedOnceByTheCheck) {
   ServerOptions o;
   o.grpc_memory_limit = 100 << 20;
-  o.max_reply_bytes_in_flight = 64 << 20;
+  o.door.max_reply_bytes_in_flight = 64 << 20;
   o.max_streams = 123;
   absl::StatusOr<CheckedOptions> checked = CheckOptions(o);
   ASSERT_TRUE(checked.ok()) << checked.status();

@@ -26,7 +26,8 @@ constexpr char kToken[] = "0123456789abcdef0123";
 
 class CallDoorTest : public ::testing::Test {
  protected:
-  CallDoorTest() : budget_(1000) {
+  CallDoorTest() {
+    options_.max_reply_bytes_in_flight = 1000;
     options_.peers.max_calls = 4;
     options_.peers.max_calls_per_peer = 2;
     options_.peers.max_reply_bytes_per_peer = 600;
@@ -36,8 +37,7 @@ class CallDoorTest : public ::testing::Test {
     leadership_.term.state_term = 7;
   }
   CallDoor MakeDoor(AdminAuth auth = AdminAuth()) {
-    return CallDoor(&leadership_, std::move(auth), options_, &budget_, &clock_,
-                    nullptr);
+    return CallDoor(&leadership_, std::move(auth), options_, &clock_, nullptr);
   }
   // Enters a call of `method` from `peer`; the ticket, or the refusal.
   static absl::Status Enter(CallDoor& door, Method method,
@@ -48,7 +48,6 @@ class CallDoorTest : public ::testing::Test {
   }
 
   DoorOptions options_;
-  ReplyBudget budget_;
   core::ManualClock clock_;
   FakeLeadership leadership_;
 };
@@ -139,7 +138,7 @@ TEST_F(CallDoorTest, AnAnswerIsChargedToItsHostsShareThenTheBudget) {
   // Past the host's share (600): refused, nothing taken.
   EXPECT_EQ(door.TakeReply(RowOf(Method::kRange), &*a, 200).code(),
             absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(budget_.used(), 500u);
+  EXPECT_EQ(door.replies().used(), 500u);
   EXPECT_TRUE(door.TakeReply(RowOf(Method::kRange), &*b, 450).ok());
   // Within c's share, past the budget (1000): refused, its share given back.
   absl::Status over = door.TakeReply(RowOf(Method::kRange), &*c, 100);
@@ -149,12 +148,12 @@ TEST_F(CallDoorTest, AnAnswerIsChargedToItsHostsShareThenTheBudget) {
   EXPECT_EQ(door.TakeReply(RowOf(Method::kRange), &*c, 601).code(),
             absl::StatusCode::kFailedPrecondition);
   door.GiveReply(&*a, 500);
-  EXPECT_EQ(budget_.used(), 450u);
+  EXPECT_EQ(door.replies().used(), 450u);
   EXPECT_EQ(a->peer_reply_bytes(), 0u);
   EXPECT_TRUE(door.TakeReply(RowOf(Method::kRange), &*c, 100).ok());
   // No ticket (a call no door charged): the budget alone.
   EXPECT_TRUE(door.TakeReply(RowOf(Method::kRange), nullptr, 50).ok());
-  EXPECT_EQ(budget_.used(), 600u);
+  EXPECT_EQ(door.replies().used(), 600u);
 }
 
 // A heartbeat's, AskLeader's or health's answer is counted but never refused
@@ -172,9 +171,9 @@ TEST_F(CallDoorTest, AnAlwaysAnsweredMethodIsChargedButNeverRefused) {
     EXPECT_TRUE(door.TakeReply(RowOf(method), &*b, 20).ok());
   }
   EXPECT_EQ(b->peer_reply_bytes(), 680u);  // The host's, counted.
-  EXPECT_EQ(budget_.used(), 680u);
+  EXPECT_EQ(door.replies().used(), 680u);
   for (int i = 0; i < 4; ++i) door.GiveReply(&*b, 20);
-  EXPECT_EQ(budget_.used(), 600u);
+  EXPECT_EQ(door.replies().used(), 600u);
   EXPECT_FALSE(RowOf(Method::kGetFlowState).always_answered);
   EXPECT_FALSE(RowOf(Method::kReflectionV1).always_answered);
 }

@@ -35,8 +35,7 @@ using Call = UnaryCall<Request, Response>;
 // request is a ForgetFlowsRequest), without a door.
 void AddEcho(Runtime* runtime) {
   runtime->dispatcher().Add(
-      Method::kForgetFlows,
-      Call::Factory({}, [](Call* call) {
+      Method::kForgetFlows, Call::Factory({}, [](Call* call) {
         call->response()->set_forgotten_flows(call->request().flow_ids_size());
         call->Finish(absl::OkStatus());
       }));
@@ -75,8 +74,7 @@ TEST(CallDispatcherTest, ACallOutlivesItsClientUntilItsMethodFinishes) {
   std::atomic<Call*> parked{nullptr};
   runtime.dispatcher().Add(
       Method::kForgetNodes,
-      Call::Factory({},
-                    [&](Call* call) { parked.store(call); }));
+      Call::Factory({}, [&](Call* call) { parked.store(call); }));
   runtime.Start();
   Request request;
   grpc::Status status = runtime.Unary("/metasrv.v1.Admin/ForgetNodes", request,
@@ -100,13 +98,12 @@ TEST(CqPollerTest, AHandlerThatBlocksDoesNotStopTheQueue) {
   Runtime runtime(options);
   absl::Notification entered;
   absl::Notification release;
-  runtime.dispatcher().Add(
-      Method::kForgetNodes,
-      Call::Factory({}, [&](Call* call) {
-        entered.Notify();
-        release.WaitForNotification();  // Blocks a poller.
-        call->Finish(absl::OkStatus());
-      }));
+  runtime.dispatcher().Add(Method::kForgetNodes,
+                           Call::Factory({}, [&](Call* call) {
+                             entered.Notify();
+                             release.WaitForNotification();  // Blocks a poller.
+                             call->Finish(absl::OkStatus());
+                           }));
   AddEcho(&runtime);
   runtime.Start();
   // The first poller counts itself once its thread runs.
@@ -134,8 +131,7 @@ TEST(CqPollerTest, AHelperJoinsWhileTheQueueIsSaturatedAndLeavesAfter) {
   Runtime runtime(options);
   // Each call keeps its poller busy for 2 ms.
   runtime.dispatcher().Add(
-      Method::kForgetNodes,
-      Call::Factory({}, [](Call* call) {
+      Method::kForgetNodes, Call::Factory({}, [](Call* call) {
         const absl::Time until = absl::Now() + absl::Milliseconds(2);
         while (absl::Now() < until) {
         }

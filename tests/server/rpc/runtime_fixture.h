@@ -34,13 +34,13 @@ class Runtime {
  public:
   // Calls pass through `door` (null: none; the runtime alone).
   explicit Runtime(CqPoller::Options options = {}, CallDoor* door = nullptr)
-      : metrics_(&registry_),
-        dispatcher_(&metrics_, door),
-        options_(options) {}
+      : metrics_(&registry_), dispatcher_(&metrics_, door), options_(options) {}
   ~Runtime() { Stop(); }
 
   CallDispatcher& dispatcher() { return dispatcher_; }
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+  // Where it listens ("127.0.0.1:port").
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
   CqPoller& poller() { return *poller_; }
 
   void Start() {

@@ -223,8 +223,9 @@ TEST(StreamCallTest, AnAbortFromOutsideEndsTheStreamBehindItsAnswer) {
 // has taken it.
 class StreamCallDoorTest : public ::testing::Test {
  protected:
-  StreamCallDoorTest() : budget_(1 << 20) {
+  StreamCallDoorTest() {
     leadership_.term.leading = true;
+    options_.max_reply_bytes_in_flight = 1 << 20;
     options_.request_timeout = absl::Milliseconds(300);
     options_.peers.max_reply_bytes_per_peer = 2048;
   }
@@ -237,12 +238,11 @@ class StreamCallDoorTest : public ::testing::Test {
   };
   Leading leadership_;
   DoorOptions options_;
-  ReplyBudget budget_;
 };
 
 TEST_F(StreamCallDoorTest, AStreamWithoutARequestIsEndedAtItsDeadline) {
-  CallDoor door(&leadership_, AdminAuth(), options_, &budget_,
-                core::SystemClock(), nullptr);
+  CallDoor door(&leadership_, AdminAuth(), options_, core::SystemClock(),
+                nullptr);
   Seen seen;
   Runtime runtime({}, &door);
   CallLimits limits;
@@ -264,8 +264,8 @@ TEST_F(StreamCallDoorTest, AStreamWithoutARequestIsEndedAtItsDeadline) {
 }
 
 TEST_F(StreamCallDoorTest, EveryAnswerIsChargedAtTheDoorUntilItIsTaken) {
-  CallDoor door(&leadership_, AdminAuth(), options_, &budget_,
-                core::SystemClock(), nullptr);
+  CallDoor door(&leadership_, AdminAuth(), options_, core::SystemClock(),
+                nullptr);
   Seen seen;
   Runtime runtime({}, &door);
   CallLimits limits;
@@ -287,7 +287,7 @@ TEST_F(StreamCallDoorTest, EveryAnswerIsChargedAtTheDoorUntilItIsTaken) {
   answer.Clear();
   answer.set_valid_host("x!");
   const uint64_t one = answer.ByteSizeLong();
-  EXPECT_EQ(budget_.used(), one);
+  EXPECT_EQ(door.replies().used(), one);
   EXPECT_EQ(door.ledger().open_calls(), 1);
   // One past the host's share (2 KiB) could never fit: refused as such.
   ASSERT_TRUE(stream->Write(Host("big")));
@@ -298,7 +298,7 @@ TEST_F(StreamCallDoorTest, EveryAnswerIsChargedAtTheDoorUntilItIsTaken) {
             std::string::npos)
       << status.error_message();
   EXPECT_TRUE(WaitFor([&] { return seen.closed.load() == 1; }));
-  EXPECT_EQ(budget_.used(), 0u);
+  EXPECT_EQ(door.replies().used(), 0u);
 }
 
 }  // namespace
