@@ -108,12 +108,36 @@ absl::Status HeartbeatRequestReader::Check() const {
                     : request.has_datanode() ? request.datanode().types_size()
                                              : 0;
   if (types > kMaxWorkloadTypes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("heartbeat request has ", types,
-                     " workload types, more than the limit of ",
-                     kMaxWorkloadTypes));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "heartbeat request has ", types,
+        " workload types, more than the limit of ", kMaxWorkloadTypes));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<ParsedHeartbeat> HeartbeatRequestReader::Parse(
+    uint64_t max_flows_per_report) {
+  if (absl::Status checked = Check(); !checked.ok()) return checked;
+  return Whole(frame_->header().role(), max_flows_per_report);
+}
+
+ParsedHeartbeat HeartbeatRequestReader::Whole(greptime::v1::meta::Role role,
+                                              uint64_t max_flows_per_report) {
+  ParsedHeartbeat parsed;
+  parsed.role = role;
+  parsed.node_id = node_id_;
+  parsed.has_report = has_flow_stat();
+  parsed.report_bytes = flow_stat_bytes_;
+  if (role != greptime::v1::meta::FLOWNODE) {
+    // Its cluster info is all a frontend's or datanode's heartbeat records.
+    core::NodeHeartbeat heartbeat;
+    heartbeat.cluster_node = ClusterNodeOf(*frame_);
+    parsed.heartbeat = std::move(heartbeat);
+  } else if (node_id_.has_value()) {
+    parsed.heartbeat =
+        TakeHeartbeat(*node_id_, max_flows_per_report, &parsed.refusal);
+  }
+  return parsed;
 }
 
 absl::StatusOr<core::NodeHeartbeat> HeartbeatRequestReader::TakeHeartbeat(

@@ -44,6 +44,23 @@ enum class ReportRefusal {
 inline constexpr absl::string_view kHeartbeatRequestType =
     "greptime.v1.meta.HeartbeatRequest";
 
+// A heartbeat request read whole: everything the handler acts on, in one
+// value.
+struct ParsedHeartbeat {
+  // The header's role (known, once checked; else the role it was read as).
+  greptime::v1::meta::Role role = greptime::v1::meta::DATANODE;
+  // The node it speaks for (HeartbeatRequestReader::node_id).
+  std::optional<uint64_t> node_id;
+  bool has_report = false;  // It carried a flow_stat (empty or not).
+  size_t report_bytes = 0;  // The bytes its flow_stat took on the wire.
+  // A flownode's with a node id: its heartbeat whole (peer address,
+  // NodeInfo, cluster info, the report), or kInvalidArgument when the
+  // report is refused (`refusal` says why). Any other role's: its cluster
+  // info alone.
+  absl::StatusOr<core::NodeHeartbeat> heartbeat;
+  ReportRefusal refusal = ReportRefusal::kNone;
+};
+
 // A greptime.v1.meta.HeartbeatRequest, parsed: its fields (as a
 // HeartbeatFrame, on an arena reused from one request to the next) and its
 // flow_stat's entries, decoded straight into a report builder
@@ -88,6 +105,13 @@ class HeartbeatRequestReader {
   // nothing is returned then.
   absl::StatusOr<core::NodeHeartbeat> TakeHeartbeat(
       uint64_t node, uint64_t max_flows_per_report, ReportRefusal* why);
+  // The request last read, checked (Check()) and read whole for a node of
+  // its header's role, its report held to `max_flows_per_report` flows:
+  // the one value the handler acts on. kInvalidArgument from Check().
+  absl::StatusOr<ParsedHeartbeat> Parse(uint64_t max_flows_per_report);
+  // The same without the check, read as a node of `role` (tests).
+  ParsedHeartbeat Whole(greptime::v1::meta::Role role,
+                        uint64_t max_flows_per_report);
   // Whether it carried a flow_stat (empty or not).
   bool has_flow_stat() const { return frame_->flow_stat_size() > 0; }
   // Its flow_stat's state sizes and last execution times, not yet built;

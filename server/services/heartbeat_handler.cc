@@ -5,8 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
-#include "server/codec/node_identity.h"
-#include "server/codec/node_info_proto.h"
 #include "server/rpc/method_table.h"
 #include "spdlog/spdlog.h"
 
@@ -24,32 +22,28 @@ HeartbeatHandler::HeartbeatHandler(core::FlowStateManager* flow_state,
       metrics_(Metrics::OrDiscard(metrics)) {}
 
 absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
-    HeartbeatRequestReader* reader, greptime::v1::meta::Role role,
-    std::optional<uint64_t> state_term) {
-  const metasrv::v1::HeartbeatFrame& request = reader->request();
-  const bool has_report = reader->has_flow_stat();
-  if (role != greptime::v1::meta::FLOWNODE) {
-    // Its cluster info is all a frontend's or datanode's heartbeat records.
-    if (std::optional<core::ClusterNode> node = ClusterNodeOf(request)) {
-      absl::Status recorded = flow_state_->RecordNode(*node, state_term);
+    ParsedHeartbeat parsed, std::optional<uint64_t> state_term) {
+  const bool has_report = parsed.has_report;
+  if (parsed.role != greptime::v1::meta::FLOWNODE) {
+    if (parsed.heartbeat.ok() && parsed.heartbeat->cluster_node.has_value()) {
+      absl::Status recorded =
+          flow_state_->RecordNode(*parsed.heartbeat->cluster_node, state_term);
       if (!recorded.ok()) return recorded;
     }
     if (!has_report) return MergeResult::kNoFlowStat;
     metrics_->ReportIgnored(IgnoredReason::kNotFlownode);
     return MergeResult::kNotFlownode;
   }
-  const std::optional<uint64_t> node = reader->node_id();
+  const std::optional<uint64_t> node = parsed.node_id;
   if (!node.has_value()) {
     if (!has_report) return MergeResult::kNoFlowStat;
     spdlog::debug("flow stat without header or peer ignored");
     metrics_->ReportIgnored(IgnoredReason::kNoNodeId);
     return MergeResult::kNoNodeId;
   }
-  ReportRefusal refusal = ReportRefusal::kNone;
-  absl::StatusOr<core::NodeHeartbeat> heartbeat =
-      reader->TakeHeartbeat(*node, options_.max_flows_per_report, &refusal);
+  absl::StatusOr<core::NodeHeartbeat>& heartbeat = parsed.heartbeat;
   if (!heartbeat.ok()) {
-    metrics_->ReportIgnored(refusal == ReportRefusal::kTooManyFlows
+    metrics_->ReportIgnored(parsed.refusal == ReportRefusal::kTooManyFlows
                                 ? IgnoredReason::kTooManyFlows
                                 : IgnoredReason::kMalformed);
     return heartbeat.status();
@@ -67,7 +61,7 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     return recorded;
   }
   if (!has_report) return MergeResult::kNoFlowStat;
-  metrics_->ReportMerged(absl::Now() - start, reader->flow_stat_bytes());
+  metrics_->ReportMerged(absl::Now() - start, parsed.report_bytes);
   return MergeResult::kMerged;
 }
 
@@ -81,10 +75,13 @@ uint64_t HeartbeatHandler::IntervalFor(int role) const {
 absl::Status HeartbeatHandler::Handle(HeartbeatRequestReader* reader,
                                       bool handshake,
                                       HeartbeatResponse* response) {
-  const metasrv::v1::HeartbeatFrame& request = reader->request();
-  // What a node says about itself is bounded before anything is kept.
-  if (absl::Status checked = reader->Check(); !checked.ok()) return checked;
-  const int role = request.header().role();
+  // What a node says about itself is checked and bounded before anything
+  // of it is kept.
+  absl::StatusOr<ParsedHeartbeat> parsed =
+      reader->Parse(options_.max_flows_per_report);
+  if (!parsed.ok()) return parsed.status();
+  const int role = parsed->role;
+  const bool has_report = parsed->has_report;
   metrics_->HeartbeatReceived(role);
   response->Clear();
   response->mutable_header()->set_protocol_version(1);
@@ -102,13 +99,13 @@ absl::Status HeartbeatHandler::Handle(HeartbeatRequestReader* reader,
   const bool serve = admitted.ok() && admitted->kind == Admission::Kind::kServe;
   if (serve) {
     absl::StatusOr<MergeResult> merged =
-        MergeFlowStat(reader, request.header().role(), admitted->state_term);
+        MergeFlowStat(*std::move(parsed), admitted->state_term);
     // kAborted: leadership was lost while merging; answer as a follower.
     if (merged.ok() || !absl::IsAborted(merged.status())) {
       return merged.status();
     }
   }
-  if (reader->has_flow_stat() && !serve) {
+  if (has_report && !serve) {
     metrics_->ReportIgnored(IgnoredReason::kNotLeader);
   }
   SetNotLeader(*leadership_, response->mutable_header());

@@ -67,14 +67,14 @@ class HeartbeatHandler {
 
   // Records a flownode's heartbeat (its peer address and NodeInfo) and
   // merges its flow state (with the start times of the
-  // kFlowStartTimeExtension extension, if any) if `role` (the sender's,
-  // normally from the header) and its identity
-  // (HeartbeatRequestReader::node_id) allow.
+  // kFlowStartTimeExtension extension, if any) if its role and identity
+  // allow; records another node's cluster info. `parsed` is the request
+  // read whole (HeartbeatRequestReader::Parse).
   // `state_term` is the leadership term's (see
   // FlowStateManager::Heartbeat): kAborted if it ended. kInvalidArgument for
   // too many flows or a malformed extension; nothing is recorded then.
   absl::StatusOr<MergeResult> MergeFlowStat(
-      HeartbeatRequestReader* request, greptime::v1::meta::Role role,
+      ParsedHeartbeat parsed,
       std::optional<uint64_t> state_term = std::nullopt);
 
  private:

@@ -9,18 +9,10 @@
 
 #include "core/clock.h"
 #include "gtest/gtest.h"
+#include "tests/server/rpc/runtime_fixture.h"
 
 namespace metasrv::server {
 namespace {
-
-// Who leads, as a test says.
-class FakeLeadership final : public core::Leadership {
- public:
-  Term CurrentTerm() const override { return term; }
-  std::string LeaderAddr() const override { return "10.0.0.9:3002"; }
-  std::vector<std::string> FollowerAddrs() const override { return {}; }
-  Term term;
-};
 
 constexpr char kToken[] = "0123456789abcdef0123";
 
@@ -49,7 +41,7 @@ class CallDoorTest : public ::testing::Test {
 
   DoorOptions options_;
   core::ManualClock clock_;
-  FakeLeadership leadership_;
+  TestLeadership leadership_;
 };
 
 TEST_F(CallDoorTest, ACallIsChargedToItsHostUntilItsTicketGoes) {

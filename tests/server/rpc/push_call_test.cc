@@ -197,14 +197,7 @@ class PushCallDoorTest : public ::testing::Test {
     leadership_.term.leading = true;
     options_.request_timeout = absl::Milliseconds(300);
   }
-  class Leading final : public core::Leadership {
-   public:
-    Term CurrentTerm() const override { return term; }
-    std::string LeaderAddr() const override { return ""; }
-    std::vector<std::string> FollowerAddrs() const override { return {}; }
-    Term term;
-  };
-  Leading leadership_;
+  TestLeadership leadership_;
   DoorOptions options_;
   core::ManualClock clock_;
 };

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "core/leadership.h"
 #include "gtest/gtest.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "prometheus/registry.h"
@@ -23,6 +24,16 @@
 #include "server/rpc/cq_poller.h"
 
 namespace metasrv::server {
+
+// Who leads, as a test says.
+class TestLeadership final : public core::Leadership {
+ public:
+  Term CurrentTerm() const override { return term; }
+  std::string LeaderAddr() const override { return leader; }
+  std::vector<std::string> FollowerAddrs() const override { return {}; }
+  Term term;
+  std::string leader;
+};
 
 // A small request and answer: any message will do.
 using Request = metasrv::v1::ForgetFlowsRequest;

@@ -229,14 +229,7 @@ class StreamCallDoorTest : public ::testing::Test {
     options_.request_timeout = absl::Milliseconds(300);
     options_.peers.max_reply_bytes_per_peer = 2048;
   }
-  class Leading final : public core::Leadership {
-   public:
-    Term CurrentTerm() const override { return term; }
-    std::string LeaderAddr() const override { return ""; }
-    std::vector<std::string> FollowerAddrs() const override { return {}; }
-    Term term;
-  };
-  Leading leadership_;
+  TestLeadership leadership_;
   DoorOptions options_;
 };
 

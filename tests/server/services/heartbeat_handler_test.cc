@@ -38,7 +38,7 @@ class HeartbeatHandlerTest : public ::testing::Test {
   absl::StatusOr<MergeResult> Merge(const meta::HeartbeatRequest& req,
                                     meta::Role role) {
     EXPECT_TRUE(reader_.Read(req).ok());
-    return handler_.MergeFlowStat(&reader_, role);
+    return handler_.MergeFlowStat(reader_.Whole(role, 100000));
   }
   std::optional<uint64_t> NodeId(const meta::HeartbeatRequest& req) {
     EXPECT_TRUE(reader_.Read(req).ok());
