@@ -69,7 +69,9 @@ class StreamCall final : public CallHandler, public AbortableStream {
     virtual ~Handler() = default;
     // The call starts (admitted by the door). An error ends it at once
     // with that status; OnClose() is still called.
-    virtual absl::Status OnOpen(StreamCall* call) { return absl::OkStatus(); }
+    virtual absl::Status OnOpen(StreamCall* /*call*/) {
+      return absl::OkStatus();
+    }
     // One request. `answer` is the same message every time: the handler
     // sets it whole.
     virtual StreamStep OnRequest(const RawRequest& request, Answer* answer) = 0;
