@@ -364,7 +364,9 @@ void LimitRows(Rows* r) {
   AddIn(r,
         {"reply_stall_limit", nullptr,
          "an answer of 64 KiB or more that its client has not read this long "
-         "after it was sent is cancelled, giving back its reply budget",
+         "after it was sent is cancelled, giving back its reply budget; a "
+         "stream's write (a watch, a health watch) in flight this long while "
+         "answers exceed --max_reply_bytes_in_flight ends its stream",
          false},
         &ServerOptions::door, &DoorOptions::reply_stall_limit,
         Between(absl::Milliseconds(100), kDay));
