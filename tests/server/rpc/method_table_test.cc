@@ -7,19 +7,12 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "gtest/gtest.h"
+#include "tests/server/rpc/runtime_fixture.h"
 
 namespace metasrv::server {
 namespace {
 
-// Who leads, as a test says.
-class FakeLeadership final : public core::Leadership {
- public:
-  Term CurrentTerm() const override { return term; }
-  std::string LeaderAddr() const override { return leader; }
-  std::vector<std::string> FollowerAddrs() const override { return {}; }
-  Term term;
-  std::string leader;
-};
+using FakeLeadership = TestLeadership;
 
 TEST(MethodTableTest, EveryRowIsFoundByItsPathAndNamesItsOwnMethod) {
   absl::flat_hash_set<std::string> paths;

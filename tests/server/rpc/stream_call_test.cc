@@ -229,22 +229,36 @@ class StreamCallDoorTest : public ::testing::Test {
     options_.request_timeout = absl::Milliseconds(300);
     options_.peers.max_reply_bytes_per_peer = 2048;
   }
+  // Starts the echo behind a door of options_; a stream to it.
+  void Start() {
+    door_ = std::make_unique<CallDoor>(&leadership_, AdminAuth(), options_,
+                                       core::SystemClock(), nullptr);
+    runtime_ = std::make_unique<Runtime>(CqPoller::Options{}, door_.get());
+    CallLimits limits;
+    limits.door = door_.get();
+    AddEcho(runtime_.get(), &seen_, nullptr, limits);
+    runtime_->Start();
+    stub_ = refl::ServerReflection::NewStub(runtime_->channel());
+    stream_ = stub_->ServerReflectionInfo(&context_);
+  }
+
   TestLeadership leadership_;
   DoorOptions options_;
+  Seen seen_;
+  std::unique_ptr<CallDoor> door_;
+  std::unique_ptr<Runtime> runtime_;
+  std::unique_ptr<refl::ServerReflection::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<refl::ServerReflectionRequest,
+                                           refl::ServerReflectionResponse>>
+      stream_;
 };
 
 TEST_F(StreamCallDoorTest, AStreamWithoutARequestIsEndedAtItsDeadline) {
-  CallDoor door(&leadership_, AdminAuth(), options_, core::SystemClock(),
-                nullptr);
-  Seen seen;
-  Runtime runtime({}, &door);
-  CallLimits limits;
-  limits.door = &door;
-  AddEcho(&runtime, &seen, nullptr, limits);
-  runtime.Start();
-  auto stub = refl::ServerReflection::NewStub(runtime.channel());
-  grpc::ClientContext context;
-  auto stream = stub->ServerReflectionInfo(&context);
+  Start();
+  CallDoor& door = *door_;
+  Seen& seen = seen_;
+  auto& stream = stream_;
   refl::ServerReflectionResponse answer;
   EXPECT_FALSE(stream->Read(&answer));  // Sent nothing; waits.
   const grpc::StatusCode code = stream->Finish().error_code();
@@ -257,17 +271,10 @@ TEST_F(StreamCallDoorTest, AStreamWithoutARequestIsEndedAtItsDeadline) {
 }
 
 TEST_F(StreamCallDoorTest, EveryAnswerIsChargedAtTheDoorUntilItIsTaken) {
-  CallDoor door(&leadership_, AdminAuth(), options_, core::SystemClock(),
-                nullptr);
-  Seen seen;
-  Runtime runtime({}, &door);
-  CallLimits limits;
-  limits.door = &door;
-  AddEcho(&runtime, &seen, nullptr, limits);
-  runtime.Start();
-  auto stub = refl::ServerReflection::NewStub(runtime.channel());
-  grpc::ClientContext context;
-  auto stream = stub->ServerReflectionInfo(&context);
+  Start();
+  CallDoor& door = *door_;
+  Seen& seen = seen_;
+  auto& stream = stream_;
   refl::ServerReflectionResponse answer;
   for (int i = 0; i < 10; ++i) {
     ASSERT_TRUE(stream->Write(Host("x")));
