@@ -190,7 +190,8 @@ std::string UsageText() {
       "                  [--tls_cert=PEM --tls_key=PEM] COMMAND [flags]\n"
       "\n"
       "--addr (or $METASRVCTL_ADDR) names one replica or several; commands go\n"
-      "to the leader the first that answers names (health: to the first).\n"
+      "to the leader the first that answers names (health and status: to\n"
+      "each replica named, one row each).\n"
       "\n"
       "commands:\n";
   for (const Command& command : Commands()) {

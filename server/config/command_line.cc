@@ -285,6 +285,14 @@ int ApplySources(const Parsed& parsed, const std::vector<std::string>& env,
   return -1;
 }
 
+// Keys neither this service nor GreptimeDB knows (a misspelling such as
+// `[grpc] bind_adr`): their settings would stay at their defaults.
+std::string UnknownKeysError(const std::vector<std::string>& keys) {
+  return absl::StrCat(keys.size(),
+                      " key(s) neither this service nor GreptimeDB knows: ",
+                      absl::StrJoin(keys, ", "), " (misspelled?)");
+}
+
 // --print_config and --check_config: the options checked, printed (masked);
 // the exit code.
 int PrintChecked(const Parsed& parsed, const CommandLine& result) {
@@ -300,10 +308,8 @@ int PrintChecked(const Parsed& parsed, const CommandLine& result) {
     // A deploy step must not pass a file whose misspelled key leaves a
     // setting at its default. GreptimeDB's own keys with no meaning here
     // stay a note (upstream's example file passes).
-    return UsageError(absl::StrCat(
-        "--check_config: ", result.unknown_keys.size(),
-        " key(s) neither this service nor GreptimeDB knows: ",
-        absl::StrJoin(result.unknown_keys, ", "), " (misspelled?)"));
+    return UsageError(
+        absl::StrCat("--check_config: ", UnknownKeysError(result.unknown_keys)));
   }
   if (parsed.check_config) {
     Say("info", "the configuration can work");
@@ -338,6 +344,13 @@ CommandLine ReadCommandLine(int argc, char** argv,
   if (result.exit_code >= 0) return result;
   if (parsed.print_config || parsed.check_config) {
     result.exit_code = PrintChecked(parsed, result);
+  } else if (!result.unknown_keys.empty()) {
+    // The server starts (or reloads) only from what --check_config passes:
+    // a misspelled key would leave its setting at the default unseen.
+    result.exit_code = UsageError(absl::StrCat(
+        "config: ", UnknownKeysError(result.unknown_keys),
+        "; the server does not start with them (--check_config names them "
+        "too; GreptimeDB's own keys are only noted)"));
   }
   return result;
 }

@@ -303,6 +303,18 @@ TEST(CommandLineTest, CheckConfigChecksMasksAndSummarizesIgnoredKeys) {
   EXPECT_THAT(failed.out, HasSubstr("grpc.bind_adr"));
   EXPECT_THAT(failed.out, HasSubstr("mystery"));
   EXPECT_THAT(failed.out, ::testing::Not(HasSubstr("can work")));
+  // Issue 46: starting with it bound the default address, the misspelled
+  // key a warning. The server refuses to start with what the check refuses.
+  Ran started = RunBinary({"-c", typo}, {}, /*and_stderr=*/true);
+  EXPECT_EQ(started.exit_code, 2) << started.out;
+  EXPECT_THAT(started.out, HasSubstr("grpc.bind_adr"));
+  EXPECT_THAT(started.out, HasSubstr("the server does not start with them"));
+  EXPECT_THAT(started.out, ::testing::Not(HasSubstr("serving on")));
+  // The same for a variable of the environment that names no key.
+  Ran from_env = RunBinary({}, {"GREPTIMEDB_METASRV__GRPC__BIND_ADR=0.0.0.0:1"},
+                           /*and_stderr=*/true);
+  EXPECT_EQ(from_env.exit_code, 2) << from_env.out;
+  EXPECT_THAT(from_env.out, HasSubstr("grpc.bind_adr"));
   unlink(typo.c_str());
 }
 
