@@ -17,7 +17,7 @@
 #include "absl/time/clock.h"
 #include "core/leadership.h"
 #include "server/rpc/method_table.h"
-#include "server/rpc/peer_ledger.h"
+#include "server/rpc/call_ledger.h"
 #include "server/rpc/reply_budget.h"
 
 namespace metasrv::server {
@@ -25,7 +25,7 @@ namespace {
 
 // Calls from 64 hosts, each with other calls open, as on a busy server.
 void BM_LedgerEnterLeave(benchmark::State& state) {
-  static PeerLedger ledger({26214, 13107, 32 << 20});
+  static CallLedger ledger({26214, 13107, 32 << 20, {}}, core::SystemClock());
   std::vector<std::string> peers;
   for (int i = 0; i < 64; ++i) {
     peers.push_back(absl::StrCat("ipv4:10.0.", i, ".", state.thread_index(),
@@ -33,7 +33,7 @@ void BM_LedgerEnterLeave(benchmark::State& state) {
   }
   size_t i = 0;
   for (auto _ : state) {
-    auto ticket = ledger.Enter(peers[i++ & 63]);
+    auto ticket = ledger.Enter(peers[i++ & 63], CallKind::kUnary);
     benchmark::DoNotOptimize(ticket);
   }
 }
@@ -67,9 +67,9 @@ void BM_AdmitLeader(benchmark::State& state) {
 BENCHMARK(BM_AdmitLeader);
 
 void BM_ReplyShareAndBudget(benchmark::State& state) {
-  PeerLedger ledger({0, 0, 32 << 20});
+  CallLedger ledger({0, 0, 32 << 20, {}}, core::SystemClock());
   ReplyBudget budget(128 << 20);
-  auto ticket = ledger.Enter("ipv4:10.0.0.1:40000");
+  auto ticket = ledger.Enter("ipv4:10.0.0.1:40000", CallKind::kUnary);
   for (auto _ : state) {
     const bool taken = ticket->TakeReply(4096) && budget.TryTake(4096);
     benchmark::DoNotOptimize(taken);

@@ -27,6 +27,11 @@
 namespace metasrv::server {
 namespace {
 
+// Calls of `kind` open now, for a gauge (0 before the door exists).
+double OpenOf(const CallDoor* door, CallKind kind) {
+  return door == nullptr ? 0 : static_cast<double>(door->ledger().open(kind));
+}
+
 // How long, past the shutdown grace, calls may take to end (each was
 // cancelled by then) before the pollers stop anyway.
 constexpr absl::Duration kCallsEndSlack = absl::Seconds(10);
@@ -178,12 +183,12 @@ EtcdSecurity MetasrvServer::StoreSecurity() const {
 
 absl::Status MetasrvServer::StartSupport() {
   metrics_ = std::make_unique<Metrics>(Metrics::Sources{
-      [this] { return static_cast<double>(streams_.size()); },
+      [this] { return OpenOf(door_.get(), CallKind::kHeartbeat); },
       [this] { return static_cast<double>(flow_state_.node_count()); },
       [this] { return static_cast<double>(flow_state_.flow_count()); },
       [this] { return leadership_->IsLeader() ? 1.0 : 0.0; },
       [this] { return static_cast<double>(flow_state_.size()); },
-      [this] { return static_cast<double>(watch_->watchers()); },
+      [this] { return OpenOf(door_.get(), CallKind::kWatch); },
       [this] { return leadership_->LeaderAddr().empty() ? 0.0 : 1.0; },
       [this] {
         return election_ != nullptr ? election_->Health() : StoreHealth{};
@@ -237,7 +242,7 @@ absl::Status MetasrvServer::MakeServices() {
   limits.max_request_bytes = static_cast<size_t>(options_.max_message_bytes);
   limits.door = door_.get();
   heartbeat_service_ = std::make_unique<HeartbeatService>(
-      handler_.get(), &streams_, leadership_.get(), limits);
+      handler_.get(), leadership_.get(), limits);
   cluster_service_ = std::make_unique<ClusterService>(
       &flow_state_, leadership_.get(), &reads_, self_description_.get(),
       metrics_.get(), limits);
@@ -463,10 +468,10 @@ uint64_t MetasrvServer::OnBecomeLeader() {
 
 uint64_t MetasrvServer::OnStepDown() {
   metrics_->LeaderChanged(LeaderChangeCause::kSteppedDown);
-  const grpc::Status stepped_down(grpc::StatusCode::ABORTED,
-                                  "not leader: this metasrv stepped down");
-  streams_.AbortAll(stepped_down);
-  watch_->AbortAll(stepped_down);
+  const absl::Status stepped_down =
+      absl::AbortedError("not leader: this metasrv stepped down");
+  door_->ledger().AbortAll(CallKind::kHeartbeat, stepped_down);
+  door_->ledger().AbortAll(CallKind::kWatch, stepped_down);
   return flow_state_.Reset().dropped_keys;
 }
 
@@ -482,8 +487,7 @@ MetasrvServer::~MetasrvServer() {
   Wait();
   if (watch_ != nullptr) {
     flow_state_.SetListener(nullptr);
-    watch_->Stop(
-        grpc::Status(grpc::StatusCode::UNAVAILABLE, "metasrv stopped"));
+    watch_->Stop();
   }
 }
 
@@ -495,14 +499,17 @@ void MetasrvServer::Shutdown() {
   }
   // Hand leadership over first, so another replica takes the streams.
   if (election_ != nullptr) election_->Stop();
-  spdlog::info("shutting down: ending {} heartbeat streams", streams_.size());
+  spdlog::info("shutting down: ending {} heartbeat streams",
+               door_->ledger().open(CallKind::kHeartbeat));
   acceptor_->Stop();  // First: it sets the health status too.
+  dispatcher_->StopSweeping();
   health_->Shutdown();
   if (expirer_ != nullptr) expirer_->Stop();
-  const grpc::Status shutting_down(grpc::StatusCode::UNAVAILABLE,
-                                   "metasrv is shutting down");
-  streams_.Close(shutting_down);
-  watch_->Stop(shutting_down);
+  const absl::Status shutting_down =
+      absl::UnavailableError("metasrv is shutting down");
+  watch_->Stop();
+  door_->ledger().Close(CallKind::kHeartbeat, shutting_down);
+  door_->ledger().Close(CallKind::kWatch, shutting_down);
   server_->Shutdown(std::chrono::system_clock::now() +
                     absl::ToChronoMilliseconds(options_.shutdown_grace));
 }

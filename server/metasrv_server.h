@@ -35,7 +35,6 @@
 #include "server/rpc/health_service.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/reflection.h"
-#include "server/rpc/stream_registry.h"
 #include "server/services/admin_service.h"
 #include "server/services/cluster_service.h"
 #include "server/services/flow_state_service.h"
@@ -85,7 +84,10 @@ class MetasrvServer final : public core::LeadershipListener {
   // For tests (and an embedder): the parts, to inspect or drive directly.
   // main() uses none of them.
   core::FlowStateManager& flow_state_for_test() { return flow_state_; }
-  StreamRegistry& streams_for_test() { return streams_; }
+  // Heartbeat streams open now.
+  uint64_t streams_for_test() const {
+    return door_->ledger().open(CallKind::kHeartbeat);
+  }
   WatchHub& watch_for_test() { return *watch_; }
   const core::Leadership& leadership_for_test() const { return *leadership_; }
 
@@ -150,7 +152,6 @@ class MetasrvServer final : public core::LeadershipListener {
   FlowAlertsSource flow_alerts_{&flow_state_, options_.flow_alerts};
   std::unique_ptr<core::Leadership> leadership_;  // Who leads.
   Election* election_ = nullptr;  // leadership_ when elected, else null.
-  StreamRegistry streams_{options_.max_streams};  // Open heartbeat streams.
   std::unique_ptr<Metrics> metrics_;              // Prometheus metrics.
   std::unique_ptr<HttpServer> http_;  // /metrics, /health, /ready; or null.
   // The certificate gRPC serves, rotated to matching pairs only; or null.

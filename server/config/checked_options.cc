@@ -173,14 +173,20 @@ constexpr uint64_t kCallBytes = 20 << 10;
 void Resolve(ServerOptions* o) {
   PeerLimits& peers = o->door.peers;
   if (peers.max_calls == 0) peers.max_calls = o->grpc_memory_limit / kCallBytes;
-  if (peers.max_calls_per_peer == 0) {
-    peers.max_calls_per_peer = peers.max_calls / 2;
-  }
   if (peers.max_reply_bytes_per_peer == 0) {
     peers.max_reply_bytes_per_peer = o->door.max_reply_bytes_in_flight / 4;
   }
-  // --max_streams bounds watch streams as it bounds heartbeat streams.
-  o->watch.max_watchers = o->max_streams;
+  // --max_streams bounds each kind of stream.
+  for (CallKind kind :
+       {CallKind::kHeartbeat, CallKind::kWatch, CallKind::kHealthWatch}) {
+    peers.max_open[static_cast<int>(kind)] = o->max_streams;
+  }
+  // A flownode is dead after a few missed heartbeats, as upstream's lease
+  // would take it.
+  if (o->door.heartbeat_silence_limit == absl::ZeroDuration()) {
+    o->door.heartbeat_silence_limit = 3 * o->heartbeat.heartbeat_interval +
+                                      o->heartbeat.retry_interval;
+  }
   // GreptimeDB's node_max_idle_time as upstream applies it: its node expiry
   // listener is registered only when there is an election
   // (src/meta-srv/src/metasrv.rs, Metasrv::try_start), so standalone never

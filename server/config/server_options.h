@@ -62,7 +62,7 @@ struct ServerOptions {
   std::string tls_cert, tls_key, tls_client_ca;
   // File holding the admin bearer token; empty: admin calls from loopback only.
   std::string admin_token_file;
-  uint64_t max_streams = 50000;     // Open heartbeat streams; 0: no limit.
+  uint64_t max_streams = 50000;     // Open streams of a kind; 0: no limit.
   int max_message_bytes = 4 << 20;  // Largest request accepted.
   // The flow state's bounds and expiries (--max_nodes, --max_total_flows,
   // --node_report_ttl, --node_max_idle_time): declared, with their
@@ -73,10 +73,11 @@ struct ServerOptions {
   // Bytes gRPC itself may use (its ResourceQuota); 0: no limit.
   uint64_t grpc_memory_limit = 512 << 20;
   // The door's bounds and deadlines (--max_reply_bytes_in_flight,
-  // --max_calls, --max_calls_per_peer,
-  // --max_reply_bytes_per_peer, --request_timeout, --reply_stall_limit):
-  // declared, with their defaults, in rpc/call_door.h and rpc/peer_ledger.h.
-  // A bound left 0 is derived from the budgets by CheckOptions().
+  // --max_calls, --max_calls_per_peer, --max_reply_bytes_per_peer,
+  // --request_timeout, --heartbeat_silence_limit, --reply_stall_limit):
+  // declared, with their defaults, in rpc/call_door.h and rpc/call_ledger.h.
+  // A bound left 0 is derived by CheckOptions(), which also bounds each
+  // kind of stream by --max_streams.
   DoorOptions door;
   // HTTP/2 keepalive pings: sent after this idle time; a peer that does not
   // answer within the timeout is dropped and its streams released.
@@ -86,8 +87,7 @@ struct ServerOptions {
   // the thresholds of a stalled flow and a silent flownode.
   FlowAlertOptions flow_alerts;
   // WatchFlowState's pacing (--watch_min_interval): declared, with its
-  // default, in watch/flow_state_watch.h. Its max_watchers is set from
-  // --max_streams by CheckOptions().
+  // default, in watch/flow_state_watch.h.
   WatchHub::Options watch;
   // Logging: trace ... off, and text or json (ops/logging.h). main() sets
   // it up; the server itself does not.

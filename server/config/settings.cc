@@ -277,7 +277,10 @@ void LimitRows(Rows* r) {
   constexpr uint64_t kNoMax = std::numeric_limits<int64_t>::max();
   Add(r,
       {"max_streams", nullptr,
-       "open heartbeat streams; more get RESOURCE_EXHAUSTED (0: no limit)",
+       "open streams of each kind (heartbeat streams, flow-state watches, "
+       "health watches); past it, a host under its fair share (the bound over "
+       "the hosts holding streams) takes the longest-idle stream of the host "
+       "holding the most, others get RESOURCE_EXHAUSTED (0: no limit)",
        false},
       &ServerOptions::max_streams);
   Add(r,
@@ -334,15 +337,18 @@ void LimitRows(Rows* r) {
   AddIn(r,
         {"max_calls", nullptr,
          "calls of any kind (heartbeat streams included) open at once, each "
-         "charged from its first HEADERS frame; more get RESOURCE_EXHAUSTED at "
-         "once (0: --grpc_memory_limit / 20 KiB, what a call costs gRPC; no "
-         "limit if that is 0 too; --print_config shows the value in force)",
+         "charged from its first HEADERS frame; past it, a host under its fair "
+         "share (the bound over the hosts holding calls) takes the longest-idle "
+         "stream of the host holding the most, others get RESOURCE_EXHAUSTED "
+         "(0: --grpc_memory_limit / 20 KiB, what a call costs gRPC; no limit "
+         "if that is 0 too; --print_config shows the value in force)",
          false},
         &ServerOptions::door, &DoorOptions::peers, &PeerLimits::max_calls);
   AddIn(r,
         {"max_calls_per_peer", nullptr,
-         "calls open at once from one client host (every connection from one "
-         "IP address); more get RESOURCE_EXHAUSTED (0: half of --max_calls)",
+         "a fixed cap on calls open at once from one client host (every "
+         "connection from one IP address), beside the fair share that "
+         "--max_calls applies; more get RESOURCE_EXHAUSTED (0: none)",
          false},
         &ServerOptions::door, &DoorOptions::peers,
         &PeerLimits::max_calls_per_peer);
@@ -361,6 +367,14 @@ void LimitRows(Rows* r) {
          false},
         &ServerOptions::door, &DoorOptions::request_timeout,
         Between(absl::Milliseconds(100), kDay));
+  AddIn(r,
+        {"heartbeat_silence_limit", nullptr,
+         "a heartbeat stream with no request this long is ended as a dead "
+         "flownode's, giving back its call (0: 3 x --heartbeat_interval + "
+         "--retry_interval; --print_config shows the value in force)",
+         false},
+        &ServerOptions::door, &DoorOptions::heartbeat_silence_limit,
+        Between(absl::ZeroDuration(), kDay));
   AddIn(r,
         {"reply_stall_limit", nullptr,
          "an answer of 64 KiB or more that its client has not read this long "

@@ -308,11 +308,13 @@ Metrics::Metrics(Sources sources)
       "Calls the server refused or ended before serving them in full, by "
       "reason: past --max_calls or --max_calls_per_peer, a request later "
       "than --request_timeout, an answer past its peer's share of the reply "
-      "budget or unread past --reply_stall_limit, a wrong admin token, or an "
-      "admin call during its peer's back-off (docs/RELIABILITY.md).",
+      "budget or unread past --reply_stall_limit, a wrong admin token, an "
+      "admin call during its peer's back-off, past --max_streams, ended to "
+      "make room for a host under its fair share (evicted), or a heartbeat "
+      "stream silent past --heartbeat_silence_limit (docs/RELIABILITY.md).",
       "reason",
       {"calls", "peer_calls", "request_timeout", "reply_share", "reply_stalled",
-       "auth_failed", "auth_backoff"});
+       "auth_failed", "auth_backoff", "streams", "evicted", "silent"});
   tls_rotations_ = Labelled<2>(
       r, "metasrv_tls_rotations_total",
       "Changes of the --tls_cert/--tls_key/--tls_client_ca files: served "

@@ -52,8 +52,11 @@ enum class DoorRefusal {
   kReplyStalled,    // Its answer unread past --reply_stall_limit: cancelled.
   kAuthFailed,      // An admin call with no token or the wrong one.
   kAuthBackoff,     // An admin call from a peer still in its back-off.
+  kStreams,         // Past --max_streams of its kind open at once.
+  kEvicted,  // Ended to make room for a host under its fair share.
+  kSilent,   // A heartbeat stream silent past --heartbeat_silence_limit.
 };
-inline constexpr int kDoorRefusals = 7;
+inline constexpr int kDoorRefusals = 10;
 
 // The election's store as the metrics see it.
 struct StoreHealth {

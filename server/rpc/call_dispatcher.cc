@@ -1,7 +1,9 @@
 #include "server/rpc/call_dispatcher.h"
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/support/status.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/synchronization/mutex.h"
@@ -72,6 +74,46 @@ class CallDispatcher::Acceptor final : public CqTag {
   ServerCall* waiting_ = nullptr;          // The call requested; owned.
 };
 
+// Sweeps the door every period on an alarm, until stopped.
+class CallDispatcher::Sweeper final : public CqTag {
+ public:
+  Sweeper(CallDoor* door, grpc::ServerCompletionQueue* cq,
+          absl::Duration period)
+      : door_(door), cq_(cq), period_(period) {}
+
+  void Arm() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+    armed_ = true;
+    alarm_.Set(cq_, absl::ToChronoTime(absl::Now() + period_), AsTag());
+  }
+  void Complete(bool fired) override {
+    {
+      absl::MutexLock lock(&mu_);
+      armed_ = false;
+      if (stopped_) return;
+    }
+    if (fired) door_->Sweep();
+    Arm();
+  }
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    stopped_ = true;
+    if (armed_) alarm_.Cancel();
+    mu_.Await(absl::Condition(
+        +[](bool* armed) { return !*armed; }, &armed_));
+  }
+
+ private:
+  CallDoor* const door_;                   // What is swept; borrowed.
+  grpc::ServerCompletionQueue* const cq_;  // Where the alarm goes off.
+  const absl::Duration period_;            // Between sweeps.
+  absl::Mutex mu_;                         // Guards the fields below.
+  grpc::Alarm alarm_ ABSL_GUARDED_BY(mu_);
+  bool armed_ ABSL_GUARDED_BY(mu_) = false;    // The alarm is set.
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;  // StopSweeping() was called.
+};
+
 CallDispatcher::CallDispatcher(CallMetrics* metrics, CallDoor* door)
     : metrics_(metrics), door_(door) {
   if (metrics_ != nullptr) {
@@ -98,6 +140,21 @@ void CallDispatcher::Start(grpc::ServerCompletionQueue* cq) {
   for (const std::unique_ptr<Acceptor>& acceptor : acceptors_) {
     acceptor->Request();
   }
+  const absl::Duration limit =
+      door_ == nullptr ? absl::ZeroDuration()
+                       : door_->options().heartbeat_silence_limit;
+  if (limit > absl::ZeroDuration()) {
+    // A silent stream ends at most a quarter of its limit (or a second)
+    // late.
+    sweeper_ = std::make_unique<Sweeper>(
+        door_, cq,
+        std::clamp(limit / 4, absl::Milliseconds(10), absl::Seconds(1)));
+    sweeper_->Arm();
+  }
+}
+
+void CallDispatcher::StopSweeping() {
+  if (sweeper_ != nullptr) sweeper_->Stop();
 }
 
 void CallDispatcher::Dispatch(ServerCall* call) {
@@ -124,6 +181,13 @@ void CallDispatcher::Dispatch(ServerCall* call) {
     if (!entered.ok()) {
       call->Serve(std::make_unique<Refused>(
                       call, ToGrpcStatus(entered, call->context())),
+                  entry.series);
+      return;
+    }
+    // Idle until its request comes: the ledger may end it for another host.
+    if (absl::Status attached = call->ticket()->Attach(call); !attached.ok()) {
+      call->Serve(std::make_unique<Refused>(
+                      call, ToGrpcStatus(attached, call->context())),
                   entry.series);
       return;
     }

@@ -48,8 +48,12 @@ class CallDispatcher {
   // The service to register with the server builder.
   grpc::AsyncGenericService* service() { return &service_; }
   // Starts accepting calls, their operations completing on `cq` (the
-  // server's, polled by a CqPoller). Call once the server is started.
+  // server's, polled by a CqPoller), and sweeping the door (CallDoor::Sweep)
+  // on an alarm on `cq`. Call once the server is started.
   void Start(grpc::ServerCompletionQueue* cq);
+  // Stops the sweep, waiting for its alarm (the queue must still be
+  // polled). Call before the server shuts down; idempotent.
+  void StopSweeping();
   // Waits until no accepted call is alive (each finished or was cancelled,
   // and its last operation completed), at most until `deadline`. Returns
   // whether none is. The queue must still be polled meanwhile.
@@ -60,6 +64,7 @@ class CallDispatcher {
  private:
   // One request for the next call, renewed each time a call comes.
   class Acceptor;
+  class Sweeper;
   struct Entry {
     const MethodRow* row;  // The method's row.
     Factory make;          // Its handler.
@@ -76,6 +81,7 @@ class CallDispatcher {
   absl::flat_hash_map<std::string_view, Entry> methods_;
   CallSeries* unknown_series_ = nullptr;  // Unregistered methods' metrics.
   std::vector<std::unique_ptr<Acceptor>> acceptors_;  // Requests out.
+  std::unique_ptr<Sweeper> sweeper_;  // With a door, once started.
 };
 
 }  // namespace metasrv::server

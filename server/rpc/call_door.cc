@@ -16,7 +16,7 @@ CallDoor::CallDoor(const core::Leadership* leadership, AdminAuth auth,
       replies_(options.max_reply_bytes_in_flight),
       metrics_(Metrics::OrDiscard(metrics)),
       clock_(clock),
-      ledger_(options.peers),
+      ledger_(options.peers, clock),
       backoff_(options.auth_backoff, clock),
       auth_(std::move(auth)) {}
 
@@ -27,14 +27,23 @@ void CallDoor::SetAdminAuth(AdminAuth auth) {
 
 absl::Status CallDoor::Enter(const MethodRow& row, absl::string_view peer,
                              absl::string_view authorization,
-                             std::optional<PeerLedger::Ticket>* ticket) {
-  bool per_peer = false;
-  absl::StatusOr<PeerLedger::Ticket> entered = ledger_.Enter(peer, &per_peer);
+                             std::optional<CallLedger::Ticket>* ticket) {
+  EnterNote note;
+  absl::StatusOr<CallLedger::Ticket> entered =
+      ledger_.Enter(peer, CallKindOf(row.method), &note);
+  if (note.made_room) {
+    metrics_->DoorRefused(DoorRefusal::kEvicted);
+    LogLimited(spdlog::level::warn, "door_fair_share", note.cut_host,
+               "a call from {} was {} (for {} from {})", note.cut_host,
+               note.cut_reason, row.name, std::string(peer));
+  }
   if (!entered.ok()) {
-    metrics_->DoorRefused(per_peer ? DoorRefusal::kPeerCalls
-                                   : DoorRefusal::kCalls);
+    using Refusal = EnterNote::Refusal;
+    metrics_->DoorRefused(note.why == Refusal::kPeerCalls ? DoorRefusal::kPeerCalls
+                          : note.why == Refusal::kKind    ? DoorRefusal::kStreams
+                                                          : DoorRefusal::kCalls);
     LogLimited(spdlog::level::warn, "door_calls_refused",
-               PeerLedger::HostOf(peer), "call {} from {} refused: {}",
+               CallLedger::HostOf(peer), "call {} from {} refused: {}",
                row.name, std::string(peer),
                std::string(entered.status().message()));
     return entered.status();
@@ -48,7 +57,7 @@ absl::Status CallDoor::CheckAdmin(const MethodRow& row,
                                   absl::string_view peer_view,
                                   absl::string_view authorization) {
   const std::string peer(peer_view);
-  const absl::string_view host = PeerLedger::HostOf(peer);
+  const absl::string_view host = CallLedger::HostOf(peer);
   if (const absl::Duration wait = backoff_.WaitOf(host);
       wait > absl::ZeroDuration()) {
     metrics_->DoorRefused(DoorRefusal::kAuthBackoff);
@@ -81,7 +90,7 @@ absl::Status CallDoor::CheckAdmin(const MethodRow& row,
 }
 
 absl::Status CallDoor::TakeReply(const MethodRow& row,
-                                 PeerLedger::Ticket* ticket, uint64_t bytes) {
+                                 CallLedger::Ticket* ticket, uint64_t bytes) {
   if (row.always_answered) {
     if (ticket != nullptr) ticket->ChargeReply(bytes);
     replies_.Take(bytes);
@@ -115,7 +124,22 @@ absl::Status CallDoor::TakeReply(const MethodRow& row,
   return absl::OkStatus();
 }
 
-void CallDoor::GiveReply(PeerLedger::Ticket* ticket, uint64_t bytes) {
+void CallDoor::Sweep() {
+  const absl::Duration limit = options_.heartbeat_silence_limit;
+  if (limit <= absl::ZeroDuration()) return;
+  const int ended = ledger_.AbortSilent(
+      CallKind::kHeartbeat, limit,
+      absl::DeadlineExceededError(absl::StrCat(
+          "no heartbeat for ", absl::FormatDuration(limit),
+          " (--heartbeat_silence_limit): the flownode is taken for dead")));
+  for (int i = 0; i < ended; ++i) metrics_->DoorRefused(DoorRefusal::kSilent);
+  if (ended > 0) {
+    spdlog::warn("ended {} heartbeat streams silent for over {}", ended,
+                 absl::FormatDuration(limit));
+  }
+}
+
+void CallDoor::GiveReply(CallLedger::Ticket* ticket, uint64_t bytes) {
   if (ticket != nullptr) ticket->GiveReply(bytes);
   replies_.Give(bytes);
 }

@@ -1,5 +1,5 @@
 // The one door every call comes through, whatever its method: it is
-// charged to its peer when accepted (peer_ledger.h), an admin call's token
+// charged to its peer when accepted (call_ledger.h), an admin call's token
 // is checked then (with the peer's failures slowed, ops/auth_backoff.h),
 // its request must arrive within --request_timeout, it is admitted by its
 // leader policy once decoded (method_table.h), and its answer is charged to
@@ -25,7 +25,7 @@
 #include "server/ops/auth_backoff.h"
 #include "server/ops/metrics.h"
 #include "server/rpc/method_table.h"
-#include "server/rpc/peer_ledger.h"
+#include "server/rpc/call_ledger.h"
 #include "server/rpc/reply_budget.h"
 
 namespace metasrv::server {
@@ -38,6 +38,9 @@ struct DoorOptions {
   PeerLimits peers;  // Calls open, in all and per peer; a peer's replies.
   // A call whose (first) request has not arrived by then is ended.
   absl::Duration request_timeout = absl::Seconds(10);
+  // A heartbeat stream with no request for this long is ended as a dead
+  // flownode's (0: never; the settings derive it from the intervals).
+  absl::Duration heartbeat_silence_limit = absl::ZeroDuration();
   // An answer the client has not taken by then is cancelled.
   absl::Duration reply_stall_limit = absl::Seconds(5);
   AuthBackoff::Options auth_backoff;  // Failed admin attempts.
@@ -65,7 +68,7 @@ class CallDoor {
   // kPermissionDenied for the token.
   absl::Status Enter(const MethodRow& row, absl::string_view peer,
                      absl::string_view authorization,
-                     std::optional<PeerLedger::Ticket>* ticket)
+                     std::optional<CallLedger::Ticket>* ticket)
       ABSL_LOCKS_EXCLUDED(auth_mu_);
 
   // The leader policy of `method` now (method_table.h).
@@ -79,10 +82,10 @@ class CallDoor {
   // full, kFailedPrecondition if it could never fit; nothing is taken then.
   // An answer of a row that is always answered is charged and never
   // refused: others' unread answers cannot starve it.
-  absl::Status TakeReply(const MethodRow& row, PeerLedger::Ticket* ticket,
+  absl::Status TakeReply(const MethodRow& row, CallLedger::Ticket* ticket,
                          uint64_t bytes);
   // Gives back what TakeReply() took.
-  void GiveReply(PeerLedger::Ticket* ticket, uint64_t bytes);
+  void GiveReply(CallLedger::Ticket* ticket, uint64_t bytes);
 
   // Holds `bytes` of a message shared by many streams (a watch state) in
   // the reply budget for as long as the charge lives, whether or not they
@@ -101,13 +104,17 @@ class CallDoor {
   }
   // The door's time (monotonic), to time writes by.
   absl::Time Now() const { return clock_->Monotonic(); }
+  // Ends the heartbeat streams silent past --heartbeat_silence_limit;
+  // called periodically (the dispatcher's sweep).
+  void Sweep();
 
   // Admin calls admitted from now on are checked against `auth`.
   void SetAdminAuth(AdminAuth auth) ABSL_LOCKS_EXCLUDED(auth_mu_);
 
   const core::Leadership& leadership() const { return *leadership_; }
   const DoorOptions& options() const { return options_; }
-  const PeerLedger& ledger() const { return ledger_; }
+  CallLedger& ledger() { return ledger_; }
+  const CallLedger& ledger() const { return ledger_; }
   const ReplyBudget& replies() const { return replies_; }
   Metrics* metrics() const { return metrics_; }
 
@@ -121,7 +128,7 @@ class CallDoor {
   ReplyBudget replies_;                       // Answers in flight, in all.
   Metrics* const metrics_;                    // Never null.
   const core::Clock* const clock_;            // Times stalls; borrowed.
-  PeerLedger ledger_;                         // Calls and replies per peer.
+  CallLedger ledger_;  // Open calls by host and kind; replies per host.
   AuthBackoff backoff_;                       // Failed admin attempts per peer.
   mutable absl::Mutex auth_mu_;               // Guards auth_.
   AdminAuth auth_ ABSL_GUARDED_BY(auth_mu_);  // Who may call admin methods.

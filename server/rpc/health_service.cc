@@ -32,8 +32,12 @@ class HealthService::Watcher final : public PushCall::Handler {
         !decoded.ok()) {
       return decoded;
     }
-    if (absl::Status added = service_->watchers_.Add(call); !added.ok()) {
-      return added;
+    {
+      absl::MutexLock lock(&service_->watchers_mu_);
+      if (service_->closed_) {
+        return absl::UnavailableError("metasrv is shutting down");
+      }
+      service_->watchers_.insert(call);
     }
     registered_ = true;
     name_ = request.service();
@@ -50,7 +54,9 @@ class HealthService::Watcher final : public PushCall::Handler {
     return message_.get();
   }
   void OnClose() override {
-    if (registered_) service_->watchers_.Remove(call_);
+    if (!registered_) return;
+    absl::MutexLock lock(&service_->watchers_mu_);
+    service_->watchers_.erase(call_);
   }
 
  private:
@@ -63,8 +69,7 @@ class HealthService::Watcher final : public PushCall::Handler {
   std::unique_ptr<SharedMessage> message_;  // The status being written.
 };
 
-HealthService::HealthService(uint64_t max_watchers)
-    : watchers_(max_watchers, "health watch") {
+HealthService::HealthService() {
   absl::MutexLock lock(&mu_);
   serving_ = true;  // As gRPC's default service begins.
 }
@@ -114,8 +119,11 @@ void HealthService::Shutdown() {
     serving_ = false;
   }
   Tell();
-  watchers_.Close(
-      grpc::Status(grpc::StatusCode::UNAVAILABLE, "metasrv is shutting down"));
+  absl::MutexLock lock(&watchers_mu_);
+  closed_ = true;
+  for (PushCall* watcher : watchers_) {
+    watcher->Abort(absl::UnavailableError("metasrv is shutting down"));
+  }
 }
 
 std::shared_ptr<const PushItem> HealthService::Change() {
@@ -125,11 +133,9 @@ std::shared_ptr<const PushItem> HealthService::Change() {
 }
 
 void HealthService::Tell() {
-  // Only the Watch streams' calls are ever added to watchers_.
   std::shared_ptr<const PushItem> change = Change();
-  watchers_.ForEach([&change](AbortableStream* stream) {
-    static_cast<PushCall*>(stream)->Offer(change);
-  });
+  absl::MutexLock lock(&watchers_mu_);
+  for (PushCall* watcher : watchers_) watcher->Offer(change);
 }
 
 }  // namespace metasrv::server

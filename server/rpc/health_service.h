@@ -11,11 +11,11 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "grpc/health/v1/health.pb.h"
 #include "server/rpc/call_dispatcher.h"
 #include "server/rpc/push_call.h"
-#include "server/rpc/stream_registry.h"
 #include "server/rpc/unary_call.h"
 
 namespace metasrv::server {
@@ -25,9 +25,8 @@ class HealthService {
  public:
   using ServingStatus = grpc::health::v1::HealthCheckResponse::ServingStatus;
 
-  // At most `max_watchers` Watch streams at once (more are refused with
-  // RESOURCE_EXHAUSTED).
-  explicit HealthService(uint64_t max_watchers = 10000);
+  // (The door bounds how many Watch streams are open: --max_streams.)
+  HealthService();
 
   // Serves Check and Watch through `dispatcher`, their requests held to
   // `limits`.
@@ -56,7 +55,11 @@ class HealthService {
   mutable absl::Mutex mu_;                       // Guards the fields below.
   bool serving_ ABSL_GUARDED_BY(mu_) = false;    // What "" answers.
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;  // Shutdown() was called.
-  StreamRegistry watchers_;                      // The Watch streams' calls.
+  // Guards watchers_; taken before a watcher's own lock.
+  absl::Mutex watchers_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // The Watch streams to tell, from their request to their end.
+  absl::flat_hash_set<PushCall*> watchers_ ABSL_GUARDED_BY(watchers_mu_);
+  bool closed_ ABSL_GUARDED_BY(watchers_mu_) = false;  // By Shutdown().
   std::atomic<uint64_t> changes_{0};             // Items made by Change().
 };
 

@@ -106,4 +106,20 @@ absl::StatusOr<Admission> AdmitLeader(Method method,
   return absl::FailedPreconditionError(core::NotLeaderMessage(leadership));
 }
 
+CallKind CallKindOf(Method method) {
+  switch (method) {
+    case Method::kHeartbeat:
+      return CallKind::kHeartbeat;
+    case Method::kWatchFlowState:
+      return CallKind::kWatch;
+    case Method::kHealthWatch:
+      return CallKind::kHealthWatch;
+    case Method::kReflectionV1:
+    case Method::kReflectionV1alpha:
+      return CallKind::kReflection;
+    default:
+      return CallKind::kUnary;
+  }
+}
+
 }  // namespace metasrv::server

@@ -19,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "core/leadership.h"
 #include "server/ops/call_metrics.h"
+#include "server/rpc/call_ledger.h"
 
 namespace metasrv::server {
 
@@ -69,6 +70,8 @@ struct MethodRow {
 
 // `method`'s row.
 const MethodRow& RowOf(Method method);
+// What the ledger counts a call of `method` as (call_ledger.h).
+CallKind CallKindOf(Method method);
 // The row of the method at `path`, or null for a path nobody serves.
 const MethodRow* FindMethod(absl::string_view path);
 // Every service the table's paths name ("package.Service"), each once, in

@@ -7,7 +7,7 @@
 
 #include "server/ops/log_limit.h"
 #include "server/rpc/grpc_status.h"
-#include "server/rpc/peer_ledger.h"
+#include "server/rpc/call_ledger.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -65,6 +65,10 @@ void PushCall::OnRead(bool ok) {
   }
   absl::Status accepted = handler_->OnRequest(RawRequest(&request_), this);
   request_.Clear();
+  if (accepted.ok() && call_->ticket() != nullptr) {
+    accepted = call_->ticket()->Attach(this);
+    attached_ = accepted.ok();
+  }
   if (!accepted.ok()) {
     FinishOnce(ToGrpcStatus(accepted, call_->context()));
     return;
@@ -145,7 +149,7 @@ void PushCall::EndStalled() {
   call_->Finishing(GRPC_STATUS_RESOURCE_EXHAUSTED);
   limits_.door->metrics()->DoorRefused(DoorRefusal::kReplyStalled);
   handler_->OnStalled();
-  LogLimited(spdlog::level::warn, "push_stalled", PeerLedger::HostOf(peer_),
+  LogLimited(spdlog::level::warn, "push_stalled", CallLedger::HostOf(peer_),
              "ended a {} stream from {}: its write was in flight for over "
              "--reply_stall_limit ({}) while answers exceeded "
              "--max_reply_bytes_in_flight",
@@ -184,10 +188,15 @@ void PushCall::OnWriteDone(bool ok) {
 
 void PushCall::OnCancel() {
   // The client went away. A write in flight completes with !ok.
-  Abort(grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled"));
+  End(grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled"));
 }
 
-void PushCall::Abort(const grpc::Status& status) {
+void PushCall::OnDone() {
+  if (attached_) call_->ticket()->Detach(this);
+  handler_->OnClose();
+}
+
+void PushCall::End(const grpc::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     next_.reset();

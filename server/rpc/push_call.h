@@ -25,10 +25,10 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/rpc/grpc_status.h"
 #include "server/rpc/raw_request.h"
 #include "server/rpc/server_call.h"
 #include "server/rpc/stream_end.h"
-#include "server/rpc/stream_registry.h"
 #include "server/rpc/unary_call.h"
 
 namespace metasrv::server {
@@ -63,7 +63,7 @@ struct PushItem {
   uint64_t sequence = 0;
 };
 
-class PushCall final : public CallHandler, public AbortableStream {
+class PushCall final : public CallHandler, public AbortableCall {
  public:
   // A method's logic, one per call.
   class Handler {
@@ -71,7 +71,8 @@ class PushCall final : public CallHandler, public AbortableStream {
     virtual ~Handler() = default;
     // The request arrived: decode, admit, register. An error ends the call
     // with that status (GreptimeDB's metadata included); OK starts the
-    // stream, which the handler may Offer() to at once.
+    // stream, which the handler may Offer() to at once, and attaches it to
+    // its ledger entry (the ledger may end it from then on).
     virtual absl::Status OnRequest(const RawRequest& request,
                                    PushCall* call) = 0;
     // A write of `item` starts: the bytes to send for it, or null to send
@@ -111,8 +112,8 @@ class PushCall final : public CallHandler, public AbortableStream {
 
   void Start() override;
   void OnCancel() override;
-  void OnDone() override { handler_->OnClose(); }
-  void Abort(const grpc::Status& status) override ABSL_LOCKS_EXCLUDED(mu_);
+  void OnDone() override;
+  void Abort(const absl::Status& status) override { End(ToGrpcStatus(status)); }
 
  private:
   void OnRead(bool ok);
@@ -128,6 +129,8 @@ class PushCall final : public CallHandler, public AbortableStream {
   // RESOURCE_EXHAUSTED (sent even to a zero window, ahead of the data), so
   // that its write in flight completes and what it holds is freed.
   void EndStalled();
+  // Ends the stream with `status` behind the write in flight, if any.
+  void End(const grpc::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
   void FinishOnce(const grpc::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
   void StartFinish(const grpc::Status& status);
 
@@ -135,6 +138,7 @@ class PushCall final : public CallHandler, public AbortableStream {
   const CallLimits limits_;           // Request size; the door.
   std::unique_ptr<Handler> handler_;  // The method's logic.
   const std::string peer_;            // The client's address.
+  bool attached_ = false;             // To its ledger entry, by OnRead().
   grpc::ByteBuffer request_;          // The request's bytes, until read.
   CallOp<PushCall> read_;             // The request read.
   CallOp<PushCall> metadata_;         // The headers sent.

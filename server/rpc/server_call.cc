@@ -34,6 +34,9 @@ ServerCall::ServerCall(CallBook* book)
 }
 
 ServerCall::~ServerCall() {
+  // Out of the ledger's open count before it is counted handled, so that a
+  // scrape that sees it handled never still sees it open.
+  ticket_.reset();
   if (counted_.has_value()) {
     const int code = code_.load();
     counted_->Finishing(code == kNoCode ? GRPC_STATUS_CANCELLED : code);

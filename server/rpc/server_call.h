@@ -28,7 +28,7 @@
 #include "server/ops/metrics.h"
 #include "server/rpc/grpc151_internals.h"
 #include "server/rpc/method_table.h"
-#include "server/rpc/peer_ledger.h"
+#include "server/rpc/call_ledger.h"
 
 namespace metasrv::server {
 
@@ -69,7 +69,9 @@ class CallOp final : public CqTag {
   const Fn fn_;             // The method.
 };
 
-// The calls alive: one per server, shared by its calls. Thread-safe.
+// The call objects alive, refused ones too: what the shutdown waits for
+// (the ledger, call_ledger.h, counts open calls). One per dispatcher.
+// Thread-safe.
 class CallBook {
  public:
   // Calls accepted and not yet deleted.
@@ -89,7 +91,7 @@ class CallBook {
 // Thread safety: the accessors and Begin() from any thread; the handler
 // serializes the operations it starts (gRPC takes one batch at a time per
 // call).
-class ServerCall {
+class ServerCall final : public AbortableCall {
  public:
   // A call waiting to be accepted: RequestCall() takes context() and
   // stream(). `book` outlives the call.
@@ -121,8 +123,8 @@ class ServerCall {
   grpc::ServerCompletionQueue* cq() const { return cq_; }
   // Its place in the peer ledger, charged by the door when it was accepted;
   // given back when the call is deleted. Null when no door charged it.
-  std::optional<PeerLedger::Ticket>* mutable_ticket() { return &ticket_; }
-  PeerLedger::Ticket* ticket() {
+  std::optional<CallLedger::Ticket>* mutable_ticket() { return &ticket_; }
+  CallLedger::Ticket* ticket() {
     return ticket_.has_value() ? &*ticket_ : nullptr;
   }
   grpc::GenericServerAsyncReaderWriter* stream() { return &stream_; }
@@ -131,6 +133,10 @@ class ServerCall {
   const std::string& method() const { return context_.method(); }
   // Whether gRPC said the call was cancelled (see CallHandler::OnCancel).
   bool cancelled() const { return cancelled_.load(); }
+  // AbortableCall: cancels the call (its client sees CANCELLED). The door
+  // attaches the call so until its request arrives (an idle call the
+  // ledger may end); a stream shape attaches itself instead.
+  void Abort(const absl::Status&) override { context_.TryCancel(); }
 
   // Holds the call for an operation about to start with `op` as its tag;
   // returns the tag for the C++ async API.
@@ -154,7 +160,11 @@ class ServerCall {
     if (request_phase_.load(std::memory_order_acquire) != kWaiting) {
       return request_phase_.load(std::memory_order_acquire) != kTimedOut;
     }
-    return SettleRequestDeadline();
+    if (!SettleRequestDeadline()) return false;
+    // In progress: no longer idle (a stream shape attached itself anyway).
+    // Never under the ledger's lock: only a handler's own read says so.
+    if (ticket_.has_value()) ticket_->Detach(this);
+    return true;
   }
 
   // Begin() for the operation that sends the call's status (after which the
@@ -207,7 +217,7 @@ class ServerCall {
   // won; returns whether it did.
   bool SettleRequestDeadline();
 
-  ~ServerCall();
+  ~ServerCall() override;
 
   CallBook* const book_;                       // Live calls, metrics; borrowed.
   grpc::ServerCompletionQueue* cq_ = nullptr;  // Set by Request().
@@ -233,8 +243,8 @@ class ServerCall {
   grpc::Alarm request_alarm_;               // Set by ArmRequestDeadline().
   Metrics* deadline_metrics_ = nullptr;     // Where a timeout is counted.
   std::atomic<int> request_phase_{kNoDeadline};  // A RequestPhase.
-  // Its peer's charge; released last, with the call.
-  std::optional<PeerLedger::Ticket> ticket_;
+  // Its place in the ledger; released first when the call is deleted.
+  std::optional<CallLedger::Ticket> ticket_;
 };
 
 template <typename Handler>

@@ -2,8 +2,9 @@
 // a time. A method's logic is a StreamCall::Handler that sees each request
 // as bytes (RawRequest) and fills the answer; the shape owns the rest of the
 // call protocol: the request deadline, the reply charge through the door,
-// the status sent exactly once, and ending the stream when it is told to
-// (AbortableStream: a step-down) behind any answer in flight.
+// the status sent exactly once, and ending the stream when the ledger says
+// (AbortableCall: a step-down, silence, another host's fair share) behind
+// any answer in flight.
 //
 // After the first request, sending one answer and receiving the next
 // request are one core batch: one completion per request instead of two (a
@@ -29,7 +30,6 @@
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/raw_request.h"
 #include "server/rpc/server_call.h"
-#include "server/rpc/stream_registry.h"
 #include "server/rpc/unary_call.h"
 
 namespace metasrv::server {
@@ -61,14 +61,15 @@ class StreamStep {
 };
 
 template <typename Answer>
-class StreamCall final : public CallHandler, public AbortableStream {
+class StreamCall final : public CallHandler, public AbortableCall {
  public:
   // A method's logic, one per call. Its callbacks run one at a time.
   class Handler {
    public:
     virtual ~Handler() = default;
-    // The call starts (admitted by the door). An error ends it at once
-    // with that status; OnClose() is still called.
+    // The call starts (admitted by the door, and attached to its ledger
+    // entry). An error ends it at once with that status; OnClose() is
+    // still called.
     virtual absl::Status OnOpen(StreamCall* /*call*/) {
       return absl::OkStatus();
     }
@@ -109,20 +110,33 @@ class StreamCall final : public CallHandler, public AbortableStream {
   const std::string& peer() const { return peer_; }
 
   void Start() override {
-    if (absl::Status opened = handler_->OnOpen(this); !opened.ok()) {
+    absl::Status opened = Attach();
+    if (opened.ok()) opened = handler_->OnOpen(this);
+    if (!opened.ok()) {
       FinishOnce(ToGrpcStatus(opened, call_->context()), nullptr);
       return;
     }
     absl::MutexLock lock(&mu_);
     if (!finished_started_) StartBatch(nullptr, 0);
   }
-  void OnDone() override { handler_->OnClose(); }
+  void OnDone() override {
+    if (attached_) call_->ticket()->Detach(this);
+    handler_->OnClose();
+  }
   // Ends the stream with `status`, behind the answer in flight if any.
-  void Abort(const grpc::Status& status) override {
-    FinishOnce(status, nullptr);
+  void Abort(const absl::Status& status) override {
+    FinishOnce(ToGrpcStatus(status), nullptr);
   }
 
  private:
+  // The ledger may end the call from now on (none without a door).
+  absl::Status Attach() {
+    if (call_->ticket() == nullptr) return absl::OkStatus();
+    absl::Status attached = call_->ticket()->Attach(this);
+    attached_ = attached.ok();
+    return attached;
+  }
+
   // Starts the batch that sends `answer` (null: none; the first read),
   // charged `held` bytes, and receives the next request. Takes `answer`.
   void StartBatch(grpc_byte_buffer* answer, uint64_t held)
@@ -186,6 +200,7 @@ class StreamCall final : public CallHandler, public AbortableStream {
       }
       return;
     }
+    if (CallLedger::Ticket* ticket = call_->ticket()) ticket->Touch();
     const StreamStep step =
         handler_->OnRequest(RawRequest(received_), &answer_);
     grpc_byte_buffer_destroy(received_);
@@ -252,6 +267,7 @@ class StreamCall final : public CallHandler, public AbortableStream {
   const CallLimits limits_;           // The door, which charges answers.
   std::unique_ptr<Handler> handler_;  // The method's logic.
   const std::string peer_;            // The client's address.
+  bool attached_ = false;             // To its ledger entry, by Start().
   Answer answer_;                     // Reused per answer.
   CallOp<StreamCall> batch_;          // The batch in flight.
   CallOp<StreamCall> metadata_;       // Initial metadata, before answer 1.

@@ -12,11 +12,9 @@ using greptime::v1::meta::AskLeaderRequest;
 using greptime::v1::meta::AskLeaderResponse;
 
 HeartbeatService::HeartbeatService(HeartbeatHandler* handler,
-                                   StreamRegistry* registry,
                                    const core::Leadership* leadership,
                                    CallLimits limits)
     : handler_(handler),
-      registry_(registry),
       leadership_(leadership),
       limits_(limits) {}
 
@@ -26,7 +24,7 @@ void HeartbeatService::Register(CallDispatcher* dispatcher) {
       HeartbeatCall::Factory(
           limits_,
           [this](ServerCall*) -> std::unique_ptr<HeartbeatCall::Handler> {
-            return std::make_unique<HeartbeatStream>(handler_, registry_,
+            return std::make_unique<HeartbeatStream>(handler_,
                                                      limits_.max_request_bytes);
           }));
   dispatcher->Add(Method::kAskLeader,

@@ -8,7 +8,6 @@
 #include "greptime/v1/meta/heartbeat.pb.h"
 #include "server/rpc/call_dispatcher.h"
 #include "server/rpc/method_table.h"
-#include "server/rpc/stream_registry.h"
 #include "server/rpc/unary_call.h"
 #include "server/services/heartbeat_handler.h"
 
@@ -19,9 +18,9 @@ namespace metasrv::server {
 // HeartbeatStream, AskLeader by UnaryCall.
 class HeartbeatService final {
  public:
-  // Borrows all three; they must outlive the service. Requests inflate to at
+  // Borrows both; they must outlive the service. Requests inflate to at
   // most `limits.max_request_bytes`.
-  HeartbeatService(HeartbeatHandler* handler, StreamRegistry* registry,
+  HeartbeatService(HeartbeatHandler* handler,
                    const core::Leadership* leadership, CallLimits limits);
 
   // Serves the service's methods through `dispatcher`.
@@ -33,7 +32,6 @@ class HeartbeatService final {
   void AskLeader(AskLeaderCall* call);
 
   HeartbeatHandler* const handler_;           // Per-request logic.
-  StreamRegistry* const registry_;            // Open streams.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
   const CallLimits limits_;                   // Request size, reply budget.
 };

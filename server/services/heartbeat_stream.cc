@@ -3,29 +3,16 @@
 #include "absl/strings/str_cat.h"
 #include "server/ops/log_limit.h"
 #include "server/ops/logging.h"
-#include "server/rpc/peer_ledger.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
 
 HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
-                                 StreamRegistry* registry,
                                  size_t max_request_bytes)
-    : handler_(handler),
-      registry_(registry),
-      max_request_bytes_(max_request_bytes) {}
+    : handler_(handler), max_request_bytes_(max_request_bytes) {}
 
 absl::Status HeartbeatStream::OnOpen(HeartbeatCall* call) {
   call_ = call;
-  absl::Status added = registry_->Add(call);
-  if (!added.ok()) {
-    LogLimited(spdlog::level::warn, "heartbeat_stream_refused",
-               PeerLedger::HostOf(call->peer()),
-               "heartbeat stream from {} refused: {}", call->peer(),
-               added.ToString());
-    return added;
-  }
-  registered_ = true;
   return absl::OkStatus();
 }
 
@@ -78,9 +65,6 @@ StreamStep HeartbeatStream::OnRequest(
 }
 
 void HeartbeatStream::OnClose() {
-  // Out of the open count before it is counted handled (when the call is
-  // deleted), so a scrape that sees it handled never still sees it open.
-  if (registered_) registry_->Remove(call_);
   if (flownode_.has_value()) {
     const LogFields fields({{"node_id", absl::StrCat(*flownode_)},
                             {"peer", call_->peer()},

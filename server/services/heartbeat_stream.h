@@ -17,7 +17,6 @@
 #include "greptime/v1/meta/heartbeat.pb.h"
 #include "server/codec/heartbeat_request.h"
 #include "server/rpc/stream_call.h"
-#include "server/rpc/stream_registry.h"
 #include "server/services/heartbeat_handler.h"
 
 namespace metasrv::server {
@@ -26,9 +25,8 @@ using HeartbeatCall = StreamCall<greptime::v1::meta::HeartbeatResponse>;
 
 class HeartbeatStream final : public HeartbeatCall::Handler {
  public:
-  // Borrows both. A request may inflate to `max_request_bytes`.
-  HeartbeatStream(HeartbeatHandler* handler, StreamRegistry* registry,
-                  size_t max_request_bytes);
+  // Borrows `handler`. A request may inflate to `max_request_bytes`.
+  HeartbeatStream(HeartbeatHandler* handler, size_t max_request_bytes);
 
   absl::Status OnOpen(HeartbeatCall* call) override;
   StreamStep OnRequest(const RawRequest& request,
@@ -37,10 +35,8 @@ class HeartbeatStream final : public HeartbeatCall::Handler {
 
  private:
   HeartbeatHandler* const handler_;  // Handles each request; borrowed.
-  StreamRegistry* const registry_;   // Where this stream is listed; borrowed.
   const size_t max_request_bytes_;   // Limit of an inflated request.
   HeartbeatCall* call_ = nullptr;    // Its call, once open.
-  bool registered_ = false;          // Whether Add() succeeded.
   bool handshake_ = true;            // The next request is the first.
   // The flownode this stream is of, once its first request said so; for
   // the connect and disconnect lines.

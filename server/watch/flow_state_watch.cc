@@ -18,11 +18,10 @@ WatchHub::WatchHub(const core::FlowStateManager* flow_state, Options options,
       options_(options),
       metrics_(Metrics::OrDiscard(metrics)),
       door_(door),
-      clock_(clock),
-      streams_(options.max_watchers, "watch") {}
+      clock_(clock) {}
 
 WatchHub::~WatchHub() {
-  Stop(grpc::Status(grpc::StatusCode::UNAVAILABLE, "metasrv is shutting down"));
+  Stop();
 }
 
 void WatchHub::Start() {
@@ -35,13 +34,19 @@ int WatchHub::TierFor(absl::Duration asked) const {
   return tier;
 }
 
-void WatchHub::Stop(const grpc::Status& status) {
+void WatchHub::Stop() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
   if (publisher_.joinable()) publisher_.join();
-  streams_.Close(status);
+}
+
+uint64_t WatchHub::watchers() const {
+  absl::MutexLock lock(&mu_);
+  uint64_t watchers = 0;
+  for (const TierState& tier : tiers_) watchers += tier.watchers;
+  return watchers;
 }
 
 void WatchHub::OnFlowStateChanged() {
@@ -50,15 +55,14 @@ void WatchHub::OnFlowStateChanged() {
 }
 
 absl::Status WatchHub::Add(WatchStream* stream) {
-  absl::Status added = streams_.Add(stream->call());
-  if (!added.ok()) return added;
   {
-    absl::MutexLock lock(&buckets_mu_);
-    buckets_[stream->tier()][stream->ordinal() % kMaxWaves].push_back(stream);
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("the server is shutting down");
+    ++tiers_[stream->tier()].watchers;
   }
-  absl::MutexLock lock(&mu_);
-  ++tiers_[stream->tier()].watchers;
-  return added;
+  absl::MutexLock lock(&buckets_mu_);
+  buckets_[stream->tier()][stream->ordinal() % kMaxWaves].push_back(stream);
+  return absl::OkStatus();
 }
 
 void WatchHub::Remove(WatchStream* stream) {
@@ -71,7 +75,6 @@ void WatchHub::Remove(WatchStream* stream) {
       bucket.pop_back();
     }
   }
-  streams_.Remove(stream->call());
   absl::MutexLock lock(&mu_);
   --tiers_[stream->tier()].watchers;
 }

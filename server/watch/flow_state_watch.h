@@ -51,7 +51,6 @@
 #include "server/rpc/call_door.h"
 #include "server/rpc/cq_poller.h"
 #include "server/rpc/push_call.h"
-#include "server/rpc/stream_registry.h"
 
 namespace metasrv::server {
 
@@ -80,8 +79,6 @@ class WatchHub final : public core::FlowStateListener {
  public:
   struct Options {
     absl::Duration min_interval = absl::Milliseconds(500);  // Between pushes.
-    // Open watch streams; 0: no limit. The server sets --max_streams.
-    uint64_t max_watchers = 0;
   };
 
   // Borrows all four (null `metrics`: none kept; null `door`: states are
@@ -100,11 +97,9 @@ class WatchHub final : public core::FlowStateListener {
   // (borrowed; it must outlive the hub's last wave: the server stops the
   // hub before the poller). Without it, offers run on the publisher.
   void OfferOn(CqPoller* poller) ABSL_LOCKS_EXCLUDED(mu_);
-  // Stops publishing, refuses new watchers and ends the open ones with
-  // `status`. Idempotent.
-  void Stop(const grpc::Status& status);
-  // Ends every open watcher with `status` (this replica stepped down).
-  void AbortAll(const grpc::Status& status) { streams_.AbortAll(status); }
+  // Stops publishing and refuses new watchers. Idempotent. The door's
+  // ledger ends the open ones (CallKind::kWatch).
+  void Stop();
 
   // core::FlowStateListener: marks the state dirty. O(1), never blocks on
   // watchers.
@@ -116,8 +111,8 @@ class WatchHub final : public core::FlowStateListener {
   // the first whose interval is not shorter, else the last.
   int TierFor(absl::Duration asked) const;
 
-  // Registers a watcher (in its tier()); kUnavailable after Stop(),
-  // kResourceExhausted at the limit.
+  // Registers a watcher (in its tier()); kUnavailable after Stop(). (The
+  // door bounds how many are open: --max_streams.)
   absl::Status Add(WatchStream* stream);
   void Remove(WatchStream* stream);
 
@@ -127,7 +122,8 @@ class WatchHub final : public core::FlowStateListener {
   // offered to it.
   std::shared_ptr<const WatchSnapshot> Current(int tier);
 
-  uint64_t watchers() const { return streams_.size(); }
+  // Watchers registered now.
+  uint64_t watchers() const ABSL_LOCKS_EXCLUDED(mu_);
   // Tiers that hold a copy of the aggregate or a state (for tests).
   int TiersHeld() const ABSL_LOCKS_EXCLUDED(mu_);
   // For tests that check on the clock that nothing was due: the monotonic
@@ -214,12 +210,11 @@ class WatchHub final : public core::FlowStateListener {
   Metrics* const metrics_;  // Borrowed; never null (Metrics::OrDiscard).
   CallDoor* const door_;    // Where states are charged; may be null.
   const core::Clock* const clock_;     // Times pushes; borrowed.
-  StreamRegistry streams_;             // The open watchers (all WatchStreams).
   std::atomic<uint64_t> ordinals_{0};  // Next NextOrdinal().
   // Guards buckets_; taken before a watcher's own lock (a wave offers
   // under it), never while holding one.
   absl::Mutex buckets_mu_;
-  // The registered watchers of streams_, by tier and bucket.
+  // The registered watchers, by tier and bucket.
   std::array<std::array<Bucket, kMaxWaves>, kTiers> buckets_
       ABSL_GUARDED_BY(buckets_mu_);
   mutable absl::Mutex mu_;                     // Guards the fields below.

@@ -221,13 +221,13 @@ TEST(HardeningLimitsTest, OneConnectionCannotTakeEveryStream) {
   auto honest = ConnectOwn(server->advertised_addr());
   HeartbeatClient flownode(honest);
   EXPECT_TRUE(flownode.Call(FlowReport(1, {{1, 1, 1}})).has_value());
-  EXPECT_EQ(server->streams_for_test().size(), 11u);
+  EXPECT_EQ(server->streams_for_test(), 11u);
   EXPECT_EQ(opened.load(), 10);
   // Releasing the greedy connection's streams is quick.
   const absl::Time start = absl::Now();
   release.Notify();
   for (std::thread& t : openers) t.join();
-  ASSERT_TRUE(WaitFor([&] { return server->streams_for_test().size() == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return server->streams_for_test() == 1; }));
   EXPECT_LT(absl::Now() - start, absl::Seconds(1));
   EXPECT_EQ(opened.load(), 11);  // The 11th got its slot once one was free.
 }
@@ -300,7 +300,7 @@ TEST(HardeningLogTest, EveryFlownodeConnectingAndLeavingIsLogged) {
   ASSERT_TRUE(frontend.Call(Request(meta::FRONTEND, 9)).has_value());
   for (auto& node : nodes) ASSERT_TRUE(node->Close().ok());
   ASSERT_TRUE(frontend.Close().ok());
-  ASSERT_TRUE(WaitFor([&] { return server->streams_for_test().size() == 0; }));
+  ASSERT_TRUE(WaitFor([&] { return server->streams_for_test() == 0; }));
   const uint64_t left_out = LogLinesSuppressed() - before;
   server.reset();
   SetLogLineInterval(absl::Seconds(10));

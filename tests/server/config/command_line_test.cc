@@ -342,7 +342,8 @@ TEST(CommandLineTest, PrintConfigPrintsTheValuesInForce) {
   EXPECT_EQ(ran.exit_code, 0);
   EXPECT_THAT(ran.out, HasSubstr("node_max_idle_time = '0s'"));
   EXPECT_THAT(ran.out, HasSubstr("max_calls = 1024\n"));
-  EXPECT_THAT(ran.out, HasSubstr("max_calls_per_peer = 512\n"));
+  EXPECT_THAT(ran.out, HasSubstr("max_calls_per_peer = 0\n"));
+  EXPECT_THAT(ran.out, HasSubstr("heartbeat_silence_limit = '12s'\n"));
   EXPECT_THAT(ran.out, HasSubstr("max_reply_bytes_per_peer = "));
   EXPECT_THAT(ran.out, Not(HasSubstr("max_reply_bytes_per_peer = 0\n")));
   unlink(file.c_str());

@@ -194,9 +194,16 @@ TEST(SettingsTest, DerivedBoundsAreDecidedOnceByTheCheck) {
   ASSERT_TRUE(checked.ok()) << checked.status();
   const PeerLimits& peers = checked->options().door.peers;
   EXPECT_EQ(peers.max_calls, (100u << 20) / (20u << 10));
-  EXPECT_EQ(peers.max_calls_per_peer, peers.max_calls / 2);
+  EXPECT_EQ(peers.max_calls_per_peer, 0u);  // No fixed cap: fair shares.
   EXPECT_EQ(peers.max_reply_bytes_per_peer, 16u << 20);
-  EXPECT_EQ(checked->options().watch.max_watchers, 123u);
+  for (CallKind kind :
+       {CallKind::kHeartbeat, CallKind::kWatch, CallKind::kHealthWatch}) {
+    EXPECT_EQ(peers.max_open[static_cast<int>(kind)], 123u);
+  }
+  EXPECT_EQ(peers.max_open[static_cast<int>(CallKind::kUnary)], 0u);
+  // Three heartbeats and a retry (3 s each by default).
+  EXPECT_EQ(checked->options().door.heartbeat_silence_limit,
+            absl::Seconds(12));
   // Given values stay as given.
   o.door.peers.max_calls = 10;
   o.door.peers.max_calls_per_peer = 7;

@@ -356,9 +356,9 @@ TEST(KeepaliveTest, UnresponsivePeerIsDroppedAndItsStreamReleased) {
   ASSERT_NE(server, nullptr);
   ChildProcess probe({HEARTBEAT_PROBE, server->advertised_addr(), "5", "50"});
   ASSERT_EQ(probe.ReadLine(), "ready");
-  EXPECT_EQ(server->streams_for_test().size(), 1u);
+  EXPECT_EQ(server->streams_for_test(), 1u);
   probe.Signal(SIGSTOP);
-  EXPECT_TRUE(WaitFor([&] { return server->streams_for_test().size() == 0; },
+  EXPECT_TRUE(WaitFor([&] { return server->streams_for_test() == 0; },
                       absl::Seconds(15)));
   probe.Signal(SIGCONT);
   // Its report stays.

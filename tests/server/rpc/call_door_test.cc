@@ -34,7 +34,7 @@ class CallDoorTest : public ::testing::Test {
   // Enters a call of `method` from `peer`; the ticket, or the refusal.
   static absl::Status Enter(CallDoor& door, Method method,
                             absl::string_view peer,
-                            std::optional<PeerLedger::Ticket>* ticket,
+                            std::optional<CallLedger::Ticket>* ticket,
                             absl::string_view authorization = "") {
     return door.Enter(RowOf(method), peer, authorization, ticket);
   }
@@ -46,7 +46,7 @@ class CallDoorTest : public ::testing::Test {
 
 TEST_F(CallDoorTest, ACallIsChargedToItsHostUntilItsTicketGoes) {
   CallDoor door = MakeDoor();
-  std::optional<PeerLedger::Ticket> a1, a2, a3, b1;
+  std::optional<CallLedger::Ticket> a1, a2, a3, b1;
   EXPECT_TRUE(Enter(door, Method::kRange, "ipv4:127.0.0.2:1000", &a1).ok());
   EXPECT_TRUE(Enter(door, Method::kRange, "ipv4:127.0.0.2:1001", &a2).ok());
   // The host's bound: another port of the same host is the same host.
@@ -62,7 +62,7 @@ TEST_F(CallDoorTest, ACallIsChargedToItsHostUntilItsTicketGoes) {
 
 TEST_F(CallDoorTest, TheGlobalBoundRefusesEveryHost) {
   CallDoor door = MakeDoor();
-  std::vector<std::optional<PeerLedger::Ticket>> tickets(5);
+  std::vector<std::optional<CallLedger::Ticket>> tickets(5);
   for (int i = 0; i < 4; ++i) {
     const std::string peer = "ipv4:127.0.1." + std::to_string(i) + ":9";
     ASSERT_TRUE(Enter(door, Method::kHeartbeat, peer, &tickets[i]).ok());
@@ -77,7 +77,7 @@ TEST_F(CallDoorTest, TheGlobalBoundRefusesEveryHost) {
 TEST_F(CallDoorTest, AnAdminCallNeedsTheTokenAndAFailingHostWaits) {
   CallDoor door = MakeDoor(*AdminAuth::FromToken(kToken, "test"));
   const std::string right = std::string("Bearer ") + kToken;
-  std::optional<PeerLedger::Ticket> t;
+  std::optional<CallLedger::Ticket> t;
   EXPECT_TRUE(
       Enter(door, Method::kLeaderChange, "ipv4:10.1.1.1:5", &t, right).ok());
   t.reset();
@@ -111,7 +111,7 @@ TEST_F(CallDoorTest, AnAdminCallNeedsTheTokenAndAFailingHostWaits) {
 
 TEST_F(CallDoorTest, WithoutATokenAdminIsLoopbackOnly) {
   CallDoor door = MakeDoor();
-  std::optional<PeerLedger::Ticket> t;
+  std::optional<CallLedger::Ticket> t;
   EXPECT_TRUE(Enter(door, Method::kForgetNodes, "ipv4:127.0.0.1:5", &t).ok());
   t.reset();
   EXPECT_TRUE(Enter(door, Method::kForgetNodes, "ipv6:[::1]:5", &t).ok());
@@ -122,7 +122,7 @@ TEST_F(CallDoorTest, WithoutATokenAdminIsLoopbackOnly) {
 
 TEST_F(CallDoorTest, AnAnswerIsChargedToItsHostsShareThenTheBudget) {
   CallDoor door = MakeDoor();
-  std::optional<PeerLedger::Ticket> a, b, c;
+  std::optional<CallLedger::Ticket> a, b, c;
   ASSERT_TRUE(Enter(door, Method::kRange, "ipv4:127.0.0.2:1", &a).ok());
   ASSERT_TRUE(Enter(door, Method::kRange, "ipv4:127.0.0.3:1", &b).ok());
   ASSERT_TRUE(Enter(door, Method::kRange, "ipv4:127.0.0.4:1", &c).ok());
@@ -152,7 +152,7 @@ TEST_F(CallDoorTest, AnAnswerIsChargedToItsHostsShareThenTheBudget) {
 // for room that other calls' unread answers hold.
 TEST_F(CallDoorTest, AnAlwaysAnsweredMethodIsChargedButNeverRefused) {
   CallDoor door = MakeDoor();
-  std::optional<PeerLedger::Ticket> a, b;
+  std::optional<CallLedger::Ticket> a, b;
   ASSERT_TRUE(Enter(door, Method::kRange, "ipv4:127.0.0.2:1", &a).ok());
   ASSERT_TRUE(Enter(door, Method::kHeartbeat, "ipv4:127.0.0.2:2", &b).ok());
   ASSERT_TRUE(door.TakeReply(RowOf(Method::kRange), &*a, 600).ok());

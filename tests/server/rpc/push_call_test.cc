@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
 #include "core/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
@@ -24,12 +27,37 @@ using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
 using ::metasrv::testing::WaitFor;
 
+// The open calls, to push to.
+class Calls {
+ public:
+  void Add(PushCall* call) {
+    absl::MutexLock lock(&mu_);
+    calls_.insert(call);
+  }
+  void Remove(PushCall* call) {
+    absl::MutexLock lock(&mu_);
+    calls_.erase(call);
+  }
+  void ForEach(absl::FunctionRef<void(PushCall*)> fn) {
+    absl::MutexLock lock(&mu_);
+    for (PushCall* call : calls_) fn(call);
+  }
+  size_t size() {
+    absl::MutexLock lock(&mu_);
+    return calls_.size();
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_set<PushCall*> calls_ ABSL_GUARDED_BY(mu_);
+};
+
 // What the handlers saw, over all calls; and the open calls, to push to.
 struct Seen {
   std::atomic<int> closed{0};
   std::atomic<int> stalled{0};
   std::atomic<int> chosen{0};
-  StreamRegistry calls{0, "test"};
+  Calls calls;
 };
 
 // An item that says which status to send.
@@ -64,7 +92,7 @@ class Pusher final : public PushCall::Handler {
     if (request.service() == "no") {
       return absl::FailedPreconditionError("not here");
     }
-    if (absl::Status added = seen_->calls.Add(call); !added.ok()) return added;
+    seen_->calls.Add(call);
     registered_ = true;
     call->Offer(Item(1, HealthCheckResponse::SERVING));
     return absl::OkStatus();
@@ -104,9 +132,7 @@ void AddPusher(Runtime* runtime, Seen* seen, CallLimits limits = {}) {
 
 // Offers `item` to every open call.
 void OfferAll(Seen* seen, const std::shared_ptr<const PushItem>& item) {
-  seen->calls.ForEach([&](AbortableStream* stream) {
-    static_cast<PushCall*>(stream)->Offer(item);
-  });
+  seen->calls.ForEach([&](PushCall* call) { call->Offer(item); });
 }
 
 HealthCheckRequest Service(const std::string& name) {
@@ -176,7 +202,9 @@ TEST(PushCallTest, AnAbortFromOutsideEndsEveryStreamOnce) {
     ASSERT_TRUE(readers.back()->Read(&response));
   }
   ASSERT_TRUE(WaitFor([&] { return seen.calls.size() == 5u; }));
-  seen.calls.AbortAll(grpc::Status(grpc::StatusCode::ABORTED, "stepped down"));
+  seen.calls.ForEach([](PushCall* call) {
+    call->Abort(absl::AbortedError("stepped down"));
+  });
   for (auto& reader : readers) {
     HealthCheckResponse response;
     EXPECT_FALSE(reader->Read(&response));

@@ -32,15 +32,12 @@ struct Seen {
 
 // Answers each request with its host, "!" added; a host of "end" ends the
 // stream with INVALID_ARGUMENT, "abort" answers then ends with ABORTED,
-// "big" answers 4 KiB. Registers its stream in `registry` when given.
+// "big" answers 4 KiB.
 class EchoHandler final : public Call::Handler {
  public:
-  EchoHandler(Seen* seen, StreamRegistry* registry)
-      : seen_(seen), registry_(registry) {}
-  absl::Status OnOpen(Call* call) override {
+  explicit EchoHandler(Seen* seen) : seen_(seen) {}
+  absl::Status OnOpen(Call*) override {
     ++seen_->opened;
-    call_ = call;
-    if (registry_ != nullptr) return registry_->Add(call);
     return absl::OkStatus();
   }
   StreamStep OnRequest(const RawRequest& raw,
@@ -62,22 +59,16 @@ class EchoHandler final : public Call::Handler {
     if (request.host() == "big") answer->set_valid_host(std::string(4096, 'b'));
     return StreamStep::Answer();
   }
-  void OnClose() override {
-    if (registry_ != nullptr) registry_->Remove(call_);
-    ++seen_->closed;
-  }
+  void OnClose() override { ++seen_->closed; }
 
  private:
   Seen* const seen_;
-  StreamRegistry* const registry_;
-  Call* call_ = nullptr;
 };
 
-void AddEcho(Runtime* runtime, Seen* seen, StreamRegistry* registry,
-             CallLimits limits = {}) {
+void AddEcho(Runtime* runtime, Seen* seen, CallLimits limits = {}) {
   runtime->dispatcher().Add(
       Method::kReflectionV1, Call::Factory(limits, [=](ServerCall*) {
-        return std::unique_ptr<Call::Handler>(new EchoHandler(seen, registry));
+        return std::unique_ptr<Call::Handler>(new EchoHandler(seen));
       }));
 }
 
@@ -90,7 +81,7 @@ refl::ServerReflectionRequest Host(const std::string& host) {
 TEST(StreamCallTest, AnswersEveryRequestInOrderAndEndsOkWhenTheClientDoes) {
   Seen seen;
   Runtime runtime;
-  AddEcho(&runtime, &seen, nullptr);
+  AddEcho(&runtime, &seen);
   runtime.Start();
   auto stub = refl::ServerReflection::NewStub(runtime.channel());
   grpc::ClientContext context;
@@ -111,7 +102,7 @@ TEST(StreamCallTest, AnswersEveryRequestInOrderAndEndsOkWhenTheClientDoes) {
 TEST(StreamCallTest, AHandlerEndsTheStreamWithItsStatusOrAfterAnAnswer) {
   Seen seen;
   Runtime runtime;
-  AddEcho(&runtime, &seen, nullptr);
+  AddEcho(&runtime, &seen);
   runtime.Start();
   auto stub = refl::ServerReflection::NewStub(runtime.channel());
   {
@@ -168,7 +159,7 @@ TEST(StreamCallTest, AHandlerEndsTheStreamWithItsStatusOrAfterAnAnswer) {
 TEST(StreamCallTest, AClientThatGoesAwayClosesItsHandlerOnce) {
   Seen seen;
   Runtime runtime;
-  AddEcho(&runtime, &seen, nullptr);
+  AddEcho(&runtime, &seen);
   runtime.Start();
   auto stub = refl::ServerReflection::NewStub(runtime.channel());
   for (int i = 0; i < 20; ++i) {
@@ -186,11 +177,17 @@ TEST(StreamCallTest, AClientThatGoesAwayClosesItsHandlerOnce) {
   EXPECT_TRUE(runtime.calls_ended());
 }
 
-TEST(StreamCallTest, AnAbortFromOutsideEndsTheStreamBehindItsAnswer) {
+TEST(StreamCallTest, TheLedgerEndsTheStreamBehindItsAnswer) {
   Seen seen;
-  StreamRegistry registry(2, "test");
-  Runtime runtime;
-  AddEcho(&runtime, &seen, &registry);
+  TestLeadership leadership;
+  DoorOptions options;
+  options.peers.max_open[static_cast<int>(CallKind::kReflection)] = 2;
+  CallDoor door(&leadership, AdminAuth(), options, core::SystemClock(),
+                nullptr);
+  Runtime runtime(CqPoller::Options{}, &door);
+  CallLimits limits;
+  limits.door = &door;
+  AddEcho(&runtime, &seen, limits);
   runtime.Start();
   auto stub = refl::ServerReflection::NewStub(runtime.channel());
   grpc::ClientContext c1, c2, c3;
@@ -201,21 +198,24 @@ TEST(StreamCallTest, AnAbortFromOutsideEndsTheStreamBehindItsAnswer) {
     ASSERT_TRUE(s->Write(Host("x")));
     ASSERT_TRUE(s->Read(&answer));
   }
-  // The registry's bound: a third is refused at open.
+  // The kind's bound, which this host holds whole: a third is refused at
+  // the door, before it opens.
   auto s3 = stub->ServerReflectionInfo(&c3);
   s3->Write(Host("x"));
   EXPECT_FALSE(s3->Read(&answer));
   EXPECT_EQ(s3->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  ASSERT_TRUE(WaitFor([&] { return registry.size() == 2u; }));
-  registry.AbortAll(grpc::Status(grpc::StatusCode::ABORTED, "stepped down"));
+  ASSERT_TRUE(WaitFor(
+      [&] { return door.ledger().open(CallKind::kReflection) == 2u; }));
+  door.ledger().AbortAll(CallKind::kReflection,
+                         absl::AbortedError("stepped down"));
   for (auto* s : {s1.get(), s2.get()}) {
     EXPECT_FALSE(s->Read(&answer));
     grpc::Status status = s->Finish();
     EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED);
     EXPECT_EQ(status.error_message(), "stepped down");
   }
-  EXPECT_TRUE(WaitFor([&] { return seen.closed.load() == 3; }));
-  EXPECT_EQ(registry.size(), 0u);
+  EXPECT_TRUE(WaitFor([&] { return seen.closed.load() == 2; }));
+  EXPECT_TRUE(WaitFor([&] { return door.ledger().open_calls() == 0; }));
 }
 
 // Through a door: the first request is due within --request_timeout, and
@@ -236,7 +236,7 @@ class StreamCallDoorTest : public ::testing::Test {
     runtime_ = std::make_unique<Runtime>(CqPoller::Options{}, door_.get());
     CallLimits limits;
     limits.door = door_.get();
-    AddEcho(runtime_.get(), &seen_, nullptr, limits);
+    AddEcho(runtime_.get(), &seen_, limits);
     runtime_->Start();
     stub_ = refl::ServerReflection::NewStub(runtime_->channel());
     stream_ = stub_->ServerReflectionInfo(&context_);

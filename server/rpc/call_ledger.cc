@@ -1,0 +1,242 @@
+#include "server/rpc/call_ledger.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace metasrv::server {
+namespace {
+
+// Calls evicted and not yet gone, at most: each let one call in over its
+// bound, so this bounds how far past a bound the ledger ever is.
+constexpr int64_t kMaxEvicting = 64;
+
+int64_t CountOf(const std::array<int64_t, kCallKinds>& by_kind, int64_t all,
+                int kind) {
+  return kind < 0 ? all : by_kind[kind];
+}
+
+}  // namespace
+
+const char* CallKindName(CallKind kind) {
+  switch (kind) {
+    case CallKind::kUnary:
+      return "unary call";
+    case CallKind::kHeartbeat:
+      return "heartbeat stream";
+    case CallKind::kWatch:
+      return "flow-state watch";
+    case CallKind::kHealthWatch:
+      return "health watch";
+    case CallKind::kReflection:
+      return "reflection stream";
+  }
+  return "call";
+}
+
+CallLedger::CallLedger(PeerLimits limits, const core::Clock* clock)
+    : limits_(limits), clock_(clock) {}
+
+absl::string_view CallLedger::HostOf(absl::string_view peer) {
+  // gRPC writes "ipv4:A.B.C.D:PORT", "ipv6:[ADDR]:PORT" (or with the
+  // brackets percent-encoded) and "unix:PATH": the port follows the last
+  // colon of an IP peer.
+  if (peer.substr(0, 5) == "unix:") return "unix";
+  const size_t colon = peer.rfind(':');
+  if (colon == absl::string_view::npos || colon < 5) return peer;
+  return peer.substr(0, colon);
+}
+
+absl::StatusOr<CallLedger::Ticket> CallLedger::Enter(absl::string_view peer,
+                                                     CallKind kind,
+                                                     EnterNote* note) {
+  const absl::string_view key = HostOf(peer);
+  const int k = static_cast<int>(kind);
+  EnterNote unused;
+  if (note == nullptr) note = &unused;
+  absl::MutexLock lock(&mu_);
+  auto found = hosts_.find(key);
+  Host* host = found == hosts_.end() ? nullptr : found->second.get();
+  if (host != nullptr && limits_.max_calls_per_peer != 0 &&
+      static_cast<uint64_t>(host->calls) >= limits_.max_calls_per_peer) {
+    note->why = EnterNote::Refusal::kPeerCalls;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this client's host has ", host->calls,
+        " calls open, its limit (--max_calls_per_peer); retry later"));
+  }
+  int64_t share = 0;
+  if (const uint64_t limit = limits_.max_open[k];
+      limit != 0 && static_cast<uint64_t>(by_kind_[k]) >= limit &&
+      !MakeRoom(host, k, limit, &share, note)) {
+    note->why = EnterNote::Refusal::kKind;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the server has ", by_kind_[k], " ", CallKindName(kind),
+        "s open (limit ", limit, ", --max_streams), and this host holds ",
+        host == nullptr ? 0 : host->by_kind[k], ", its fair share ", share,
+        " or more; retry later"));
+  }
+  if (limits_.max_calls != 0 &&
+      static_cast<uint64_t>(calls_) >= limits_.max_calls &&
+      !MakeRoom(host, -1, limits_.max_calls, &share, note)) {
+    note->why = EnterNote::Refusal::kCalls;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the server has ", calls_, " calls open, its limit (--max_calls), "
+        "and this host holds ", host == nullptr ? 0 : host->calls,
+        ", its fair share ", share, " or more; retry later"));
+  }
+  if (host == nullptr) {
+    auto made = std::make_unique<Host>();
+    made->key = std::string(key);
+    host = made.get();
+    hosts_.emplace(made->key, std::move(made));
+  }
+  if (host->by_kind[k]++ == 0) ++hosts_by_kind_[k];
+  ++host->calls;
+  ++by_kind_[k];
+  ++calls_;
+  auto made = std::make_unique<Call>();
+  Call* call = made.get();
+  call->host = host;
+  call->kind = kind;
+  call->active.store(NowNs(), std::memory_order_relaxed);
+  host->open.emplace(call, std::move(made));
+  return Ticket(this, call);
+}
+
+bool CallLedger::MakeRoom(const Host* asker, int kind, uint64_t limit,
+                          int64_t* share, EnterNote* note) {
+  int64_t hosts = kind < 0 ? static_cast<int64_t>(hosts_.size())
+                           : hosts_by_kind_[kind];
+  const int64_t mine =
+      asker == nullptr ? 0 : CountOf(asker->by_kind, asker->calls, kind);
+  if (mine == 0) ++hosts;
+  *share = std::max<int64_t>(1, static_cast<int64_t>(limit) / hosts);
+  if (mine >= *share || evicting_ >= kMaxEvicting) return false;
+  Host* top = nullptr;
+  int64_t most = *share;
+  for (const auto& [key, host] : hosts_) {
+    const int64_t held = CountOf(host->by_kind, host->calls, kind);
+    if (host.get() != asker && held > most) {
+      most = held;
+      top = host.get();
+    }
+  }
+  if (top == nullptr) return false;  // Nobody holds more than a share.
+  Call* victim = nullptr;
+  int64_t oldest = std::numeric_limits<int64_t>::max();
+  for (const auto& [call, owned] : top->open) {
+    if (call->abort == nullptr || call->told) continue;
+    if (kind >= 0 && static_cast<int>(call->kind) != kind) continue;
+    const int64_t active = call->active.load(std::memory_order_relaxed);
+    if (active < oldest) {
+      oldest = active;
+      victim = call;
+    }
+  }
+  if (victim == nullptr) return false;  // Only calls in progress.
+  victim->evicted = true;
+  note->made_room = true;
+  ++evicting_;
+  evicted_.fetch_add(1);
+  note->cut_host = top->key;
+  note->cut_reason = absl::StrCat(
+                   "ended to make room for another client host: this host "
+                   "held ",
+                   most, " of the ", limit, " ",
+                   kind < 0 ? "calls" : CallKindName(CallKind(kind)),
+                   " the server allows, more than its fair share of ", *share,
+                   "; retry later");
+  Tell(victim, absl::ResourceExhaustedError(note->cut_reason));
+  return true;
+}
+
+void CallLedger::Tell(Call* call, const absl::Status& status) {
+  if (call->told || call->abort == nullptr) return;
+  call->told = true;
+  call->abort->Abort(status);
+}
+
+void CallLedger::Leave(Call* call) {
+  absl::MutexLock lock(&mu_);
+  Host* host = call->host;
+  const int k = static_cast<int>(call->kind);
+  if (call->evicted) --evicting_;
+  attached_[k].erase(call);
+  host->open.erase(call);  // Deletes it.
+  --calls_;
+  --by_kind_[k];
+  if (--host->by_kind[k] == 0) --hosts_by_kind_[k];
+  if (--host->calls > 0) return;
+  // Its last call: the entry goes, so that the map holds only hosts with a
+  // call open.
+  hosts_.erase(hosts_.find(host->key));
+}
+
+absl::Status CallLedger::Ticket::Attach(AbortableCall* call) {
+  absl::MutexLock lock(&ledger_->mu_);
+  const int k = static_cast<int>(call_->kind);
+  if (ledger_->closed_[k]) {
+    return absl::UnavailableError("the server is shutting down");
+  }
+  call_->abort = call;
+  ledger_->attached_[k].insert(call_);
+  return absl::OkStatus();
+}
+
+void CallLedger::Ticket::Detach(AbortableCall* call) {
+  absl::MutexLock lock(&ledger_->mu_);
+  if (call_->abort != call) return;
+  call_->abort = nullptr;
+  ledger_->attached_[static_cast<int>(call_->kind)].erase(call_);
+}
+
+void CallLedger::AbortAll(CallKind kind, const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  for (Call* call : attached_[static_cast<int>(kind)]) Tell(call, status);
+}
+
+void CallLedger::Close(CallKind kind, const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  closed_[static_cast<int>(kind)] = true;
+  for (Call* call : attached_[static_cast<int>(kind)]) Tell(call, status);
+}
+
+void CallLedger::ForEach(CallKind kind,
+                         absl::FunctionRef<void(AbortableCall*)> fn) {
+  absl::MutexLock lock(&mu_);
+  for (Call* call : attached_[static_cast<int>(kind)]) fn(call->abort);
+}
+
+int CallLedger::AbortSilent(CallKind kind, absl::Duration limit,
+                            const absl::Status& status) {
+  const int64_t since = NowNs() - absl::ToInt64Nanoseconds(limit);
+  int ended = 0;
+  absl::MutexLock lock(&mu_);
+  for (Call* call : attached_[static_cast<int>(kind)]) {
+    if (call->told || call->active.load(std::memory_order_relaxed) >= since) {
+      continue;
+    }
+    Tell(call, status);
+    ++ended;
+  }
+  return ended;
+}
+
+int64_t CallLedger::open_calls() const {
+  absl::MutexLock lock(&mu_);
+  return calls_;
+}
+
+uint64_t CallLedger::open(CallKind kind) const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<uint64_t>(by_kind_[static_cast<int>(kind)]);
+}
+
+size_t CallLedger::peers() const {
+  absl::MutexLock lock(&mu_);
+  return hosts_.size();
+}
+
+}  // namespace metasrv::server

@@ -1,0 +1,227 @@
+// Every open call, counted once, by host and by kind: the one owner of what
+// calls hold. A call is charged here when it is accepted, at its first
+// HEADERS frame, before any of its work; its ticket gives it back when the
+// call is deleted. The ledger applies every bound on open calls (in all, per
+// kind: --max_calls, --max_streams) with max-min fairness: while one host
+// wants room, no host holds more than its fair share (the bound over the
+// hosts holding calls), and the host holding the most gives back its
+// longest-idle call first. It also ends the streams of a kind (a step-down,
+// shutdown) and heartbeat streams silent past a limit, and bounds each
+// host's share of the reply budget.
+//
+// gRPC-free: a call that can be ended is an AbortableCall.
+#ifndef METASRV_SERVER_RPC_CALL_LEDGER_H_
+#define METASRV_SERVER_RPC_CALL_LEDGER_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/clock.h"
+
+namespace metasrv::server {
+
+// What a call is, for the bounds by kind and for ending calls of a kind.
+enum class CallKind { kUnary, kHeartbeat, kWatch, kHealthWatch, kReflection };
+inline constexpr int kCallKinds = 5;
+// "unary", "heartbeat stream", ...: for errors and logs.
+const char* CallKindName(CallKind kind);
+
+// A call that can be told to end.
+class AbortableCall {
+ public:
+  virtual ~AbortableCall() = default;
+  // Ends the call with `status` as soon as no write is in flight. Called
+  // under the ledger's lock: must not block nor call back into the ledger.
+  virtual void Abort(const absl::Status& status) = 0;
+};
+
+// The bounds, from the settings (server_options.h); 0: none.
+struct PeerLimits {
+  uint64_t max_calls = 0;           // Calls open at once, in all.
+  uint64_t max_calls_per_peer = 0;  // A fixed cap per host, beside fairness.
+  uint64_t max_reply_bytes_per_peer = 0;  // A host's unread answers' bytes.
+  // Calls of each kind open at once (by CallKind): --max_streams for
+  // heartbeat streams and watchers.
+  std::array<uint64_t, kCallKinds> max_open{};
+};
+
+// What Enter() did besides, for the door's counters and logs.
+struct EnterNote {
+  // Why it refused the call, when it did.
+  enum class Refusal { kCalls, kPeerCalls, kKind } why = Refusal::kCalls;
+  bool made_room = false;  // It ended another host's call for this one:
+  std::string cut_host;    // that host,
+  std::string cut_reason;  // and the status its call was ended with.
+};
+
+// Thread-safe. Enter(), a ticket's end and the ending of calls take the
+// ledger's lock briefly; the reply share and Touch() are lock-free.
+class CallLedger {
+ public:
+  class Ticket;
+
+  // Borrows `clock` (times idleness), which must outlive the ledger.
+  CallLedger(PeerLimits limits, const core::Clock* clock);
+  CallLedger(const CallLedger&) = delete;
+  CallLedger& operator=(const CallLedger&) = delete;
+
+  // The host part of gRPC's peer string ("ipv4:10.0.0.1:5000" ->
+  // "ipv4:10.0.0.1", "ipv6:[::1]:5000" -> "ipv6:[::1]"): every connection
+  // from one host is one peer.
+  static absl::string_view HostOf(absl::string_view peer);
+
+  // Charges a new call of `kind` from `peer` (gRPC's peer string). At a
+  // bound, a host under its fair share still gets in: the host holding the
+  // most, over its share, gives back its longest-idle call (ended with
+  // RESOURCE_EXHAUSTED; counted in evicted()). Otherwise kResourceExhausted
+  // saying which bound; nothing is charged then. `note`, when given, says
+  // which, and whether a call was ended.
+  absl::StatusOr<Ticket> Enter(absl::string_view peer, CallKind kind,
+                               EnterNote* note = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Ends every call of `kind` that can be ended with `status`.
+  void AbortAll(CallKind kind, const absl::Status& status)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The same, and calls of `kind` attached from now on are refused.
+  void Close(CallKind kind, const absl::Status& status)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Calls `fn` with every attached call of `kind`, under the lock (which
+  // keeps them alive); `fn` must not block or call back into the ledger.
+  void ForEach(CallKind kind, absl::FunctionRef<void(AbortableCall*)> fn)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the calls of `kind` not touched for longer than `limit`; returns
+  // how many.
+  int AbortSilent(CallKind kind, absl::Duration limit,
+                  const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
+
+  int64_t open_calls() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t open(CallKind kind) const ABSL_LOCKS_EXCLUDED(mu_);
+  size_t peers() const ABSL_LOCKS_EXCLUDED(mu_);  // Hosts with a call open.
+  // Calls ended to make room for another host, since the start.
+  uint64_t evicted() const { return evicted_.load(); }
+  const PeerLimits& limits() const { return limits_; }
+
+ private:
+  struct Host;
+  struct Call {
+    Host* host;
+    CallKind kind;
+    AbortableCall* abort = nullptr;  // Attached; guarded by mu_.
+    bool told = false;               // Told to end; guarded by mu_.
+    bool evicted = false;            // For another host; guarded by mu_.
+    std::atomic<int64_t> active;     // Last touched, in ns of the clock.
+  };
+  struct Host {
+    std::string key;                       // Its key in hosts_.
+    int64_t calls = 0;                     // Open; guarded by mu_.
+    std::array<int64_t, kCallKinds> by_kind{};  // Open; guarded by mu_.
+    // Its calls, owned; guarded by mu_.
+    absl::flat_hash_map<Call*, std::unique_ptr<Call>> open;
+    std::atomic<uint64_t> reply_bytes{0};  // Its answers in flight.
+  };
+
+  // At a bound of `limit` calls of kind `kind` (-1: of any kind): whether
+  // `asker` (null: a host with none open) is under its fair share and room
+  // was made for it by ending the longest-idle call of the host holding
+  // the most. `*share` is set to the fair share.
+  bool MakeRoom(const Host* asker, int kind, uint64_t limit, int64_t* share,
+                EnterNote* note) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends `call` with `status`, at most once.
+  static void Tell(Call* call, const absl::Status& status);
+  void Leave(Call* call) ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t NowNs() const { return absl::ToUnixNanos(clock_->Monotonic()); }
+
+  const PeerLimits limits_;
+  const core::Clock* const clock_;  // Borrowed.
+  std::atomic<uint64_t> evicted_{0};
+  mutable absl::Mutex mu_;  // Guards what is marked so, and Call::abort.
+  // By host; an entry lives while the host has a call open.
+  absl::flat_hash_map<std::string, std::unique_ptr<Host>> hosts_
+      ABSL_GUARDED_BY(mu_);
+  int64_t calls_ ABSL_GUARDED_BY(mu_) = 0;  // Open, in all.
+  std::array<int64_t, kCallKinds> by_kind_ ABSL_GUARDED_BY(mu_){};
+  // Hosts holding calls of each kind.
+  std::array<int64_t, kCallKinds> hosts_by_kind_ ABSL_GUARDED_BY(mu_){};
+  std::array<absl::flat_hash_set<Call*>, kCallKinds> attached_
+      ABSL_GUARDED_BY(mu_);
+  std::array<bool, kCallKinds> closed_ ABSL_GUARDED_BY(mu_){};
+  // Evicted and not yet gone: each let one call in over a bound.
+  int64_t evicting_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// One call's place in the ledger. Move-only; Attach() and Detach() come
+// from the call's own handler, the rest from any thread.
+class CallLedger::Ticket {
+ public:
+  Ticket(Ticket&& other) noexcept
+      : ledger_(std::exchange(other.ledger_, nullptr)),
+        call_(std::exchange(other.call_, nullptr)) {}
+  Ticket& operator=(Ticket&&) = delete;
+  ~Ticket() {
+    if (ledger_ != nullptr) ledger_->Leave(call_);
+  }
+
+  // The call can be ended through `call` (which must stay alive until
+  // Detach()), replacing any attached before: by a step-down, shutdown, its
+  // silence, or to make room for another host. kUnavailable once its kind
+  // is closed.
+  absl::Status Attach(AbortableCall* call);
+  // The call can no longer be ended through `call` (nothing if another was
+  // attached since).
+  void Detach(AbortableCall* call);
+  // The call did something (a request came): it is not idle.
+  void Touch() {
+    call_->active.store(ledger_->NowNs(), std::memory_order_relaxed);
+  }
+  CallKind kind() const { return call_->kind; }
+
+  // Takes `bytes` of the host's reply share if they fit; false (nothing
+  // taken) if they do not.
+  bool TakeReply(uint64_t bytes) {
+    const uint64_t limit = ledger_->limits_.max_reply_bytes_per_peer;
+    std::atomic<uint64_t>& held = call_->host->reply_bytes;
+    uint64_t now = held.load(std::memory_order_relaxed);
+    do {
+      if (limit != 0 && now + bytes > limit) return false;
+    } while (!held.compare_exchange_weak(now, now + bytes,
+                                         std::memory_order_relaxed));
+    return true;
+  }
+  // Takes `bytes` of the host's share whether or not they fit (an answer
+  // that is always sent, counted so that the share tells the truth).
+  void ChargeReply(uint64_t bytes) {
+    call_->host->reply_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  // Gives back what TakeReply() or ChargeReply() took.
+  void GiveReply(uint64_t bytes) {
+    call_->host->reply_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+  }
+  // The host's answers in flight now.
+  uint64_t peer_reply_bytes() const {
+    return call_->host->reply_bytes.load(std::memory_order_relaxed);
+  }
+
+ private:
+  friend class CallLedger;
+  Ticket(CallLedger* ledger, Call* call) : ledger_(ledger), call_(call) {}
+
+  CallLedger* ledger_;  // Where the call is charged; borrowed.
+  Call* call_;          // Its entry; the ledger's.
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_RPC_CALL_LEDGER_H_
