@@ -277,6 +277,13 @@ void MetasrvServer::SetLimits(grpc::ServerBuilder* builder) {
   builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                               options_.max_streams_per_connection);
   builder->AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, 16 << 10);
+  // Only what GreptimeDB's clients send: identity and zstd (which gRPC 1.51
+  // passes on compressed; grpc151_zstd_requests.h inflates it within
+  // --max_message_bytes). gRPC would inflate gzip and deflate itself, with
+  // no bound but the message size, on the poller: a few kB sent, megabytes
+  // of work. Refused as gRPC refuses a disabled encoding (UNIMPLEMENTED).
+  builder->SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
+  builder->SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
   // gRPC's own memory (connection buffers, call arenas, parsed metadata) has
   // a ceiling. In Debian's gRPC 1.51 it is what bounds an HTTP/2 header
   // block that never ends (CONTINUATION frames forever): without it, memory

@@ -7,17 +7,7 @@ namespace metasrv::server {
 AuthBackoff::AuthBackoff(Options options, const core::Clock* clock)
     : options_(options), clock_(clock) {}
 
-absl::Duration AuthBackoff::WaitOf(absl::string_view host) const {
-  const absl::Time now = clock_->Monotonic();
-  absl::MutexLock lock(&mu_);
-  auto it = peers_.find(host);
-  if (it == peers_.end() || it->second.until <= now) {
-    return absl::ZeroDuration();
-  }
-  return it->second.until - now;
-}
-
-absl::Duration AuthBackoff::Failed(absl::string_view host) {
+absl::Time AuthBackoff::Failed(absl::string_view host) {
   const absl::Time now = clock_->Monotonic();
   absl::MutexLock lock(&mu_);
   auto it = peers_.find(host);
@@ -34,13 +24,19 @@ absl::Duration AuthBackoff::Failed(absl::string_view host) {
   }
   Peer& peer = it->second;
   ++peer.failures;
-  const int paid = peer.failures - options_.free_failures;
-  if (paid <= 0) return absl::ZeroDuration();
-  absl::Duration wait = options_.first_wait;
-  for (int i = 1; i < paid && wait < options_.max_wait; ++i) wait *= 2;
-  wait = std::min(wait, options_.max_wait);
-  peer.until = now + wait;
-  return wait;
+  absl::Time at = now;
+  if (const int paid = peer.failures - options_.free_failures; paid > 0) {
+    absl::Duration wait = options_.first_wait;
+    for (int i = 1; i < paid && wait < options_.max_wait; ++i) wait *= 2;
+    at = std::max(now, peer.until) + std::min(wait, options_.max_wait);
+  }
+  if (options_.failed_answers_per_second > 0) {
+    any_until_ = std::max(now, any_until_) +
+                 absl::Seconds(1) / options_.failed_answers_per_second;
+    at = std::max(at, any_until_);
+  }
+  peer.until = at;
+  return at;
 }
 
 void AuthBackoff::Succeeded(absl::string_view host) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/clock.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
@@ -308,8 +309,8 @@ Metrics::Metrics(Sources sources)
       "Calls the server refused or ended before serving them in full, by "
       "reason: past --max_calls or --max_calls_per_peer, a request later "
       "than --request_timeout, an answer past its peer's share of the reply "
-      "budget or unread past --reply_stall_limit, a wrong admin token, an "
-      "admin call during its peer's back-off, past --max_streams, ended to "
+      "budget or unread past --reply_stall_limit, a wrong admin token (and "
+      "of those, the ones answered late: auth_backoff), past --max_streams, ended to "
       "make room for a host under its fair share (evicted), or a heartbeat "
       "stream silent past --heartbeat_silence_limit (docs/RELIABILITY.md).",
       "reason",
@@ -326,11 +327,19 @@ Metrics::Metrics(Sources sources)
 Metrics::~Metrics() = default;
 
 std::string Metrics::Scrape() const {
+  absl::MutexLock lock(&scrape_mu_);
+  const absl::Time start = core::SystemClock()->Monotonic();
+  if (start < reuse_until_) return exposition_;
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
   std::vector<prometheus::MetricFamily> gauges = gauges_->Collect();
   families.insert(families.end(), std::make_move_iterator(gauges.begin()),
                   std::make_move_iterator(gauges.end()));
-  return prometheus::TextSerializer().Serialize(families);
+  exposition_ = prometheus::TextSerializer().Serialize(families);
+  const absl::Time end = core::SystemClock()->Monotonic();
+  if (end - start >= absl::Milliseconds(10)) {
+    reuse_until_ = end + 20 * (end - start);
+  }
+  return exposition_;
 }
 
 void Metrics::HeartbeatReceived(int role) {

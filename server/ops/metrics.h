@@ -7,7 +7,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
@@ -51,7 +53,7 @@ enum class DoorRefusal {
   kReplyShare,      // Its answer past the peer's share of the reply budget.
   kReplyStalled,    // Its answer unread past --reply_stall_limit: cancelled.
   kAuthFailed,      // An admin call with no token or the wrong one.
-  kAuthBackoff,     // An admin call from a peer still in its back-off.
+  kAuthBackoff,     // A wrong admin token whose answer was delayed.
   kStreams,         // Past --max_streams of its kind open at once.
   kEvicted,  // Ended to make room for a host under its fair share.
   kSilent,   // A heartbeat stream silent past --heartbeat_silence_limit.
@@ -94,8 +96,12 @@ class Metrics {
   // component takes its metrics through this, so none checks for null.
   static Metrics* OrDiscard(Metrics* metrics);
 
-  // Everything, in Prometheus' text format (what /metrics answers).
-  std::string Scrape() const;
+  // Everything, in Prometheus' text format (what /metrics answers). One at
+  // a time. An exposition that took long to build (10 ms or more: ranking
+  // many flows) is served again to the scrapes of the next 20 times that
+  // long, so that a flood of scrapes costs at most a twentieth of a core;
+  // a quick one is always built afresh.
+  std::string Scrape() const ABSL_LOCKS_EXCLUDED(scrape_mu_);
 
   // `role` is the request header's role (0 datanode, 1 frontend, 2 flownode).
   void HeartbeatReceived(int role);
@@ -126,6 +132,11 @@ class Metrics {
  private:
   class Gauges;
 
+  mutable absl::Mutex scrape_mu_;  // One scrape at a time; guards below.
+  mutable std::string exposition_ ABSL_GUARDED_BY(scrape_mu_);  // The last.
+  // Until when (monotonic) the last exposition is served again.
+  mutable absl::Time reuse_until_ ABSL_GUARDED_BY(scrape_mu_) =
+      absl::InfinitePast();
   std::shared_ptr<prometheus::Registry> registry_;  // Counters, histogram.
   std::array<prometheus::Counter*, 3> heartbeats_;  // By role; in registry_.
   prometheus::Counter* merged_;                     // In registry_.

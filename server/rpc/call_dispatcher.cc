@@ -17,27 +17,44 @@ namespace {
 // fleet reconnecting) is accepted without a round trip per call.
 constexpr int kAcceptors = 16;
 
-// A call finished at once with a status, reading nothing: a method nobody
+// A call finished with a status, reading nothing: a method nobody
 // registered (UNIMPLEMENTED with no message, what gRPC itself sends), or a
-// call the door refused.
+// call the door refused; after `delay` (a wrong admin token's answer), or
+// at once.
 class Refused final : public CallHandler {
  public:
-  Refused(ServerCall* call, grpc::Status status)
+  Refused(ServerCall* call, grpc::Status status,
+          absl::Duration delay = absl::ZeroDuration())
       : call_(call),
         status_(std::move(status)),
+        delay_(delay),
+        due_(this, &Refused::OnDue),
         finished_(this, &Refused::OnFinished) {}
   ServerCall* call() const { return call_; }
   void Start() override {
+    if (delay_ <= absl::ZeroDuration()) {
+      OnDue(true);
+      return;
+    }
+    alarm_.Set(call_->cq(), absl::ToChronoTime(absl::Now() + delay_),
+               call_->Begin(&due_));
+  }
+  // The client gave up waiting: the answer goes now (to nobody).
+  void OnCancel() override { alarm_.Cancel(); }
+
+ private:
+  void OnDue(bool) {
     call_->Finishing(status_.error_code());
     call_->stream()->Finish(status_, call_->BeginFinish(&finished_));
   }
-
- private:
   void OnFinished(bool) {}
 
-  ServerCall* const call_;     // The call; owns this.
-  const grpc::Status status_;  // What it finishes with.
-  CallOp<Refused> finished_;   // Its status sent.
+  ServerCall* const call_;      // The call; owns this.
+  const grpc::Status status_;   // What it finishes with.
+  const absl::Duration delay_;  // Before it does.
+  grpc::Alarm alarm_;           // Set when there is a delay.
+  CallOp<Refused> due_;         // The delay passed (or was cut short).
+  CallOp<Refused> finished_;    // Its status sent.
 };
 
 }  // namespace
@@ -171,16 +188,18 @@ void CallDispatcher::Dispatch(ServerCall* call) {
     // Charged from its first HEADERS frame, before its handler exists.
     const auto& metadata = call->context()->client_metadata();
     auto authorization = metadata.find("authorization");
+    absl::Time answer_at = absl::InfinitePast();
     absl::Status entered =
         door_->Enter(*entry.row, call->context()->peer(),
                      authorization == metadata.end()
                          ? absl::string_view()
                          : absl::string_view(authorization->second.data(),
                                              authorization->second.size()),
-                     call->mutable_ticket());
+                     call->mutable_ticket(), &answer_at);
     if (!entered.ok()) {
       call->Serve(std::make_unique<Refused>(
-                      call, ToGrpcStatus(entered, call->context())),
+                      call, ToGrpcStatus(entered, call->context()),
+                      answer_at - door_->Now()),
                   entry.series);
       return;
     }

@@ -1,5 +1,6 @@
 #include "server/rpc/call_door.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -27,7 +28,8 @@ void CallDoor::SetAdminAuth(AdminAuth auth) {
 
 absl::Status CallDoor::Enter(const MethodRow& row, absl::string_view peer,
                              absl::string_view authorization,
-                             std::optional<CallLedger::Ticket>* ticket) {
+                             std::optional<CallLedger::Ticket>* ticket,
+                             absl::Time* answer_at) {
   EnterNote note;
   absl::StatusOr<CallLedger::Ticket> entered =
       ledger_.Enter(peer, CallKindOf(row.method), &note);
@@ -49,44 +51,37 @@ absl::Status CallDoor::Enter(const MethodRow& row, absl::string_view peer,
     return entered.status();
   }
   ticket->emplace(*std::move(entered));
-  if (row.admin) return CheckAdmin(row, peer, authorization);
+  if (row.admin) return CheckAdmin(row, peer, authorization, answer_at);
   return absl::OkStatus();
 }
 
 absl::Status CallDoor::CheckAdmin(const MethodRow& row,
                                   absl::string_view peer_view,
-                                  absl::string_view authorization) {
+                                  absl::string_view authorization,
+                                  absl::Time* answer_at) {
   const std::string peer(peer_view);
   const absl::string_view host = CallLedger::HostOf(peer);
-  if (const absl::Duration wait = backoff_.WaitOf(host);
-      wait > absl::ZeroDuration()) {
-    metrics_->DoorRefused(DoorRefusal::kAuthBackoff);
-    LogLimited(spdlog::level::warn, "admin_call_backoff", host,
-               "admin call {} from {} refused unchecked: its host failed too "
-               "often and waits {} more",
-               row.name, peer,
-               absl::FormatDuration(absl::Ceil(wait, absl::Seconds(1))));
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "too many failed admin attempts from this host; the next is checked "
-        "in ",
-        absl::FormatDuration(absl::Ceil(wait, absl::Seconds(1)))));
-  }
   absl::Status allowed;
   {
     absl::MutexLock lock(&auth_mu_);
     allowed = auth_.Check(authorization, peer);
   }
-  if (!allowed.ok()) {
-    const absl::Duration wait = backoff_.Failed(host);
-    metrics_->DoorRefused(DoorRefusal::kAuthFailed);
-    LogLimited(spdlog::level::warn, "admin_call_refused", host,
-               "admin call {} from {} refused: {} (its host waits {})",
-               row.name, peer, std::string(allowed.message()),
-               absl::FormatDuration(wait));
-    return allowed;
+  if (allowed.ok()) {
+    backoff_.Succeeded(host);
+    return absl::OkStatus();
   }
-  backoff_.Succeeded(host);
-  return absl::OkStatus();
+  const absl::Time at = backoff_.Failed(host);
+  const absl::Duration wait = std::max(at - Now(), absl::ZeroDuration());
+  if (answer_at != nullptr) *answer_at = at;
+  metrics_->DoorRefused(DoorRefusal::kAuthFailed);
+  if (wait > absl::ZeroDuration()) {
+    metrics_->DoorRefused(DoorRefusal::kAuthBackoff);
+  }
+  LogLimited(spdlog::level::warn, "admin_call_refused", host,
+             "admin call {} from {} refused: {} (answered in {})", row.name,
+             peer, std::string(allowed.message()),
+             absl::FormatDuration(absl::Trunc(wait, absl::Milliseconds(1))));
+  return allowed;
 }
 
 absl::Status CallDoor::TakeReply(const MethodRow& row,
@@ -116,6 +111,17 @@ absl::Status CallDoor::TakeReply(const MethodRow& row,
         share, "); read them or retry later"));
   }
   if (!replies_.TryTake(bytes)) {
+    EnterNote note;
+    if (ticket != nullptr &&
+        ledger_.MakeReplyRoom(*ticket, replies_.limit(), &note)) {
+      // Over the budget by what is being ended (at most 64 answers).
+      replies_.Take(bytes);
+      metrics_->DoorRefused(DoorRefusal::kEvicted);
+      LogLimited(spdlog::level::warn, "door_fair_share", note.cut_host,
+                 "an answer to {} was {} (for an answer of {})", note.cut_host,
+                 note.cut_reason, row.name);
+      return absl::OkStatus();
+    }
     if (ticket != nullptr) ticket->GiveReply(bytes);
     return absl::ResourceExhaustedError(absl::StrCat(
         "too many answers in flight that clients have not read (",

@@ -1,6 +1,6 @@
 // The one door every call comes through, whatever its method: it is
 // charged to its peer when accepted (call_ledger.h), an admin call's token
-// is checked then (with the peer's failures slowed, ops/auth_backoff.h),
+// is checked then (a wrong one's answer delayed, ops/auth_backoff.h),
 // its request must arrive within --request_timeout, it is admitted by its
 // leader policy once decoded (method_table.h), and its answer is charged to
 // its peer's share of the reply budget and cancelled if left unread past
@@ -62,13 +62,15 @@ class CallDoor {
   // peer string), carrying `authorization` (its "authorization" header, ""
   // when none): charges it to its peer, setting `*ticket` (which holds the
   // charge until it is destroyed, so for as long as the call lives, refused
-  // or not), and for an admin method checks the token. The status to
-  // finish it with when refused: kResourceExhausted past a bound (nothing
-  // charged) or in the peer's back-off; kUnauthenticated or
-  // kPermissionDenied for the token.
+  // or not), and for an admin method checks the token, always: the right
+  // one works whatever others guessed. The status to finish it with when
+  // refused: kResourceExhausted past a bound (nothing charged);
+  // kUnauthenticated or kPermissionDenied for the token, to be sent no
+  // sooner than `*answer_at` (monotonic, Now()'s clock; set only then).
   absl::Status Enter(const MethodRow& row, absl::string_view peer,
                      absl::string_view authorization,
-                     std::optional<CallLedger::Ticket>* ticket)
+                     std::optional<CallLedger::Ticket>* ticket,
+                     absl::Time* answer_at = nullptr)
       ABSL_LOCKS_EXCLUDED(auth_mu_);
 
   // The leader policy of `method` now (method_table.h).
@@ -78,8 +80,11 @@ class CallDoor {
 
   // Charges an answer of `bytes` of a call of `row` to the peer of `ticket`
   // (null: no peer share) and to the reply budget: the one exit every
-  // answer of every method goes through. kResourceExhausted if either is
-  // full, kFailedPrecondition if it could never fit; nothing is taken then.
+  // answer of every method goes through. At a full budget a host under its
+  // fair share of it still gets room: the host holding the most gives back
+  // its longest-idle answer (CallLedger::MakeReplyRoom). kResourceExhausted
+  // if the host's share or the budget is full otherwise, kFailedPrecondition
+  // if it could never fit; nothing is taken then.
   // An answer of a row that is always answered is charged and never
   // refused: others' unread answers cannot starve it.
   absl::Status TakeReply(const MethodRow& row, CallLedger::Ticket* ticket,
@@ -95,6 +100,14 @@ class CallDoor {
   }
   // Whether answers in flight hold more than the reply budget.
   bool RepliesExceeded() const { return replies_.Exceeded(); }
+  // Whether an answer of `bytes` is watched for stalls (cancelled if unread
+  // past --reply_stall_limit, and one the ledger may end for another host):
+  // a large one, or any while answers in flight hold more than a sixteenth
+  // of the budget. Below that, nothing is watched: nothing costs a lock.
+  bool Watches(uint64_t bytes) const {
+    return bytes >= options_.watched_reply_bytes ||
+           (replies_.limit() != 0 && replies_.used() > replies_.limit() / 16);
+  }
   // The door's one stall policy for a stream's write started at `started`
   // (Now()): past --reply_stall_limit while answers exceed the budget, its
   // client is taken for one that does not read, and its stream is ended.
@@ -120,8 +133,8 @@ class CallDoor {
 
  private:
   absl::Status CheckAdmin(const MethodRow& row, absl::string_view peer,
-                          absl::string_view authorization)
-      ABSL_LOCKS_EXCLUDED(auth_mu_);
+                          absl::string_view authorization,
+                          absl::Time* answer_at) ABSL_LOCKS_EXCLUDED(auth_mu_);
 
   const core::Leadership* const leadership_;  // Who leads; borrowed.
   const DoorOptions options_;
@@ -129,7 +142,7 @@ class CallDoor {
   Metrics* const metrics_;                    // Never null.
   const core::Clock* const clock_;            // Times stalls; borrowed.
   CallLedger ledger_;  // Open calls by host and kind; replies per host.
-  AuthBackoff backoff_;                       // Failed admin attempts per peer.
+  AuthBackoff backoff_;  // When wrong admin tokens are answered.
   mutable absl::Mutex auth_mu_;               // Guards auth_.
   AdminAuth auth_ ABSL_GUARDED_BY(auth_mu_);  // Who may call admin methods.
 };

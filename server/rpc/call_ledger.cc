@@ -209,6 +209,55 @@ void CallLedger::ForEach(CallKind kind,
   for (Call* call : attached_[static_cast<int>(kind)]) fn(call->abort);
 }
 
+bool CallLedger::MakeReplyRoom(const Ticket& asker, uint64_t limit,
+                               EnterNote* note) {
+  absl::MutexLock lock(&mu_);
+  if (limit == 0 || evicting_ >= kMaxEvicting) return false;
+  const Host* mine = asker.call_->host;
+  int64_t hosts = 0;
+  Host* top = nullptr;
+  uint64_t most = 0;
+  for (const auto& [key, host] : hosts_) {
+    const uint64_t held = host->reply_bytes.load(std::memory_order_relaxed);
+    if (held == 0 && host.get() != mine) continue;
+    ++hosts;
+    if (host.get() != mine && held > most) {
+      most = held;
+      top = host.get();
+    }
+  }
+  const uint64_t share = limit / static_cast<uint64_t>(std::max<int64_t>(1, hosts));
+  if (mine->reply_bytes.load(std::memory_order_relaxed) >= share ||
+      top == nullptr || most <= share) {
+    return false;
+  }
+  Call* victim = nullptr;
+  int64_t oldest = std::numeric_limits<int64_t>::max();
+  for (const auto& [call, owned] : top->open) {
+    if (call->abort == nullptr || call->told ||
+        call->reply_bytes.load(std::memory_order_relaxed) == 0) {
+      continue;
+    }
+    const int64_t active = call->active.load(std::memory_order_relaxed);
+    if (active < oldest) {
+      oldest = active;
+      victim = call;
+    }
+  }
+  if (victim == nullptr) return false;
+  victim->evicted = true;
+  ++evicting_;
+  evicted_.fetch_add(1);
+  note->made_room = true;
+  note->cut_host = top->key;
+  note->cut_reason = absl::StrCat(
+      "ended to make room for another client host: this host held ", most,
+      " bytes of unread answers, more than its fair share of ", share,
+      " of the reply budget (", limit, "); read them or retry later");
+  Tell(victim, absl::ResourceExhaustedError(note->cut_reason));
+  return true;
+}
+
 int CallLedger::AbortSilent(CallKind kind, absl::Duration limit,
                             const absl::Status& status) {
   const int64_t since = NowNs() - absl::ToInt64Nanoseconds(limit);

@@ -102,6 +102,13 @@ class CallLedger {
   // keeps them alive); `fn` must not block or call back into the ledger.
   void ForEach(CallKind kind, absl::FunctionRef<void(AbortableCall*)> fn)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The reply budget of `limit` bytes is full and `asker` wants room for an
+  // answer: whether it is under its fair share of the budget (the limit over
+  // the hosts with answers in flight, itself counted) and room is being
+  // made by ending the longest-idle call with an answer in flight of the
+  // host holding the most answers' bytes, over its share (set in `*note`).
+  bool MakeReplyRoom(const Ticket& asker, uint64_t limit, EnterNote* note)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the calls of `kind` not touched for longer than `limit`; returns
   // how many.
   int AbortSilent(CallKind kind, absl::Duration limit,
@@ -123,6 +130,7 @@ class CallLedger {
     bool told = false;               // Told to end; guarded by mu_.
     bool evicted = false;            // For another host; guarded by mu_.
     std::atomic<int64_t> active;     // Last touched, in ns of the clock.
+    std::atomic<uint64_t> reply_bytes{0};  // Its answers in flight.
   };
   struct Host {
     std::string key;                       // Its key in hosts_.
@@ -198,16 +206,19 @@ class CallLedger::Ticket {
       if (limit != 0 && now + bytes > limit) return false;
     } while (!held.compare_exchange_weak(now, now + bytes,
                                          std::memory_order_relaxed));
+    call_->reply_bytes.fetch_add(bytes, std::memory_order_relaxed);
     return true;
   }
   // Takes `bytes` of the host's share whether or not they fit (an answer
   // that is always sent, counted so that the share tells the truth).
   void ChargeReply(uint64_t bytes) {
     call_->host->reply_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    call_->reply_bytes.fetch_add(bytes, std::memory_order_relaxed);
   }
   // Gives back what TakeReply() or ChargeReply() took.
   void GiveReply(uint64_t bytes) {
     call_->host->reply_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+    call_->reply_bytes.fetch_sub(bytes, std::memory_order_relaxed);
   }
   // The host's answers in flight now.
   uint64_t peer_reply_bytes() const {

@@ -105,8 +105,11 @@ class UnaryCall final : public CallHandler {
     arena_.Reset();
     call_->Finishing(result.error_code());
     if (result.ok()) {
-      if (held_ != 0 && held_ >= limits_.door->options().watched_reply_bytes) {
-        // Cancelled if the client has not taken it by then (OnReplyDue).
+      if (held_ != 0 && limits_.door->Watches(held_)) {
+        // Cancelled if the client has not taken it by then (OnReplyDue);
+        // until it is taken, the ledger may end it for another host.
+        call_->ticket()->Touch();
+        attached_ = call_->ticket()->Attach(call_).ok();
         reply_armed_ = true;
         reply_alarm_.Set(
             call_->cq(),
@@ -170,6 +173,7 @@ class UnaryCall final : public CallHandler {
   }
   void OnFinished(bool) {
     answered_.store(true);
+    if (attached_) call_->ticket()->Detach(call_);
     if (reply_armed_) reply_alarm_.Cancel();
     if (held_ != 0) limits_.door->GiveReply(call_->ticket(), held_);
     out_.Clear();
@@ -194,6 +198,7 @@ class UnaryCall final : public CallHandler {
   std::atomic<bool> answered_{false};  // The answer's batch completed.
   Admission admission_;                // Set before serve_ runs.
   bool reply_armed_ = false;           // reply_alarm_ was set.
+  bool attached_ = false;              // Its answer may be ended for others.
   grpc::ByteBuffer in_;                // The request's bytes, until decoded.
   grpc::ByteBuffer out_;               // The answer's bytes, until sent.
   uint64_t held_ = 0;                  // Bytes taken from the budget.
