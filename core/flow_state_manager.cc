@@ -29,10 +29,22 @@ void FlowStateManager::Notify() const {
   if (listener != nullptr) listener->OnFlowStateChanged();
 }
 
+void FlowStateManager::StreamOpened(uint64_t node_id) {
+  MutexLock lock(&mu_);
+  ++streams_[node_id];
+}
+
+void FlowStateManager::StreamClosed(uint64_t node_id) {
+  MutexLock lock(&mu_);
+  auto it = streams_.find(node_id);
+  if (it != streams_.end() && --it->second <= 0) streams_.erase(it);
+}
+
 absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
                                          NodeHeartbeat heartbeat,
-                                         std::optional<uint64_t> term) {
-  const bool has_report = heartbeat.report.has_value();
+                                         std::optional<uint64_t> term,
+                                         std::optional<uint64_t>* evicted) {
+  bool changed = heartbeat.report.has_value();
   const int64_t now = absl::ToUnixMillis(clock_->Now());
   const int64_t mono = absl::ToUnixMillis(clock_->Monotonic());
   {
@@ -44,11 +56,23 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
                        "since term ",
                        *term, " (leadership changed)"));
     }
+    if (store_.AtNodeBound(node_id) && streams_.contains(node_id)) {
+      const std::optional<uint64_t> victim =
+          store_.LongestSilent([this](uint64_t node)
+                                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                                     return streams_.contains(node);
+                                   });
+      if (victim.has_value()) {
+        store_.ForgetNodes({*victim});
+        changed = true;
+        if (evicted != nullptr) *evicted = victim;
+      }
+    }
     absl::Status stored =
         store_.Heartbeat(node_id, std::move(heartbeat), now, mono);
     if (!stored.ok()) return stored;
   }
-  if (has_report) Notify();
+  if (changed) Notify();
   return absl::OkStatus();
 }
 

@@ -160,6 +160,20 @@ absl::Status FlowStateStore::Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
   return absl::OkStatus();
 }
 
+std::optional<uint64_t> FlowStateStore::LongestSilent(
+    absl::FunctionRef<bool(uint64_t)> live) const {
+  std::optional<uint64_t> found;
+  int64_t oldest = 0;
+  for (const auto& [node, entry] : nodes_) {
+    if ((found.has_value() && entry.heartbeat_mono >= oldest) || live(node)) {
+      continue;
+    }
+    found = node;
+    oldest = entry.heartbeat_mono;
+  }
+  return found;
+}
+
 ForgetResult FlowStateStore::ForgetFlows(
     const std::vector<uint32_t>& sorted_ids) {
   ForgetResult result;

@@ -12,6 +12,7 @@
 
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "core/cluster_info.h"
@@ -93,6 +94,17 @@ class FlowStateStore {
   // for a new key past FlowStateLimits::max_nodes keys of its role.
   absl::Status RecordClusterNode(const ClusterNode& node, int64_t now_ms,
                                  int64_t mono_ms);
+
+  // Whether a heartbeat of `node` would be refused for
+  // FlowStateLimits::max_nodes: a new flownode at the bound.
+  bool AtNodeBound(uint64_t node) const {
+    return limits_.max_nodes != 0 && nodes_.size() >= limits_.max_nodes &&
+           !nodes_.contains(node);
+  }
+  // The flownode heard from longest ago of those `live` says are not;
+  // nullopt when none. O(nodes).
+  std::optional<uint64_t> LongestSilent(
+      absl::FunctionRef<bool(uint64_t)> live) const;
 
   // Removes the flows of `sorted_ids` (ascending, unique) from every report.
   ForgetResult ForgetFlows(const std::vector<uint32_t>& sorted_ids);

@@ -292,6 +292,10 @@ Metrics::Metrics(Sources sources)
       "stall limit while watchers held more than --max_reply_bytes_in_flight.");
   nodes_expired_ = Single(r, "metasrv_nodes_expired_total",
                           "Silent flownodes removed by --node_report_ttl.");
+  nodes_evicted_ = Single(r, "metasrv_nodes_evicted_total",
+                          "Flownodes with no heartbeat stream open, silent "
+                          "longest, forgotten to make room for a new flownode "
+                          "at --max_nodes.");
   // In ConnectionDrop's order: two of each family.
   const auto refused = Labelled<2>(
       r, "metasrv_connections_refused_total",
@@ -372,6 +376,8 @@ void Metrics::WatchPublished() { watch_published_->Increment(); }
 void Metrics::WatchSkipped() { watch_skipped_->Increment(); }
 
 void Metrics::WatchStalled() { watch_stalled_->Increment(); }
+
+void Metrics::NodeEvicted() { nodes_evicted_->Increment(); }
 
 void Metrics::NodesExpired(uint64_t n) {
   nodes_expired_->Increment(static_cast<double>(n));

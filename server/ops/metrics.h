@@ -122,6 +122,9 @@ class Metrics {
   void WatchStalled();
   // Silent nodes removed by --node_report_ttl.
   void NodesExpired(uint64_t n);
+  // A flownode with no stream open was forgotten for a new one at
+  // --max_nodes.
+  void NodeEvicted();
   // A connection closed by us, and why.
   void ConnectionDropped(ConnectionDrop why);
   // A call the door refused or ended, and why.
@@ -147,6 +150,7 @@ class Metrics {
   prometheus::Counter* watch_skipped_;                    // In registry_.
   prometheus::Counter* watch_stalled_;                    // In registry_.
   prometheus::Counter* nodes_expired_;                    // In registry_.
+  prometheus::Counter* nodes_evicted_;                    // In registry_.
   std::array<prometheus::Counter*, 4> dropped_;           // By ConnectionDrop.
   std::array<prometheus::Counter*, kDoorRefusals> door_;  // By DoorRefusal.
   std::array<prometheus::Counter*, 2> tls_rotations_;     // Installed, refused.

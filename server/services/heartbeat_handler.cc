@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "server/rpc/method_table.h"
+#include "server/ops/log_limit.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -49,8 +50,16 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     return heartbeat.status();
   }
   const absl::Time start = absl::Now();
-  absl::Status recorded =
-      flow_state_->Heartbeat(*node, *std::move(heartbeat), state_term);
+  std::optional<uint64_t> evicted;
+  absl::Status recorded = flow_state_->Heartbeat(
+      *node, *std::move(heartbeat), state_term, &evicted);
+  if (evicted.has_value()) {
+    metrics_->NodeEvicted();
+    LogLimited(spdlog::level::warn, "node_evicted", "",
+               "flownode {} (no stream open, silent longest) forgotten to make "
+               "room for flownode {}: --max_nodes is reached",
+               *evicted, *node);
+  }
   if (!recorded.ok()) {
     if (absl::IsAborted(recorded) && has_report) {
       metrics_->ReportIgnored(IgnoredReason::kNotLeader);

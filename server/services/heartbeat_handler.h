@@ -77,6 +77,12 @@ class HeartbeatHandler {
       ParsedHeartbeat parsed,
       std::optional<uint64_t> state_term = std::nullopt);
 
+  // A flownode's heartbeat stream opened (its handshake came) or closed: at
+  // --max_nodes a new flownode with one open gets in by evicting the node
+  // silent longest that has none (FlowStateManager::Heartbeat).
+  void StreamOpened(uint64_t node) { flow_state_->StreamOpened(node); }
+  void StreamClosed(uint64_t node) { flow_state_->StreamClosed(node); }
+
  private:
   // The heartbeat interval to tell a node of `role`.
   uint64_t IntervalFor(int role) const;

@@ -358,5 +358,61 @@ TEST_F(FlowStateManagerNodesTest, ConcurrentChangesKeepTheAggregateExact) {
   EXPECT_EQ(listed.size(), nodes.size());
 }
 
+// At --max_nodes a new flownode with a stream open takes the place of the
+// node silent longest that has none; below it, and without a stream,
+// nothing changes.
+TEST(FlowStateManagerEvictionTest, ALiveNewNodeTakesTheSilentLongestPlace) {
+  ManualClock clock;
+  FlowStateManager manager(Limits(absl::ZeroDuration(), /*max_nodes=*/3),
+                           &clock);
+  auto report = [&](uint64_t node, uint32_t flow) {
+    NodeHeartbeat heartbeat;
+    heartbeat.report = Report({{flow, flow * 10, 1}});
+    std::optional<uint64_t> evicted;
+    absl::Status status = manager.Heartbeat(node, heartbeat, std::nullopt,
+                                            &evicted);
+    return std::make_pair(status, evicted);
+  };
+  for (uint64_t node = 1; node <= 3; ++node) {
+    ASSERT_TRUE(report(node, node).first.ok());
+    clock.Advance(absl::Seconds(1));
+  }
+  manager.StreamOpened(1);  // Node 1 is silent longest, but live.
+  ASSERT_TRUE(report(3, 3).first.ok());  // Node 3 heard from again.
+  // A new node without a stream is refused, as before.
+  auto [refused, none] = report(4, 4);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(none.has_value());
+  // With one, it takes node 2's place: silent longest of those without.
+  manager.StreamOpened(4);
+  auto [ok, evicted] = report(4, 4);
+  ASSERT_TRUE(ok.ok()) << ok;
+  EXPECT_EQ(evicted, std::optional<uint64_t>(2));
+  std::vector<uint32_t> flows;
+  const std::vector<AggregateFlow> read = manager.Read({}).value();
+  for (const AggregateFlow& flow : read) {
+    flows.push_back(flow.stat.flow_id);
+  }
+  EXPECT_EQ(flows, (std::vector<uint32_t>{1, 3, 4}));
+  // Every other node live: a new live one is refused, nobody evicted.
+  manager.StreamOpened(3);
+  manager.StreamOpened(5);
+  auto [full, nobody] = report(5, 5);
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(nobody.has_value());
+  // A stream closed: its node can be taken.
+  manager.StreamClosed(3);
+  auto [in, taken] = report(5, 5);
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ(taken, std::optional<uint64_t>(3));
+  // Counts survive a reset (a leader change): node 1 is still live.
+  manager.Reset();
+  for (uint64_t node : {1, 6, 7}) ASSERT_TRUE(report(node, node).first.ok());
+  manager.StreamOpened(8);
+  auto [after, which] = report(8, 8);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(which, std::optional<uint64_t>(6));
+}
+
 }  // namespace
 }  // namespace metasrv::core

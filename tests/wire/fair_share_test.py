@@ -1,0 +1,258 @@
+"""Fair shares (docs/RELIABILITY.md): a few hosts must never take a whole
+bound. Each attack comes from several 127/8 addresses (loopback is all of
+127.0.0.0/8: one machine can be many hosts) while honest clients on
+127.0.0.1 must be served: a new flownode's handshake, a read, AskLeader and
+a health check.
+
+  python3 fair_share_test.py --binary=build/server/metasrv --pydir=build/gen_py
+"""
+
+import socket
+import sys
+import threading
+import time
+import unittest
+import urllib.request
+
+from harness import Server, cpu_seconds, meta, parse, report, wait_for
+import harness
+import tonic_client
+from attack_test import (GET_FLOW_STATE, HEARTBEAT, heartbeat_answered,
+                         load_flows, one_flow_read)
+
+ASK_LEADER = "/greptime.v1.meta.Heartbeat/AskLeader"
+HEALTH_CHECK = "/grpc.health.v1.Health/Check"
+RESOURCE_EXHAUSTED, UNIMPLEMENTED, DEADLINE_EXCEEDED = 8, 12, 4
+FLOWNODE = 2
+
+
+def attackers(n, base=2):
+    """`n` loopback addresses other than 127.0.0.1."""
+    return [f"127.0.{base + i // 250}.{2 + i % 250}" for i in range(n)]
+
+
+def pump_until(conns, seconds, done=lambda: False):
+    """Reads what the server sends on `conns` for `seconds` or until done."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not done():
+        for conn in conns:
+            try:
+                conn.pump(0.01)
+            except socket.timeout:
+                pass
+
+
+def code_of(call):
+    try:
+        call.check_status()
+        return 0
+    except tonic_client.CallError as error:
+        return error.code
+
+
+def honest_calls_served(addr):
+    """A new flownode's handshake, a one-flow read, AskLeader and a health
+    check from 127.0.0.1; the seconds they took together."""
+    start = time.monotonic()
+    assert heartbeat_answered(addr, 9001), "a new flownode was refused"
+    _, answer = one_flow_read(addr, 4_000_000)
+    assert list(answer.state_sizes) == [1], answer
+    conn = tonic_client.Connection(addr)
+    try:
+        leader = parse(meta.heartbeat_pb2.AskLeaderResponse,
+                       conn.unary(ASK_LEADER, meta.heartbeat_pb2.AskLeaderRequest()))
+        assert leader.leader.addr == addr, leader
+        call = conn.open(HEALTH_CHECK)
+        call.send(b"", end=True)  # HealthCheckRequest{service: ""}
+        assert call.recv() == b"\x08\x01", "health is not SERVING"
+        call.finish()
+    finally:
+        conn.close()
+    return time.monotonic() - start
+
+
+class SilentStreamsTest(unittest.TestCase):
+    """Attack 2: four hosts hold every call slot with heartbeat streams that
+    send a handshake and then stay silent."""
+
+    def test_honest_calls_get_in_and_silent_streams_end(self):
+        server = Server("--max_calls=400", "--heartbeat_interval=1s",
+                        "--retry_interval=1s", metrics=True)
+        self.addCleanup(server.stop)
+        conns, streams = [], []
+        for h, source in enumerate(attackers(4)):
+            conn = tonic_client.Connection(server.addr, source=source)
+            self.addCleanup(conn.close)
+            conns.append(conn)
+            for i in range(100):
+                call = conn.open(HEARTBEAT)
+                call.send(report(10_000 + h * 100 + i, []).SerializeToString())
+                streams.append(call)
+        for call in streams:
+            call.recv()  # The handshake's answer: the stream is open.
+        # Every slot is held: the bound is 400.
+        self.assertEqual(server.metric("metasrv_calls_refused_total",
+                                       'reason="calls"'), 0)
+        took = honest_calls_served(server.addr)
+        evicted = server.metric("metasrv_calls_refused_total",
+                                'reason="evicted"')
+        self.assertGreaterEqual(evicted, 1)
+        # 3 x 1 s + 1 s of silence: a dead flownode's stream, ended.
+        opened = time.monotonic()
+        pump_until(conns, 15, lambda: all(c.ended for c in streams))
+        ended_after = time.monotonic() - opened
+        self.assertTrue(all(c.ended for c in streams))
+        codes = {code_of(c) for c in streams}
+        self.assertLessEqual(codes, {DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED})
+        silent = server.metric("metasrv_calls_refused_total", 'reason="silent"')
+        print(f"\nsilent streams: 400 from 4 hosts held every call; honest "
+              f"flownode, read, AskLeader and health in {took:.2f} s "
+              f"({evicted:.0f} idle streams ended for them); {silent:.0f} "
+              f"ended as silent {ended_after:.1f} s later", file=sys.stderr)
+        self.assertGreaterEqual(silent + evicted, 400)
+
+
+class PinnedRepliesTest(unittest.TestCase):
+    """Attack 3: five hosts on zero-window connections ask for answers
+    smaller than the stall watch's 64 KiB until each host's share refuses."""
+
+    def test_the_budget_is_shared_and_honest_reads_are_served(self):
+        server = Server("--max_reply_bytes_in_flight=16MiB", metrics=True)
+        self.addCleanup(server.stop)
+        load_flows(server.addr, 2, 5_000)
+        ids = list(range(0, 4096, 2))  # 2,048 flows: under the 64 KiB watch.
+        probe = tonic_client.Connection(server.addr)
+        size = len(probe.unary(GET_FLOW_STATE, meta.metasrv_pb2.GetFlowStateRequest(
+            flow_ids=ids)))
+        probe.close()
+        self.assertLess(size, 64 << 10)
+        conns, calls = [], []
+        for source in attackers(5):
+            conn = tonic_client.Connection(server.addr, window=0, source=source)
+            self.addCleanup(conn.close)
+            conns.append(conn)
+        for _ in range(240):
+            for conn in conns:
+                call = conn.open(GET_FLOW_STATE)
+                call.send(meta.metasrv_pb2.GetFlowStateRequest(
+                    flow_ids=ids).SerializeToString(), end=True)
+                calls.append(call)
+        pump_until(conns, 20, lambda: all(
+            c.ended or c.headers is not None for c in calls))
+        pump_until(conns, 2)  # The resets of the answers ended for others.
+        held = sum(1 for c in calls if not c.ended)
+        # The budget (16 MiB) bounds what they hold, past it by at most the
+        # 64 answers being ended at once.
+        self.assertLessEqual(held * size, (16 << 20) + 64 * size)
+        # Honest clients: a full read, a one-flow read, AskLeader and health.
+        start = time.monotonic()
+        conn = tonic_client.Connection(server.addr)
+        self.addCleanup(conn.close)
+        full = parse(meta.metasrv_pb2.GetFlowStateResponse,
+                     conn.unary(GET_FLOW_STATE,
+                                meta.metasrv_pb2.GetFlowStateRequest()))
+        self.assertEqual(len(full.flow_ids), 10_000)
+        took = honest_calls_served(server.addr) + time.monotonic() - start
+        evicted = server.metric("metasrv_calls_refused_total",
+                                'reason="evicted"')
+        print(f"\npinned replies: {held} answers of {size} B held unread by 5 "
+              f"hosts; an honest full read, one-flow read, AskLeader and "
+              f"health in {took:.2f} s ({evicted:.0f} unread answers ended "
+              f"for them)", file=sys.stderr)
+        self.assertGreaterEqual(evicted, 1)
+
+
+class MadeUpNodesTest(unittest.TestCase):
+    """Attack 6: made-up node ids, one report each, fill --max_nodes."""
+
+    def test_a_live_new_flownode_takes_a_silent_ones_place(self):
+        server = Server("--max_nodes=50", metrics=True)
+        self.addCleanup(server.stop)
+        conn = tonic_client.Connection(server.addr, source="127.0.0.2")
+        self.addCleanup(conn.close)
+        # Each made-up node holds its stream while it reports, then lets it
+        # go: past the bound each takes the place of the one silent longest
+        # (a node that holds no stream is as good as dead).
+        for node in range(100, 200):
+            call = conn.open(HEARTBEAT)
+            call.send(report(node, [(node, 1, 1)]).SerializeToString())
+            parse(meta.heartbeat_pb2.HeartbeatResponse, call.recv())
+            call.close_send()
+            call.finish()
+        self.assertEqual(server.metric("metasrv_nodes_evicted_total"), 50)
+        # A real flownode on its own stream gets in the same way: it is not
+        # refused "50 flownodes are known" for as long as the leader lives.
+        self.assertTrue(heartbeat_answered(server.addr, 7))
+        self.assertEqual(server.metric("metasrv_nodes_evicted_total"), 51)
+        _, answer = one_flow_read(server.addr, 4_000_000)
+        self.assertEqual(list(answer.state_sizes), [1])
+        # The made-up nodes silent longest, and their flows, are gone.
+        _, gone = one_flow_read(server.addr, 150)
+        self.assertEqual(list(gone.flow_ids), [])
+        _, kept = one_flow_read(server.addr, 199)
+        self.assertEqual(list(kept.flow_ids), [199])
+
+
+class GzipBombTest(unittest.TestCase):
+    """Attack 7: gzip-compressed heartbeats that inflate to 4 MB each."""
+
+    def test_gzip_is_refused_and_honest_flownodes_go_on(self):
+        server = Server()
+        self.addCleanup(server.stop)
+        # 4 MB of host name, a few kB once gzipped (deflate is refused the
+        # same way; this client does not speak it).
+        bomb = report(1, [])
+        bomb.info.hostname = "h" * 4_000_000
+        for source in attackers(3):
+            conn = tonic_client.Connection(server.addr, encoding="gzip",
+                                           source=source)
+            self.addCleanup(conn.close)
+            call = conn.open(HEARTBEAT)
+            call.send(bomb.SerializeToString())
+            with self.assertRaises(tonic_client.CallError) as error:
+                call.recv()
+            self.assertEqual(error.exception.code, UNIMPLEMENTED)
+            self.assertIn("gzip", error.exception.message)
+        took = honest_calls_served(server.addr)
+        self.assertLess(took, 5.0)
+
+
+class ScrapeFloodTest(unittest.TestCase):
+    """Attack 8: keep-alive scrapers of /metrics, as fast as they can."""
+
+    def test_a_flood_of_scrapes_costs_a_small_part_of_a_core(self):
+        server = Server(metrics=True)
+        self.addCleanup(server.stop)
+        load_flows(server.addr, 3, 100_000)
+        url = f"http://127.0.0.1:{server.metrics_port}/metrics"
+        started = time.monotonic()
+        urllib.request.urlopen(url, timeout=10).read()
+        one = time.monotonic() - started
+        stop = threading.Event()
+        scrapes = [0]
+
+        def scrape():
+            while not stop.is_set():
+                urllib.request.urlopen(url, timeout=10).read()
+                scrapes[0] += 1
+        threads = [threading.Thread(target=scrape) for _ in range(4)]
+        before = cpu_seconds(server.proc.pid)
+        window = time.monotonic()
+        for t in threads:
+            t.start()
+        time.sleep(3.0)  # The measured window: scrapes run meanwhile.
+        stop.set()
+        for t in threads:
+            t.join()
+        spent = cpu_seconds(server.proc.pid) - before
+        elapsed = time.monotonic() - window
+        print(f"\nscrape flood: one scrape of 300,000 flows {one * 1000:.0f} "
+              f"ms; 4 scrapers, {scrapes[0]} scrapes in {elapsed:.1f} s, "
+              f"server CPU {spent / elapsed:.2f} of a core", file=sys.stderr)
+        self.assertGreater(scrapes[0], 10)
+        if not harness.SANITIZED:
+            self.assertLess(spent / elapsed, 0.35)
+
+
+if __name__ == "__main__":
+    harness.run_tests()
