@@ -343,6 +343,13 @@ absl::Status MetasrvServer::Serve() {
   poller_ = std::make_unique<CqPoller>(std::move(cq), CqPoller::Options{});
   poller_->Start();
   watch_->OfferOn(poller_.get());
+  dispatcher_->SetConnectionCloser([acceptor = acceptor_.get(),
+                                    metrics = metrics_.get()](
+                                       const std::string& peer) {
+    if (!acceptor->Disconnect(peer)) return false;
+    metrics->ConnectionDropped(ConnectionDrop::kGrpcRapidReset);
+    return true;
+  });
   dispatcher_->Start(poller_->cq());
   port_ = acceptor_->port();
   GrpcAcceptor::Listeners listeners;

@@ -368,6 +368,15 @@ void LimitRows(Rows* r) {
         &ServerOptions::door, &DoorOptions::request_timeout,
         Between(absl::Milliseconds(100), kDay));
   AddIn(r,
+        {"max_early_resets", nullptr,
+         "calls one connection may have cancelled before sending their "
+         "requests, in a second, before the server closes it (a rapid "
+         "reset); its client host may have four times that over all its "
+         "connections (0: no limit)",
+         false},
+        &ServerOptions::door, &DoorOptions::max_early_resets,
+        InRange<int>(0, 1 << 20));
+  AddIn(r,
         {"heartbeat_silence_limit", nullptr,
          "a heartbeat stream with no request this long is ended as a dead "
          "flownode's, giving back its call (0: 3 x --heartbeat_interval + "

@@ -307,7 +307,12 @@ Metrics::Metrics(Sources sources)
       "HTTP connections closed by the server: a request not answered in "
       "time (late), or the oldest one at the connection limit (evicted).",
       "reason", {"late", "evicted"});
-  dropped_ = {refused[0], refused[1], closed[0], closed[1]};
+  prometheus::Counter* reset = Single(
+      r, "metasrv_grpc_connections_closed_total",
+      "gRPC connections the server closed because they cancelled more than "
+      "--max_early_resets calls a second before sending their requests (a "
+      "rapid reset; docs/RELIABILITY.md).");
+  dropped_ = {refused[0], refused[1], closed[0], closed[1], reset};
   door_ = Labelled<kDoorRefusals>(
       r, "metasrv_calls_refused_total",
       "Calls the server refused or ended before serving them in full, by "
@@ -316,10 +321,12 @@ Metrics::Metrics(Sources sources)
       "budget or unread past --reply_stall_limit, a wrong admin token (and "
       "of those, the ones answered late: auth_backoff), past --max_streams, ended to "
       "make room for a host under its fair share (evicted), or a heartbeat "
-      "stream silent past --heartbeat_silence_limit (docs/RELIABILITY.md).",
+      "stream silent past --heartbeat_silence_limit, or cancelled by its client "
+      "before its request came (reset_early) (docs/RELIABILITY.md).",
       "reason",
       {"calls", "peer_calls", "request_timeout", "reply_share", "reply_stalled",
-       "auth_failed", "auth_backoff", "streams", "evicted", "silent"});
+       "auth_failed", "auth_backoff", "streams", "evicted", "silent",
+       "reset_early"});
   tls_rotations_ = Labelled<2>(
       r, "metasrv_tls_rotations_total",
       "Changes of the --tls_cert/--tls_key/--tls_client_ca files: served "

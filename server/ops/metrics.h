@@ -43,6 +43,7 @@ enum class ConnectionDrop {
   kHttpRefused,  // HTTP port: likewise.
   kHttpLate,     // HTTP: its request was not answered within the deadline.
   kHttpEvicted,  // HTTP: at the connection limit, a newer one took its place.
+  kGrpcRapidReset,  // gRPC: it reset calls before their requests too fast.
 };
 
 // A call the door (rpc/call_door.h) turned away or ended, and why.
@@ -57,8 +58,9 @@ enum class DoorRefusal {
   kStreams,         // Past --max_streams of its kind open at once.
   kEvicted,  // Ended to make room for a host under its fair share.
   kSilent,   // A heartbeat stream silent past --heartbeat_silence_limit.
+  kResetEarly,  // Cancelled by its client before its request came.
 };
-inline constexpr int kDoorRefusals = 10;
+inline constexpr int kDoorRefusals = 11;
 
 // The election's store as the metrics see it.
 struct StoreHealth {
@@ -151,7 +153,7 @@ class Metrics {
   prometheus::Counter* watch_stalled_;                    // In registry_.
   prometheus::Counter* nodes_expired_;                    // In registry_.
   prometheus::Counter* nodes_evicted_;                    // In registry_.
-  std::array<prometheus::Counter*, 4> dropped_;           // By ConnectionDrop.
+  std::array<prometheus::Counter*, 5> dropped_;           // By ConnectionDrop.
   std::array<prometheus::Counter*, kDoorRefusals> door_;  // By DoorRefusal.
   std::array<prometheus::Counter*, 2> tls_rotations_;     // Installed, refused.
   std::shared_ptr<Gauges> gauges_;                        // Scrape-time gauges.

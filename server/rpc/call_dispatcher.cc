@@ -8,14 +8,16 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "server/ops/log_limit.h"
 #include "server/rpc/grpc_status.h"
 
 namespace metasrv::server {
 namespace {
 
 // Requests for the next call kept out at once: a burst of new streams (a
-// fleet reconnecting) is accepted without a round trip per call.
-constexpr int kAcceptors = 16;
+// fleet reconnecting) is accepted without a round trip per call, and calls
+// do not queue inside gRPC (uncharged) faster than they reach the door.
+constexpr int kAcceptors = 256;
 
 // A call finished with a status, reading nothing: a method nobody
 // registered (UNIMPLEMENTED with no message, what gRPC itself sends), or a
@@ -143,6 +145,19 @@ CallDispatcher::CallDispatcher(CallMetrics* metrics, CallDoor* door)
 
 CallDispatcher::~CallDispatcher() = default;
 
+void CallDispatcher::SetConnectionCloser(
+    std::function<bool(const std::string&)> close) {
+  if (door_ == nullptr) return;
+  book_.on_early_reset = [door = door_,
+                          close = std::move(close)](const std::string& peer) {
+    if (!door->ResetEarly(peer) || !close(peer)) return;
+    LogLimited(spdlog::level::warn, "rapid_reset", CallLedger::HostOf(peer),
+               "closed the connection of {}: it cancelled more than {} calls "
+               "in a second before sending their requests (a rapid reset)",
+               peer, door->options().max_early_resets);
+  };
+}
+
 void CallDispatcher::Add(Method method, Factory make) {
   const MethodRow& row = RowOf(method);
   CallSeries* series =
@@ -175,6 +190,7 @@ void CallDispatcher::StopSweeping() {
 }
 
 void CallDispatcher::Dispatch(ServerCall* call) {
+  call->KeepPeer();
   auto it = methods_.find(call->method());
   if (it == methods_.end()) {
     call->Serve(std::make_unique<Refused>(
@@ -190,7 +206,7 @@ void CallDispatcher::Dispatch(ServerCall* call) {
     auto authorization = metadata.find("authorization");
     absl::Time answer_at = absl::InfinitePast();
     absl::Status entered =
-        door_->Enter(*entry.row, call->context()->peer(),
+        door_->Enter(*entry.row, call->peer(),
                      authorization == metadata.end()
                          ? absl::string_view()
                          : absl::string_view(authorization->second.data(),

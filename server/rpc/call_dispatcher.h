@@ -60,6 +60,10 @@ class CallDispatcher {
   bool WaitForCalls(absl::Time deadline) const;
   // Calls accepted and alive now.
   int64_t live_calls() const { return book_.live(); }
+  // `close(peer)` closes a client's connection (GrpcAcceptor::Disconnect):
+  // called for a connection the door says resets calls too fast
+  // (CallDoor::ResetEarly). Before Start().
+  void SetConnectionCloser(std::function<bool(const std::string&)> close);
 
  private:
   // One request for the next call, renewed each time a call comes.

@@ -13,8 +13,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -48,6 +50,9 @@ struct DoorOptions {
   // connection's first window takes them at once, and the peer's share
   // bounds what many of them hold.
   uint64_t watched_reply_bytes = 64 << 10;
+  // Calls one connection may have cancelled before their request came, in
+  // a second, before it is closed (a rapid reset); a host four times that.
+  int max_early_resets = 2000;
 };
 
 // Thread-safe: the admin rights may be replaced while calls come.
@@ -121,6 +126,13 @@ class CallDoor {
   // called periodically (the dispatcher's sweep).
   void Sweep();
 
+  // A call from `peer` was cancelled by its client before its request came
+  // (HEADERS, then RST_STREAM: a rapid reset). Counted per connection and
+  // per host over one second: whether the connection is past
+  // DoorOptions::max_early_resets (or its host past four times that) and
+  // should be closed; true once per connection and second.
+  bool ResetEarly(absl::string_view peer) ABSL_LOCKS_EXCLUDED(resets_mu_);
+
   // Admin calls admitted from now on are checked against `auth`.
   void SetAdminAuth(AdminAuth auth) ABSL_LOCKS_EXCLUDED(auth_mu_);
 
@@ -143,6 +155,11 @@ class CallDoor {
   const core::Clock* const clock_;            // Times stalls; borrowed.
   CallLedger ledger_;  // Open calls by host and kind; replies per host.
   AuthBackoff backoff_;  // When wrong admin tokens are answered.
+  // Early resets in the current second, by connection and by host, and
+  // the connections told to close in it; cleared each second.
+  absl::Mutex resets_mu_;
+  absl::Time resets_since_ ABSL_GUARDED_BY(resets_mu_) = absl::InfinitePast();
+  absl::flat_hash_map<std::string, int> resets_ ABSL_GUARDED_BY(resets_mu_);
   mutable absl::Mutex auth_mu_;               // Guards auth_.
   AdminAuth auth_ ABSL_GUARDED_BY(auth_mu_);  // Who may call admin methods.
 };

@@ -1,8 +1,14 @@
 #include "server/rpc/grpc151_acceptor.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 
 namespace metasrv::server {
 
@@ -42,6 +48,43 @@ void GrpcAcceptor::Stop() {
   listener_.reset();
 }
 
+std::string GrpcAcceptor::PeerOf(const sockaddr_storage& addr) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(addr);
+    inet_ntop(AF_INET, &in.sin_addr, text, sizeof(text));
+    return absl::StrCat("ipv4:", text, ":", ntohs(in.sin_port));
+  }
+  const auto& in6 = reinterpret_cast<const sockaddr_in6&>(addr);
+  if (IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr)) {
+    inet_ntop(AF_INET, &in6.sin6_addr.s6_addr[12], text, sizeof(text));
+    return absl::StrCat("ipv4:", text, ":", ntohs(in6.sin6_port));
+  }
+  inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof(text));
+  return absl::StrCat("ipv6:[", text, "]:", ntohs(in6.sin6_port));
+}
+
+bool GrpcAcceptor::Disconnect(absl::string_view peer) {
+  // gRPC percent-encodes an IPv6 peer's brackets.
+  const std::string key =
+      absl::StrReplaceAll(peer, {{"%5B", "["}, {"%5D", "]"}});
+  absl::MutexLock lock(&mu_);
+  auto it = fd_of_.find(key);
+  if (it == fd_of_.end()) return false;
+  const int fd = it->second;
+  fd_of_.erase(it);
+  peer_of_.erase(fd);
+  // Only if the descriptor is still that connection (gRPC may have closed
+  // it, and the number gone to another since).
+  sockaddr_storage now{};
+  socklen_t len = sizeof(now);
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&now), &len) != 0 ||
+      PeerOf(now) != key) {
+    return false;
+  }
+  return shutdown(fd, SHUT_RDWR) == 0;
+}
+
 bool GrpcAcceptor::Accepting() const {
   return DescriptorFreeBelow(descriptor_ceiling_);
 }
@@ -54,6 +97,17 @@ void GrpcAcceptor::Run() {
         connection;
     connection.listener_fd = listener_->fd();
     connection.fd = accepted.fd;  // gRPC's from here, closed if not taken.
+    {
+      // Kept to close it by its peer; a descriptor number reused by a
+      // later connection replaces the one before.
+      const std::string peer = PeerOf(accepted.peer);
+      absl::MutexLock lock(&mu_);
+      if (auto old = peer_of_.find(accepted.fd); old != peer_of_.end()) {
+        fd_of_.erase(old->second);
+      }
+      peer_of_[accepted.fd] = peer;
+      fd_of_[peer] = accepted.fd;
+    }
     into_->HandleNewConnection(&connection);
   };
   const auto refused = [this] {

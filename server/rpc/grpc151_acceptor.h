@@ -6,12 +6,18 @@
 #define METASRV_SERVER_RPC_GRPC151_ACCEPTOR_H_
 
 #include <grpcpp/server_builder.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "server/ops/tcp_listener.h"
 
 namespace metasrv::server {
@@ -52,6 +58,15 @@ class GrpcAcceptor {
   // Whether a connection arriving now would be kept: a descriptor below the
   // ceiling is free.
   bool Accepting() const;
+  // Closes the connection whose client is `peer` (gRPC's peer string,
+  // "ipv4:127.0.0.2:5000"): shuts its socket down, so that gRPC ends the
+  // connection and every call on it (what gRPC 1.51 cannot be told to do).
+  // Whether it was found. Thread-safe.
+  bool Disconnect(absl::string_view peer) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // gRPC's peer string for a socket address ("ipv4:A.B.C.D:P",
+  // "ipv6:[ADDR]:P"; a v4-mapped address as ipv4).
+  static std::string PeerOf(const sockaddr_storage& addr);
 
  private:
   // The thread: accepts as connections come, and while it cannot (out of
@@ -67,6 +82,9 @@ class GrpcAcceptor {
   Listeners listeners_;  // Set by Start().
   int stop_fd_ = -1;     // eventfd: written to stop Run().
   std::thread thread_;   // Runs Run() once started.
+  absl::Mutex mu_;       // Guards the two maps: connections handed over.
+  absl::flat_hash_map<std::string, int> fd_of_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, std::string> peer_of_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace metasrv::server

@@ -44,7 +44,6 @@ PushCall::PushCall(ServerCall* call, CallLimits limits,
     : call_(call),
       limits_(limits),
       handler_(std::move(handler)),
-      peer_(call->context()->peer()),
       read_(this, &PushCall::OnRead),
       metadata_(this, &PushCall::OnSent),
       written_(this, &PushCall::OnWriteDone),
@@ -63,6 +62,7 @@ void PushCall::OnRead(bool ok) {
                             "the call carried no request message"));
     return;
   }
+  call_->GotRequest();
   absl::Status accepted = handler_->OnRequest(RawRequest(&request_), this);
   request_.Clear();
   if (accepted.ok() && call_->ticket() != nullptr) {
@@ -138,7 +138,7 @@ void PushCall::Write() {
   if (call_->StartBatch(&op, 1, &written_) != GRPC_CALL_OK) {
     // Not expected (one write at a time, a valid call): complete it as a
     // failed write, which ends the stream.
-    spdlog::error("push stream from {}: write refused", peer_);
+    spdlog::error("push stream from {}: write refused", peer());
     call_->Begin(&written_);
     written_.Complete(false);
   }
@@ -149,11 +149,11 @@ void PushCall::EndStalled() {
   call_->Finishing(GRPC_STATUS_RESOURCE_EXHAUSTED);
   limits_.door->metrics()->DoorRefused(DoorRefusal::kReplyStalled);
   handler_->OnStalled();
-  LogLimited(spdlog::level::warn, "push_stalled", CallLedger::HostOf(peer_),
+  LogLimited(spdlog::level::warn, "push_stalled", CallLedger::HostOf(peer()),
              "ended a {} stream from {}: its write was in flight for over "
              "--reply_stall_limit ({}) while answers exceeded "
              "--max_reply_bytes_in_flight",
-             call_->row() != nullptr ? call_->row()->name : "push", peer_,
+             call_->row() != nullptr ? call_->row()->name : "push", peer(),
              absl::FormatDuration(limits_.door->options().reply_stall_limit));
   grpc_call_cancel_with_status(
       call_->c_call(), GRPC_STATUS_RESOURCE_EXHAUSTED,

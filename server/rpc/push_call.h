@@ -100,7 +100,7 @@ class PushCall final : public CallHandler, public AbortableCall {
            std::unique_ptr<Handler> handler);
 
   ServerCall* call() const { return call_; }
-  const std::string& peer() const { return peer_; }
+  const std::string& peer() const { return call_->peer(); }
 
   // Sends `item` if no write is in flight, else keeps it as the next one
   // (replacing, and so skipping, an older one waiting: returns true then).
@@ -137,7 +137,6 @@ class PushCall final : public CallHandler, public AbortableCall {
   ServerCall* const call_;            // The call; owns this.
   const CallLimits limits_;           // Request size; the door.
   std::unique_ptr<Handler> handler_;  // The method's logic.
-  const std::string peer_;            // The client's address.
   bool attached_ = false;             // To its ledger entry, by OnRead().
   grpc::ByteBuffer request_;          // The request's bytes, until read.
   CallOp<PushCall> read_;             // The request read.

@@ -37,6 +37,10 @@ ServerCall::~ServerCall() {
   // Out of the ledger's open count before it is counted handled, so that a
   // scrape that sees it handled never still sees it open.
   ticket_.reset();
+  if (counted_.has_value() && cancelled_.load() && !got_request_.load() &&
+      !server_cancelled_.load() && book_->on_early_reset) {
+    book_->on_early_reset(peer_);
+  }
   if (counted_.has_value()) {
     const int code = code_.load();
     counted_->Finishing(code == kNoCode ? GRPC_STATUS_CANCELLED : code);
@@ -67,6 +71,7 @@ void ServerCall::RequestDueTag::Complete(bool fired) {
                    waiting, kTimedOut, std::memory_order_acq_rel)) {
     call_->deadline_metrics_->DoorRefused(DoorRefusal::kRequestTimeout);
     call_->Finishing(GRPC_STATUS_DEADLINE_EXCEEDED);
+    call_->server_cancelled_.store(true, std::memory_order_relaxed);
     call_->context_.TryCancel();
   }
   call_->Release();

@@ -74,6 +74,9 @@ class CallOp final : public CqTag {
 // Thread-safe.
 class CallBook {
  public:
+  // Told, with its peer, of each served call its client cancelled before
+  // its request came (a rapid reset); set before calls come.
+  std::function<void(const std::string& peer)> on_early_reset;
   // Calls accepted and not yet deleted.
   int64_t live() const ABSL_LOCKS_EXCLUDED(mu_);
   // Waits until none is, at most until `deadline`; returns whether none is.
@@ -131,12 +134,20 @@ class ServerCall final : public AbortableCall {
   grpc_call* c_call() { return context_.c_call(); }
   // "/package.Service/Method".
   const std::string& method() const { return context_.method(); }
+  // The client's address as gRPC gives it ("ipv4:10.0.0.1:5000"), kept
+  // by the dispatcher when the call came (gRPC forgets it once the call is
+  // done).
+  const std::string& peer() const { return peer_; }
+  void KeepPeer() { peer_ = context_.peer(); }
   // Whether gRPC said the call was cancelled (see CallHandler::OnCancel).
   bool cancelled() const { return cancelled_.load(); }
   // AbortableCall: cancels the call (its client sees CANCELLED). The door
   // attaches the call so until its request arrives (an idle call the
   // ledger may end); a stream shape attaches itself instead.
-  void Abort(const absl::Status&) override { context_.TryCancel(); }
+  void Abort(const absl::Status&) override {
+    server_cancelled_.store(true, std::memory_order_relaxed);
+    context_.TryCancel();
+  }
 
   // Holds the call for an operation about to start with `op` as its tag;
   // returns the tag for the C++ async API.
@@ -156,6 +167,9 @@ class ServerCall final : public AbortableCall {
   // got one): the deadline no longer applies. False when it had passed
   // first: the call was cancelled, and the handler should finish it. Cheap
   // after the first call; true when no deadline was armed.
+  // A request message came (the shapes say so when a read brings one):
+  // the call was not reset before its request.
+  void GotRequest() { got_request_.store(true, std::memory_order_relaxed); }
   bool RequestArrived() {
     if (request_phase_.load(std::memory_order_acquire) != kWaiting) {
       return request_phase_.load(std::memory_order_acquire) != kTimedOut;
@@ -231,6 +245,11 @@ class ServerCall final : public AbortableCall {
   std::atomic<int> refs_{3};
   std::atomic<bool> finish_started_{false};  // BeginFinish() was called.
   std::atomic<bool> cancelled_{false};       // The done notification said so.
+  std::atomic<bool> got_request_{false};     // GotRequest() was called.
+  // The server cancelled it (its request deadline, the ledger): not a
+  // client's reset.
+  std::atomic<bool> server_cancelled_{false};
+  std::string peer_;                         // Set by KeepPeer().
   // Guards the handing over of the handler and of its OnCancel(): whichever
   // of Serve() and the done notification comes second tells it.
   absl::Mutex mu_;

@@ -94,7 +94,6 @@ class StreamCall final : public CallHandler, public AbortableCall {
       : call_(call),
         limits_(limits),
         handler_(std::move(handler)),
-        peer_(call->context()->peer()),
         batch_(this, &StreamCall::OnBatch),
         metadata_(this, &StreamCall::OnSent),
         finished_(this, &StreamCall::OnSent) {}
@@ -107,7 +106,7 @@ class StreamCall final : public CallHandler, public AbortableCall {
 
   ServerCall* call() const { return call_; }
   // The client's address, as gRPC gives it ("ipv4:10.0.0.1:5000").
-  const std::string& peer() const { return peer_; }
+  const std::string& peer() const { return call_->peer(); }
 
   void Start() override {
     absl::Status opened = Attach();
@@ -200,6 +199,7 @@ class StreamCall final : public CallHandler, public AbortableCall {
       }
       return;
     }
+    call_->GotRequest();
     if (CallLedger::Ticket* ticket = call_->ticket()) ticket->Touch();
     const StreamStep step =
         handler_->OnRequest(RawRequest(received_), &answer_);
@@ -266,7 +266,6 @@ class StreamCall final : public CallHandler, public AbortableCall {
   ServerCall* const call_;            // The call; owns this.
   const CallLimits limits_;           // The door, which charges answers.
   std::unique_ptr<Handler> handler_;  // The method's logic.
-  const std::string peer_;            // The client's address.
   bool attached_ = false;             // To its ledger entry, by Start().
   Answer answer_;                     // Reused per answer.
   CallOp<StreamCall> batch_;          // The batch in flight.

@@ -154,6 +154,7 @@ class UnaryCall final : public CallHandler {
       Finish(absl::InternalError("the call carried no request message"));
       return;
     }
+    call_->GotRequest();
     absl::Status decoded =
         DecodeRequest(&in_, limits_.max_request_bytes, request_);
     in_.Clear();

@@ -14,7 +14,8 @@ import time
 import unittest
 import urllib.request
 
-from harness import Server, cpu_seconds, meta, parse, report, wait_for
+from harness import (Server, cpu_seconds, meta, parse, report, rss_kib,
+                     wait_for)
 import harness
 import tonic_client
 from attack_test import (GET_FLOW_STATE, HEARTBEAT, heartbeat_answered,
@@ -69,6 +70,73 @@ def honest_calls_served(addr):
     finally:
         conn.close()
     return time.monotonic() - start
+
+
+class RapidResetTest(unittest.TestCase):
+    """Attack 1: HEADERS then RST_STREAM, back to back, from four hosts."""
+
+    def flood(self, addr, source, calls, closed):
+        """Sends `calls` HEADERS+RST_STREAM pairs from `source`, opening a
+        new connection whenever the server closes one."""
+        sent = 0
+        while sent < calls:
+            try:
+                conn = tonic_client.Connection(addr, source=source)
+            except OSError:
+                continue
+            try:
+                while sent < calls:
+                    for _ in range(200):
+                        sid = conn.h2.get_next_available_stream_id()
+                        conn.h2.send_headers(sid, [
+                            (":method", "POST"), (":scheme", "http"),
+                            (":path", GET_FLOW_STATE), (":authority", addr),
+                            ("content-type", "application/grpc"),
+                            ("te", "trailers")])
+                        conn.h2.reset_stream(sid)
+                        sent += 1
+                    conn.flush()
+            except (OSError, Exception):  # Closed by the server: reconnect.
+                closed[0] += 1
+            finally:
+                try:
+                    conn.sock.close()
+                except OSError:
+                    pass
+
+    def test_connections_that_reset_too_fast_are_closed(self):
+        server = Server(metrics=True)
+        self.addCleanup(server.stop)
+        idle = rss_kib(server.proc.pid)
+        closed = [0]
+        threads = [threading.Thread(target=self.flood,
+                                    args=(server.addr, s, 50_000, closed))
+                   for s in attackers(4)]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        time.sleep(1.0)  # The flood is on.
+        took = honest_calls_served(server.addr)
+        served_at = time.monotonic() - started
+        for t in threads:
+            t.join()
+        flood = time.monotonic() - started
+        peak = rss_kib(server.proc.pid)
+        resets = server.metric("metasrv_calls_refused_total",
+                               'reason="reset_early"') or 0
+        closed_conns = server.metric(
+            "metasrv_grpc_connections_closed_total") or 0
+        print(f"\nrapid reset: 200,000 calls from 4 hosts in {flood:.1f} s; "
+              f"{closed_conns:.0f} connections closed by the server, "
+              f"{resets:.0f} early resets counted; honest calls served in "
+              f"{took:.2f} s, {served_at:.1f} s after the flood began; RSS "
+              f"{idle // 1024} -> {peak // 1024} MiB", file=sys.stderr)
+        self.assertGreaterEqual(closed_conns, 1)
+        self.assertLess(served_at, 5.0)
+        if not harness.SANITIZED:
+            self.assertLess(peak - idle, 512 * 1024)  # --grpc_memory_limit
+        self.assertIsNone(server.proc.poll())
+        self.assertTrue(heartbeat_answered(server.addr, 9002))
 
 
 class SilentStreamsTest(unittest.TestCase):
