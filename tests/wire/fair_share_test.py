@@ -20,6 +20,7 @@ import harness
 import tonic_client
 from attack_test import (GET_FLOW_STATE, HEARTBEAT, heartbeat_answered,
                          load_flows, one_flow_read)
+from door_attack_test import status_of
 
 ASK_LEADER = "/greptime.v1.meta.Heartbeat/AskLeader"
 HEALTH_CHECK = "/grpc.health.v1.Health/Check"
@@ -41,14 +42,6 @@ def pump_until(conns, seconds, done=lambda: False):
                 conn.pump(0.01)
             except socket.timeout:
                 pass
-
-
-def code_of(call):
-    try:
-        call.check_status()
-        return 0
-    except tonic_client.CallError as error:
-        return error.code
 
 
 def honest_calls_served(addr):
@@ -170,7 +163,7 @@ class SilentStreamsTest(unittest.TestCase):
         pump_until(conns, 15, lambda: all(c.ended for c in streams))
         ended_after = time.monotonic() - opened
         self.assertTrue(all(c.ended for c in streams))
-        codes = {code_of(c) for c in streams}
+        codes = {status_of(c) for c in streams}
         self.assertLessEqual(codes, {DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED})
         silent = server.metric("metasrv_calls_refused_total", 'reason="silent"')
         print(f"\nsilent streams: 400 from 4 hosts held every call; honest "
