@@ -125,8 +125,8 @@ class RapidResetTest(unittest.TestCase):
               f"{took:.2f} s, {served_at:.1f} s after the flood began; RSS "
               f"{idle // 1024} -> {peak // 1024} MiB", file=sys.stderr)
         self.assertGreaterEqual(closed_conns, 1)
-        self.assertLess(served_at, 5.0)
-        if not harness.SANITIZED:
+        if not harness.SANITIZED:  # Time and RSS mean little under ASan.
+            self.assertLess(served_at, 5.0)
             self.assertLess(peak - idle, 512 * 1024)  # --grpc_memory_limit
         self.assertIsNone(server.proc.poll())
         self.assertTrue(heartbeat_answered(server.addr, 9002))
@@ -275,7 +275,8 @@ class GzipBombTest(unittest.TestCase):
             self.assertEqual(error.exception.code, UNIMPLEMENTED)
             self.assertIn("gzip", error.exception.message)
         took = honest_calls_served(server.addr)
-        self.assertLess(took, 5.0)
+        if not harness.SANITIZED:
+            self.assertLess(took, 5.0)
 
 
 class ScrapeFloodTest(unittest.TestCase):
