@@ -81,10 +81,14 @@ absl::StatusOr<CallLedger::Ticket> CallLedger::Enter(absl::string_view peer,
       static_cast<uint64_t>(calls_) >= limits_.max_calls &&
       !MakeRoom(host, -1, limits_.max_calls, &share, note)) {
     note->why = EnterNote::Refusal::kCalls;
+    const int64_t mine = host == nullptr ? 0 : host->calls;
     return absl::ResourceExhaustedError(absl::StrCat(
         "the server has ", calls_, " calls open, its limit (--max_calls), "
-        "and this host holds ", host == nullptr ? 0 : host->calls,
-        ", its fair share ", share, " or more; retry later"));
+        "and this host holds ", mine,
+        mine >= share ? absl::StrCat(", its fair share ", share, " or more")
+                      : absl::StrCat(" (its fair share is ", share,
+                                     "; calls of others are being ended)"),
+        "; retry later"));
   }
   if (host == nullptr) {
     auto made = std::make_unique<Host>();

@@ -77,7 +77,8 @@ TEST(CallLedgerTest, AFixedCapPerHostAndTheTotalBoundHoldWithoutIdleCalls) {
   auto full = ledger.Enter("ipv4:10.0.0.3:1", CallKind::kUnary, &note);
   EXPECT_EQ(full.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(full.status().message().find("(--max_calls)"), std::string::npos);
-  EXPECT_NE(full.status().message().find("fair share 1"), std::string::npos);
+  EXPECT_NE(full.status().message().find("its fair share is 1"),
+            std::string::npos);
   EXPECT_EQ(note.why, EnterNote::Refusal::kCalls);
   EXPECT_FALSE(note.made_room);
   EXPECT_EQ(ledger.open_calls(), 5);
