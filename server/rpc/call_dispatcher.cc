@@ -213,9 +213,15 @@ void CallDispatcher::Dispatch(ServerCall* call) {
                                              authorization->second.size()),
                      call->mutable_ticket(), &answer_at);
     if (!entered.ok()) {
+      const absl::Duration delay = answer_at - door_->Now();
+      // A wrong token's call, held only to slow its guesser, is idle: the
+      // ledger may end it for a host under its fair share, so that held
+      // guesses never keep a flownode out.
+      if (delay > absl::ZeroDuration() && call->ticket() != nullptr) {
+        call->ticket()->Attach(call).IgnoreError();
+      }
       call->Serve(std::make_unique<Refused>(
-                      call, ToGrpcStatus(entered, call->context()),
-                      answer_at - door_->Now()),
+                      call, ToGrpcStatus(entered, call->context()), delay),
                   entry.series);
       return;
     }

@@ -282,6 +282,34 @@ class AdminTokenTest(unittest.TestCase):
                                        'reason="auth_backoff"') > 50,
                  what="late wrong answers counted")
 
+    def test_held_guesses_never_keep_a_flownode_out(self):
+        token = "0123456789abcdef" * 2
+        server = Server(f"--admin_token_file={self.token_file(token)}",
+                        "--max_calls=60", metrics=True)
+        self.addCleanup(server.stop)
+        conn = tonic_client.Connection(server.addr, source=ATTACKER)
+        self.addCleanup(conn.close)
+
+        def guess(n):
+            call = conn.open(LEADER_CHANGE,
+                             [("authorization", f"Bearer guess{n:011d}")])
+            call.send(meta.metasrv_pb2.LeaderChangeRequest().SerializeToString(),
+                      end=True)
+            return call
+        # Guesses from one host fill every call slot (their answers wait in
+        # line, 20 a second): more are refused at the bound.
+        calls = [guess(n) for n in range(100)]
+        wait_for(lambda: (pump_all([conn], 0.05), server.metric(
+            "metasrv_calls_refused_total", 'reason="calls"'))[1] >= 1,
+                 what="the call bound reached")
+        calls += [guess(n) for n in range(100, 110)]  # Refill what went.
+        # A flownode from another host still gets in: a held guess, idle,
+        # gives back its slot.
+        self.assertTrue(heartbeat_answered(server.addr, 77))
+        self.assertGreaterEqual(server.metric("metasrv_calls_refused_total",
+                                              'reason="evicted"'), 1)
+        self.assertEqual(admin_status(server.addr, token), 0)
+
 
 if __name__ == "__main__":
     harness.run_tests()
