@@ -165,9 +165,10 @@ std::optional<uint64_t> FlowStateStore::LongestSilent(
   std::optional<uint64_t> found;
   int64_t oldest = 0;
   for (const auto& [node, entry] : nodes_) {
-    if ((found.has_value() && entry.heartbeat_mono >= oldest) || live(node)) {
-      continue;
-    }
+    const bool older =
+        !found.has_value() || entry.heartbeat_mono < oldest ||
+        (entry.heartbeat_mono == oldest && node < *found);
+    if (!older || live(node)) continue;
     found = node;
     oldest = entry.heartbeat_mono;
   }

@@ -101,8 +101,8 @@ class FlowStateStore {
     return limits_.max_nodes != 0 && nodes_.size() >= limits_.max_nodes &&
            !nodes_.contains(node);
   }
-  // The flownode heard from longest ago of those `live` says are not;
-  // nullopt when none. O(nodes).
+  // The flownode heard from longest ago of those `live` says are not, the
+  // lowest id among equals; nullopt when none. O(nodes).
   std::optional<uint64_t> LongestSilent(
       absl::FunctionRef<bool(uint64_t)> live) const;
 
