@@ -59,6 +59,13 @@ int Fail(const grpc::Status& s, bool token_given) {
                        "--admin_token_file\n"
                      : "metasrvctl: admin calls need the server's token: "
                        "--token_file=FILE (or run on the server's host)\n");
+  } else if (s.error_message().find("DNS resolution failed") !=
+             std::string::npos) {
+    std::fprintf(stderr,
+                 "metasrvctl: the leader's advertised address does not "
+                 "resolve here: name every replica in --addr (commands go to "
+                 "the one that leads, as --addr gives it), or run metasrvctl "
+                 "where that name resolves\n");
   } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
     std::fprintf(stderr,
                  "metasrvctl: is it up at --addr? If it serves TLS, pass "
@@ -230,9 +237,14 @@ std::string AskLeaderOf(const std::shared_ptr<grpc::Channel>& channel,
 int Leader(const Client& c, const Flags& f) {
   grpc::Status s;
   const std::string leader = AskLeaderOf(c.channel(), c.timeout(), &s);
-  if (!s.ok()) return Fail(s);
   if (leader.empty()) {
-    std::fprintf(stderr, "metasrvctl: no leader is known\n");
+    // GreptimeDB's answer without a leader is INTERNAL, masked ("Internal
+    // error: 1003"); the replica's own description says why in words.
+    metasrv::v1::DescribeReplicaResponse self;
+    if (!Describe(c, c.channel(), &self).ok()) return Fail(s);
+    std::fprintf(stderr, "metasrvctl leader: no leader is known%s%s\n",
+                 self.no_leader_reason().empty() ? "" : ": ",
+                 self.no_leader_reason().c_str());
     return kError;
   }
   if (FlagOn(f, "json")) {

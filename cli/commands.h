@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "metasrv/v1/metasrv.grpc.pb.h"
 
 namespace metasrvctl {
 
@@ -55,6 +56,12 @@ class Client {
 // fails (then `*status`, when given, says why).
 std::string AskLeaderOf(const std::shared_ptr<grpc::Channel>& channel,
                         absl::Duration timeout, grpc::Status* status = nullptr);
+
+// What the replica on `channel` says of itself (Replica.Describe). In
+// status.cc.
+grpc::Status Describe(const Client& c,
+                      const std::shared_ptr<grpc::Channel>& channel,
+                      metasrv::v1::DescribeReplicaResponse* out);
 
 // Whether boolean flag `name` is set and not "false" (`--json`,
 // `--json=true`; `--json=false` is off).

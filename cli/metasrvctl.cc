@@ -88,17 +88,20 @@ void AddReadCommands(std::vector<Command>* commands) {
            Health,
            /*to_leader=*/false},
           {"status",
-           "one row per replica: health, role, leader, version, nodes, flows",
+           "one row per replica: health, role, leader, store, version, "
+           "nodes, flows",
            "usage: metasrvctl [--addr=A,B,C] status [--json]\n"
            "Asks every replica --addr names, as etcdctl endpoint status "
            "does: its\n"
-           "gRPC health, its role (leader, follower, or '-' if it cannot "
-           "say), the\n"
-           "leader it names (AskLeader), its version (from the leader's "
-           "MetasrvPeers),\n"
-           "and on the leader the flownodes and flows it holds. Exit code "
-           "1 only\n"
-           "when no replica answers.\n",
+           "gRPC health, and what it says of itself (Replica.Describe): its "
+           "role,\n"
+           "the leader it names, its store (ok, or down and for how long), "
+           "its\n"
+           "version, and on the leader the flownodes and flows it holds. "
+           "Exit code 1\n"
+           "when no replica answers, when none names a leader (each one's "
+           "reason\n"
+           "is printed) or when they name different leaders.\n",
            {"json"},
            Status,
            /*to_leader=*/false},
@@ -190,8 +193,9 @@ std::string UsageText() {
       "                  [--tls_cert=PEM --tls_key=PEM] COMMAND [flags]\n"
       "\n"
       "--addr (or $METASRVCTL_ADDR) names one replica or several; commands go\n"
-      "to the leader the first that answers names (health and status: to\n"
-      "each replica named, one row each).\n"
+      "to the leader: the replica named that says it leads, as --addr gives\n"
+      "it, else the leader the first that answers names (health and status:\n"
+      "to each replica named, one row each).\n"
       "\n"
       "commands:\n";
   for (const Command& command : Commands()) {
@@ -261,19 +265,32 @@ std::vector<std::string> Replicas(Flags& global) {
   return out;
 }
 
-// Where the command goes: with `to_leader`, the leader the first replica
-// that answers AskLeader names (the first replica when none does, so that
-// the command's own error is what is said); else the first replica.
+// Where the command goes: with `to_leader`, the leader. A replica of
+// --addr that says it leads is dialled as --addr gives it (127.0.0.1 on
+// the server's own host stays loopback, a published port stays the one
+// published); else the leader's advertised address, as the first replica
+// that names one names it (Describe, or AskLeader of a replica older than
+// Describe). The first replica when none does, so that the command's own
+// error is what is said. Without `to_leader`, the first replica.
 std::string Target(const std::vector<std::string>& replicas, bool to_leader,
                    const std::shared_ptr<grpc::ChannelCredentials>& creds,
                    absl::Duration timeout) {
   if (!to_leader) return replicas.front();
+  std::string named;
   for (const std::string& replica : replicas) {
-    const std::string leader =
-        AskLeaderOf(grpc::CreateChannel(replica, creds), timeout);
-    if (!leader.empty()) return leader;
+    const Client probe(grpc::CreateChannel(replica, creds), timeout);
+    metasrv::v1::DescribeReplicaResponse self;
+    const grpc::Status described = Describe(probe, probe.channel(), &self);
+    if (described.ok() &&
+        (self.role() == metasrv::v1::REPLICA_ROLE_LEADER ||
+         self.role() == metasrv::v1::REPLICA_ROLE_STANDALONE)) {
+      return replica;
+    }
+    if (!named.empty()) continue;
+    named = described.ok() ? self.leader_addr()
+                           : AskLeaderOf(probe.channel(), timeout);
   }
-  return replicas.front();
+  return named.empty() ? replicas.front() : named;
 }
 
 // The channel the global flags ask for; nullopt (after saying why) when

@@ -1,29 +1,55 @@
 // metasrvctl status: one row per replica --addr names, as etcdctl's
-// `endpoint status` gives one per endpoint.
+// `endpoint status` gives one per endpoint, from each replica's own
+// Replica.Describe; and what is wrong when no replica names a leader.
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "cli/commands.h"
-#include "greptime/v1/meta/cluster.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
 
 namespace metasrvctl {
-namespace {
 
-namespace meta = greptime::v1::meta;
+grpc::Status Describe(const Client& c,
+                      const std::shared_ptr<grpc::Channel>& channel,
+                      metasrv::v1::DescribeReplicaResponse* out) {
+  auto stub = metasrv::v1::Replica::NewStub(channel);
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  return stub->Describe(&ctx, {}, out);
+}
+
+namespace {
 
 // What one replica says of itself.
 struct Row {
   std::string addr;                // As --addr names it.
   std::string health = "-";        // SERVING, NOT_SERVING, or the call's error.
   bool answered = false;           // Its health call succeeded.
-  std::string role = "-";          // leader, follower or "-".
+  std::string role = "-";          // leader, follower, standalone or "-".
   std::string leader = "-";        // The leader it names.
-  std::string version = "-";       // From the leader's MetasrvPeers.
+  std::string store = "-";         // ok, "down 32s"; "-" standalone.
+  std::string version = "-";       // Its own.
+  std::string no_leader;           // Why it names none, in its words.
+  int64_t unreachable_ms = -1;     // With the store down: for how long.
   int64_t nodes = -1, flows = -1;  // On the leader; -1: not known.
 };
+
+const char* RoleName(metasrv::v1::ReplicaRole role) {
+  switch (role) {
+    case metasrv::v1::REPLICA_ROLE_STANDALONE:
+      return "standalone";
+    case metasrv::v1::REPLICA_ROLE_LEADER:
+      return "leader";
+    case metasrv::v1::REPLICA_ROLE_FOLLOWER:
+      return "follower";
+    default:
+      return "-";
+  }
+}
 
 void Ask(const Client& c, Row* row) {
   std::shared_ptr<grpc::Channel> channel = c.ChannelTo(row->addr);
@@ -43,20 +69,34 @@ void Ask(const Client& c, Row* row) {
     row->health = grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
         resp.status());
   }
-  const std::string leader = AskLeaderOf(channel, c.timeout());
-  if (!leader.empty()) row->leader = leader;
+  metasrv::v1::DescribeReplicaResponse self;
+  if (!Describe(c, channel, &self).ok()) {
+    // A replica older than Describe (a rolling upgrade): the leader it
+    // names, as AskLeader gives it.
+    const std::string leader = AskLeaderOf(channel, c.timeout());
+    if (!leader.empty()) row->leader = leader;
+    return;
+  }
+  row->role = RoleName(self.role());
+  if (!self.leader_addr().empty()) row->leader = self.leader_addr();
+  if (!self.version().empty()) row->version = self.version();
+  row->no_leader = self.no_leader_reason();
+  if (self.has_store()) {
+    if (self.store().reachable()) {
+      row->store = "ok";
+    } else {
+      row->unreachable_ms = self.store().unreachable_for_ms();
+      row->store = absl::StrCat("down ", row->unreachable_ms / 1000, "s");
+    }
+  }
+  if (row->role != "leader" && row->role != "standalone") return;
   auto flow_state = metasrv::v1::FlowState::NewStub(channel);
   grpc::ClientContext ctx;
   c.Prepare(&ctx);
   metasrv::v1::ListFlownodesResponse nodes;
-  grpc::Status listed = flow_state->ListFlownodes(&ctx, {}, &nodes);
-  if (listed.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
-    row->role = "follower";  // Our own API: "not leader; ...".
-    return;
+  if (flow_state->ListFlownodes(&ctx, {}, &nodes).ok()) {
+    row->nodes = nodes.nodes_size();
   }
-  if (!listed.ok()) return;
-  row->role = "leader";
-  row->nodes = nodes.nodes_size();
   grpc::ClientContext get_ctx;
   c.Prepare(&get_ctx);
   metasrv::v1::GetFlowStateResponse state;
@@ -65,52 +105,8 @@ void Ask(const Client& c, Row* row) {
   }
 }
 
-// The version MetasrvPeers gave for `addr`, else "-".
-std::string VersionOf(const meta::MetasrvPeersResponse& peers,
-                      const std::string& addr) {
-  if (peers.leader().peer().addr() == addr) {
-    return peers.leader().info().version();
-  }
-  for (const auto& follower : peers.followers()) {
-    if (follower.peer().addr() == addr) return follower.info().version();
-  }
-  return "-";
-}
-
-}  // namespace
-
-int Status(const Client& c, const Flags& f) {
-  std::vector<Row> rows;
-  bool any = false;
-  const Row* leader = nullptr;
-  for (const std::string& addr : c.replicas()) {
-    rows.push_back(Row{addr});
-  }
-  for (Row& row : rows) {
-    Ask(c, &row);
-    any = any || row.answered;
-    if (row.role == "leader") leader = &row;
-  }
-  // Every replica's version, from the leader's list of peers (its own
-  // first: --addr may name it otherwise than it advertises itself).
-  if (leader != nullptr) {
-    auto cluster = meta::Cluster::NewStub(c.ChannelTo(leader->addr));
-    grpc::ClientContext ctx;
-    c.Prepare(&ctx);
-    meta::MetasrvPeersRequest req;
-    req.mutable_header()->set_role(meta::FRONTEND);
-    meta::MetasrvPeersResponse peers;
-    if (cluster->MetasrvPeers(&ctx, req, &peers).ok() &&
-        !peers.header().has_error()) {
-      for (Row& row : rows) {
-        if (!row.answered) continue;
-        const std::string v = &row == leader ? peers.leader().info().version()
-                                             : VersionOf(peers, row.addr);
-        if (!v.empty()) row.version = v;
-      }
-    }
-  }
-  if (FlagOn(f, "json")) {
+void PrintRows(const std::vector<Row>& rows, bool json) {
+  if (json) {
     google::protobuf::Value out;
     auto* list = out.mutable_list_value();
     for (const Row& row : rows) {
@@ -120,24 +116,68 @@ int Status(const Client& c, const Flags& f) {
       (*fields)["health"].set_string_value(row.health);
       (*fields)["role"].set_string_value(row.role);
       (*fields)["leader"].set_string_value(row.leader);
+      (*fields)["store"].set_string_value(row.store);
       (*fields)["version"].set_string_value(row.version);
+      if (!row.no_leader.empty()) {
+        (*fields)["no_leader_reason"].set_string_value(row.no_leader);
+      }
+      if (row.unreachable_ms >= 0) {
+        (*fields)["store_unreachable_for_ms"].set_number_value(
+            row.unreachable_ms);
+      }
       if (row.nodes >= 0) (*fields)["nodes"].set_number_value(row.nodes);
       if (row.flows >= 0) (*fields)["flows"].set_number_value(row.flows);
     }
-    if (PrintJson(out) != kOk) return kError;
-  } else {
-    std::printf("%-22s %-12s %-9s %-22s %-10s %-7s %s\n", "ADDRESS", "HEALTH",
-                "ROLE", "LEADER", "VERSION", "NODES", "FLOWS");
-    for (const Row& row : rows) {
-      std::printf("%-22s %-12s %-9s %-22s %-10s %-7s %s\n", row.addr.c_str(),
-                  row.health.c_str(), row.role.c_str(), row.leader.c_str(),
-                  row.version.c_str(),
-                  row.nodes >= 0 ? std::to_string(row.nodes).c_str() : "-",
-                  row.flows >= 0 ? std::to_string(row.flows).c_str() : "-");
-    }
+    PrintJson(out);
+    return;
   }
+  const char* kFormat = "%-22s %-12s %-10s %-22s %-10s %-10s %-7s %s\n";
+  std::printf(kFormat, "ADDRESS", "HEALTH", "ROLE", "LEADER", "STORE",
+              "VERSION", "NODES", "FLOWS");
+  for (const Row& row : rows) {
+    std::printf(kFormat, row.addr.c_str(), row.health.c_str(),
+                row.role.c_str(), row.leader.c_str(), row.store.c_str(),
+                row.version.c_str(),
+                row.nodes >= 0 ? std::to_string(row.nodes).c_str() : "-",
+                row.flows >= 0 ? std::to_string(row.flows).c_str() : "-");
+  }
+}
+
+}  // namespace
+
+int Status(const Client& c, const Flags& f) {
+  std::vector<Row> rows;
+  for (const std::string& addr : c.replicas()) {
+    rows.emplace_back();
+    rows.back().addr = addr;
+  }
+  bool any = false;
+  std::set<std::string> leaders;  // The leaders the replicas name.
+  for (Row& row : rows) {
+    Ask(c, &row);
+    any = any || row.answered;
+    if (row.leader != "-") leaders.insert(row.leader);
+  }
+  PrintRows(rows, FlagOn(f, "json"));
   if (!any) {
     std::fprintf(stderr, "metasrvctl status: no replica answered\n");
+    return kError;
+  }
+  // The cluster serves only with a leader that the replicas agree on.
+  if (leaders.empty()) {
+    std::fprintf(stderr, "metasrvctl status: no replica names a leader\n");
+    for (const Row& row : rows) {
+      if (row.no_leader.empty()) continue;
+      std::fprintf(stderr, "  %s: %s\n", row.addr.c_str(),
+                   row.no_leader.c_str());
+    }
+    return kError;
+  }
+  if (leaders.size() > 1) {
+    std::fprintf(stderr,
+                 "metasrvctl status: the replicas name %zu different leaders "
+                 "(a failover in progress: ask again)\n",
+                 leaders.size());
     return kError;
   }
   return kOk;

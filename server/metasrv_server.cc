@@ -241,8 +241,15 @@ absl::Status MetasrvServer::MakeServices() {
   CallLimits limits;
   limits.max_request_bytes = static_cast<size_t>(options_.max_message_bytes);
   limits.door = door_.get();
+  std::function<StoreHealth()> store;
+  if (election_ != nullptr) store = [this] { return election_->Health(); };
   heartbeat_service_ = std::make_unique<HeartbeatService>(
-      handler_.get(), leadership_.get(), limits);
+      handler_.get(), leadership_.get(), limits, [this, store] {
+        return NoLeaderReason(*leadership_, options_.backend, &store);
+      });
+  replica_service_ = std::make_unique<ReplicaService>(
+      leadership_.get(), self_description_.get(), options_.backend, store,
+      limits);
   cluster_service_ = std::make_unique<ClusterService>(
       &flow_state_, leadership_.get(), &reads_, self_description_.get(),
       metrics_.get(), limits);
@@ -262,6 +269,7 @@ absl::Status MetasrvServer::MakeServices() {
   cluster_service_->Register(dispatcher_.get());
   flow_state_service_->Register(dispatcher_.get());
   admin_service_->Register(dispatcher_.get());
+  replica_service_->Register(dispatcher_.get());
   reflection_v1_->Register(dispatcher_.get());
   reflection_v1alpha_->Register(dispatcher_.get());
   health_->Register(dispatcher_.get(), limits);

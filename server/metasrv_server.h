@@ -38,6 +38,7 @@
 #include "server/services/admin_service.h"
 #include "server/services/cluster_service.h"
 #include "server/services/flow_state_service.h"
+#include "server/services/replica_service.h"
 #include "server/services/heartbeat_handler.h"
 #include "server/services/heartbeat_service.h"
 #include "server/watch/flow_state_watch.h"
@@ -169,6 +170,7 @@ class MetasrvServer final : public core::LeadershipListener {
   std::unique_ptr<ClusterService> cluster_service_;       // Cluster.
   std::unique_ptr<FlowStateService> flow_state_service_;  // FlowState.
   std::unique_ptr<AdminService> admin_service_;           // Admin.
+  std::unique_ptr<ReplicaService> replica_service_;       // Replica.
   std::unique_ptr<ReflectionV1Service> reflection_v1_;    // Reflection v1.
   std::unique_ptr<ReflectionV1alphaService> reflection_v1alpha_;  // v1alpha.
   std::unique_ptr<HealthService> health_;  // grpc.health.v1.Health.

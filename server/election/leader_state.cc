@@ -126,6 +126,14 @@ StoreHealth LeaderState::Health() const {
     absl::MutexLock lock(&mu_);
     health.healthy = healthy_;
     health.errors = static_cast<double>(errors_);
+    if (!healthy_) {
+      // Since it last answered, when it ever did.
+      health.unhealthy_for =
+          clock_->Monotonic() - (last_contact_ == absl::InfinitePast()
+                                     ? unhealthy_since_
+                                     : last_contact_);
+      health.last_error = last_error_;
+    }
     leading = leading_;
   }
   if (leading) {
@@ -139,10 +147,14 @@ void LeaderState::ReportHealth(const absl::Status& status) {
   if (absl::IsCancelled(status)) return;  // Our own doing.
   {
     absl::MutexLock lock(&mu_);
-    if (!status.ok()) ++errors_;
+    if (!status.ok()) {
+      ++errors_;
+      last_error_ = status.ToString();
+    }
     if (status.ok()) last_contact_ = clock_->Monotonic();
     if (status.ok() == healthy_) return;
     healthy_ = status.ok();
+    if (!healthy_) unhealthy_since_ = clock_->Monotonic();
   }
   if (status.ok()) {
     spdlog::info("{} is reachable again", store_name_);

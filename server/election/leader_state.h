@@ -72,7 +72,8 @@ class LeaderState {
   // now.
   void ReportHealth(const absl::Status& status);
   bool healthy() const;
-  // Health, the failures reported so far, and the lease left when leading.
+  // Health (how long unhealthy, the last error), the failures reported so
+  // far, and the lease left when leading.
   StoreHealth Health() const;
 
   core::LeaderLease& lease() { return lease_; }
@@ -100,6 +101,9 @@ class LeaderState {
   // The live candidates, by address.
   std::vector<core::MetasrvNodeInfo> peers_ ABSL_GUARDED_BY(mu_);
   bool healthy_ ABSL_GUARDED_BY(mu_) = true;  // For ReportHealth().
+  // While not healthy_: when (monotonic) the outage began, the last error.
+  absl::Time unhealthy_since_ ABSL_GUARDED_BY(mu_);
+  std::string last_error_ ABSL_GUARDED_BY(mu_);
   uint64_t errors_ ABSL_GUARDED_BY(mu_) = 0;  // Failures reported.
 };
 

@@ -69,6 +69,10 @@ struct StoreHealth {
   double errors = 0;         // Failed calls to the store, ever.
   double lease_seconds = 0;  // How long this leader may still act; 0 when
                              // it does not lead.
+  // While not healthy: since the store last answered (or, if it never did,
+  // since the first failure), and the latest failure.
+  absl::Duration unhealthy_for;
+  std::string last_error;
 };
 
 // Counters and a histogram updated on the hot path, plus gauges read from

@@ -44,6 +44,8 @@ constexpr std::array<MethodRow, kMethodCount> kMethods = {{
      "metasrv.v1.ForgetFlowsRequest", L::kLeaderOrRefuse, true, false},
     {M::kForgetNodes, "/metasrv.v1.Admin/ForgetNodes", "ForgetNodes", T::kUnary,
      "metasrv.v1.ForgetNodesRequest", L::kLeaderOrRefuse, true, false},
+    {M::kDescribeReplica, "/metasrv.v1.Replica/Describe", "Replica.Describe",
+     T::kUnary, "metasrv.v1.DescribeReplicaRequest", L::kAnywhere, false, true},
     {M::kHealthCheck, "/grpc.health.v1.Health/Check", "Health.Check", T::kUnary,
      "grpc.health.v1.HealthCheckRequest", L::kAnywhere, false, true},
     {M::kHealthWatch, "/grpc.health.v1.Health/Watch", "Health.Watch",

@@ -36,6 +36,7 @@ enum class Method {
   kLeaderChange,  // metasrv.v1.Admin
   kForgetFlows,
   kForgetNodes,
+  kDescribeReplica,  // metasrv.v1.Replica
   kHealthCheck,  // grpc.health.v1.Health
   kHealthWatch,
   kReflectionV1,  // grpc.reflection.v1 and v1alpha

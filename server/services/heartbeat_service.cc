@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "server/services/heartbeat_stream.h"
 
 namespace metasrv::server {
@@ -13,10 +14,12 @@ using greptime::v1::meta::AskLeaderResponse;
 
 HeartbeatService::HeartbeatService(HeartbeatHandler* handler,
                                    const core::Leadership* leadership,
-                                   CallLimits limits)
+                                   CallLimits limits,
+                                   std::function<std::string()> no_leader_reason)
     : handler_(handler),
       leadership_(leadership),
-      limits_(limits) {}
+      limits_(limits),
+      no_leader_reason_(std::move(no_leader_reason)) {}
 
 void HeartbeatService::Register(CallDispatcher* dispatcher) {
   dispatcher->Add(
@@ -40,12 +43,12 @@ void HeartbeatService::AskLeader(AskLeaderCall* call) {
   // its election has no leader (src/meta-srv/src/service/heartbeat.rs): an
   // empty address would be taken for the leader's. Upstream's is its
   // election's NoLeader error, of status code Internal (retryable; gRPC
-  // INTERNAL): the same here, code for code.
+  // INTERNAL): the same here, code for code. Clients see it masked
+  // ("Internal error: 1003"); the log says why.
   std::string leader = leadership_->LeaderAddr();
   if (leader.empty()) {
-    call->Finish(absl::InternalError(
-        "no metasrv leader is known yet (an election is in progress); ask "
-        "again"));
+    call->Finish(absl::InternalError(absl::StrCat(
+        "no metasrv leader is known: ", no_leader_reason_(), "; ask again")));
     return;
   }
   AskLeaderResponse* answer = call->response();

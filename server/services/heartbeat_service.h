@@ -3,6 +3,8 @@
 #define METASRV_SERVER_SERVICES_HEARTBEAT_SERVICE_H_
 
 #include <cstddef>
+#include <functional>
+#include <string>
 
 #include "core/leadership.h"
 #include "greptime/v1/meta/heartbeat.pb.h"
@@ -19,9 +21,11 @@ namespace metasrv::server {
 class HeartbeatService final {
  public:
   // Borrows both; they must outlive the service. Requests inflate to at
-  // most `limits.max_request_bytes`.
+  // most `limits.max_request_bytes`. `no_leader_reason` says why no leader
+  // is known (NoLeaderReason), for the log of a refused AskLeader.
   HeartbeatService(HeartbeatHandler* handler,
-                   const core::Leadership* leadership, CallLimits limits);
+                   const core::Leadership* leadership, CallLimits limits,
+                   std::function<std::string()> no_leader_reason);
 
   // Serves the service's methods through `dispatcher`.
   void Register(CallDispatcher* dispatcher);
@@ -34,6 +38,7 @@ class HeartbeatService final {
   HeartbeatHandler* const handler_;           // Per-request logic.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
   const CallLimits limits_;                   // Request size, reply budget.
+  const std::function<std::string()> no_leader_reason_;  // For the log.
 };
 
 }  // namespace metasrv::server

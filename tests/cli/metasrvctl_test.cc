@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -345,6 +346,35 @@ TEST(MetasrvctlTest, TopRanksLargestAndMostLaggingWithTheirNodes) {
   EXPECT_EQ(Ctl({addr, "top", "--n=lots"}).exit_code, 2);
 }
 
+// Issue 46, items 4 and 6: a leader that advertises an address this host
+// cannot use (a compose service name; or, bound to 0.0.0.0, an address
+// whose calls do not come from loopback) is reached through the address
+// --addr gives: reads, and admin calls without a token over loopback.
+TEST(MetasrvctlTest, ALeaderIsDialledAsAddrGivesIt) {
+  const int port = FreePort();
+  const std::string given = absl::StrCat("127.0.0.1:", port);
+  ServerProcess server(
+      {"--bind_addr=" + given,
+       absl::StrCat("--server_addr=metasrv-0.invalid:", port)});
+  const std::string addr = "--addr=" + given;
+  Report(server.channel(), 1, 7, 700);
+  EXPECT_EQ(Ctl({addr, "get", "--json"}).exit_code, 0);
+  EXPECT_EQ(Ctl({addr, "nodes"}).exit_code, 0);
+  CtlRun reset = Ctl({addr, "reset"}, /*and_stderr=*/true);
+  EXPECT_EQ(reset.exit_code, 0) << reset.out;
+  EXPECT_NE(reset.out.find("2 keys dropped"), std::string::npos) << reset.out;
+  // What it advertises is still what it names as leader.
+  EXPECT_EQ(Ctl({addr, "leader"}).out,
+            absl::StrCat("metasrv-0.invalid:", port, "\n"));
+  CtlRun status = Ctl({addr, "status", "--json"});
+  EXPECT_EQ(status.exit_code, 0) << status.out;
+  const google::protobuf::Value rows = ParseJson(status.out);
+  const auto& row = rows.list_value().values(0).struct_value().fields();
+  EXPECT_EQ(row.at("role").string_value(), "standalone");
+  EXPECT_EQ(row.at("store").string_value(), "-");
+  EXPECT_EQ(row.at("flows").number_value(), 0);
+}
+
 }  // namespace
 }  // namespace metasrv::testing
 
@@ -444,6 +474,116 @@ TEST(MetasrvctlHaTest, FollowsTheLeaderAcrossReplicasAndAFailover) {
       },
       absl::Seconds(20)));
   EXPECT_EQ(Ctl({all, "nodes", "--json"}).exit_code, 0);
+}
+
+// Issue 46, item 6: replicas that advertise names only their own network
+// resolves (compose's metasrv-N:3002), used from the host through the
+// addresses it reaches them by.
+TEST(MetasrvctlHaTest, ReplicasAdvertisingNamesThisHostCannotResolve) {
+  EtcdProcess etcd;
+  std::vector<std::unique_ptr<ServerProcess>> replicas;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 3; ++i) {
+    const int port = FreePort();
+    addrs.push_back(absl::StrCat("127.0.0.1:", port));
+    replicas.push_back(std::make_unique<ServerProcess>(std::vector<std::string>{
+        "--bind_addr=" + addrs.back(),
+        absl::StrCat("--server_addr=metasrv-", i, ".invalid:", port),
+        "--store_addrs=" + etcd.endpoint(), "--lease_ttl=2s"}));
+  }
+  const std::string all = "--addr=" + absl::StrJoin(addrs, ",");
+  CtlRun status;
+  ASSERT_TRUE(WaitFor([&] {
+    status = Ctl({all, "status", "--json"});
+    return status.exit_code == 0;
+  })) << status.out;
+  int leader = -1;
+  const google::protobuf::Value rows = ParseJson(status.out);
+  for (int i = 0; i < rows.list_value().values_size(); ++i) {
+    const auto& row = rows.list_value().values(i).struct_value().fields();
+    if (row.at("role").string_value() == "leader") leader = i;
+  }
+  ASSERT_GE(leader, 0) << status.out;
+  Report(replicas[leader]->channel(), 1, 7, 700);
+  // Every replica named: the command reaches the leader as --addr gives it.
+  CtlRun got = Ctl({all, "get", "--json"}, /*and_stderr=*/true);
+  EXPECT_EQ(got.exit_code, 0) << got.out;
+  EXPECT_NE(got.out.find("\"flow_id\":7"), std::string::npos) << got.out;
+  // A follower alone: its leader's name does not resolve here, and the
+  // error says what to do.
+  const std::string follower = "--addr=" + addrs[(leader + 1) % 3];
+  CtlRun alone = Ctl({follower, "get"}, /*and_stderr=*/true);
+  EXPECT_EQ(alone.exit_code, 1);
+  EXPECT_NE(alone.out.find("name every replica in --addr"), std::string::npos)
+      << alone.out;
+  // (An admin call too; last: it hands leadership over.)
+  CtlRun reset = Ctl({all, "reset"}, /*and_stderr=*/true);
+  EXPECT_EQ(reset.exit_code, 0) << reset.out;
+}
+
+// Issue 46, item 3: with the store paused, status says that no replica
+// names a leader and why, and exits 1; leader says so in words; both are
+// right again once the store is back.
+TEST(MetasrvctlHaTest, DuringAStoreOutageStatusAndLeaderSayWhy) {
+  EtcdProcess etcd;
+  std::vector<std::unique_ptr<ServerProcess>> replicas;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 3; ++i) {
+    replicas.push_back(std::make_unique<ServerProcess>(std::vector<std::string>{
+        "--store_addrs=" + etcd.endpoint(), "--lease_ttl=2s"}));
+    addrs.push_back(replicas.back()->addr());
+  }
+  const std::string all = "--addr=" + absl::StrJoin(addrs, ",");
+  CtlRun status;
+  ASSERT_TRUE(WaitFor([&] {
+    status = Ctl({all, "status", "--json"});
+    return status.exit_code == 0;
+  })) << status.out;
+  const google::protobuf::Value healthy = ParseJson(status.out);
+  for (const auto& value : healthy.list_value().values()) {
+    EXPECT_EQ(value.struct_value().fields().at("store").string_value(), "ok");
+  }
+  etcd.Pause();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        status = Ctl({all, "status"}, /*and_stderr=*/true);
+        return status.exit_code == 1 &&
+               status.out.find("no replica names a leader") !=
+                   std::string::npos;
+      },
+      absl::Seconds(15)))
+      << status.out;
+  // Every replica says why: the store, named, unreachable.
+  EXPECT_TRUE(WaitFor([&] {
+    status = Ctl({all, "status", "--json"});
+    int down = 0;
+    const google::protobuf::Value rows = ParseJson(status.out);
+    for (const auto& value : rows.list_value().values()) {
+      const auto& row = value.struct_value().fields();
+      down += row.count("no_leader_reason") == 1 &&
+              absl::StartsWith(row.at("store").string_value(), "down ") &&
+              absl::StartsWith(row.at("no_leader_reason").string_value(),
+                               "the store (etcd_store) has been unreachable");
+    }
+    return status.exit_code == 1 && down == 3;
+  })) << status.out;
+  CtlRun leader = Ctl({all, "leader"}, /*and_stderr=*/true);
+  EXPECT_EQ(leader.exit_code, 1);
+  EXPECT_NE(leader.out.find("metasrvctl leader: no leader is known: the store "
+                            "(etcd_store) has been unreachable for"),
+            std::string::npos)
+      << leader.out;
+  EXPECT_EQ(leader.out.find("Internal error"), std::string::npos)
+      << leader.out;
+  etcd.Resume();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        status = Ctl({all, "status"}, /*and_stderr=*/true);
+        return status.exit_code == 0;
+      },
+      absl::Seconds(30)))
+      << status.out;
+  EXPECT_EQ(Ctl({all, "leader"}).exit_code, 0);
 }
 
 }  // namespace

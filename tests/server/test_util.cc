@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -285,8 +286,12 @@ std::optional<int> ChildProcess::Wait(absl::Duration timeout) {
 
 ServerProcess::ServerProcess(std::vector<std::string> extra_args) {
   addr_ = absl::StrCat("127.0.0.1:", FreePort());
-  std::vector<std::string> argv = {METASRV_BINARY, "--bind_addr=" + addr_,
+  std::vector<std::string> argv = {METASRV_BINARY,
                                    "--metrics_addr=127.0.0.1:0"};
+  for (const std::string& arg : extra_args) {
+    if (absl::StartsWith(arg, "--bind_addr=")) addr_ = arg.substr(12);
+  }
+  argv.push_back("--bind_addr=" + addr_);
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   process_ = std::make_unique<ChildProcess>(argv);
   // Connect only once it listens: a gRPC channel that saw its first attempt

@@ -144,7 +144,8 @@ class ChildProcess {
 // The metasrv binary on a free loopback port, up and serving.
 class ServerProcess {
  public:
-  // Starts it with `extra_args` and waits until it serves.
+  // Starts it with `extra_args` and waits until it serves: on a free
+  // loopback port, or on the --bind_addr `extra_args` give.
   explicit ServerProcess(std::vector<std::string> extra_args = {});
 
   const std::string& addr() const { return addr_; }

@@ -40,7 +40,7 @@ TEST(MethodTableTest, TheServicesAreThoseThePathsName) {
   EXPECT_EQ(ServiceNames(),
             (std::vector<std::string>{
                 "greptime.v1.meta.Heartbeat", "greptime.v1.meta.Cluster",
-                "metasrv.v1.FlowState", "metasrv.v1.Admin",
+                "metasrv.v1.FlowState", "metasrv.v1.Admin", "metasrv.v1.Replica",
                 "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
                 "grpc.reflection.v1alpha.ServerReflection"}));
 }
