@@ -313,11 +313,19 @@ int Nodes(const Client& c, const Flags& f) {
           static_cast<double>(n.flow_count()));
       (*node)["hostname"].set_string_value(n.info().hostname());
       (*node)["version"].set_string_value(n.info().version());
+      if (!n.refused().empty()) {
+        (*node)["refused"].set_string_value(n.refused());
+        (*node)["refused_reports"].set_number_value(
+            static_cast<double>(n.refused_reports()));
+        (*node)["last_refused_ms"].set_number_value(
+            static_cast<double>(n.last_refused_ms()));
+      }
     }
     return PrintJson(out);
   }
-  std::printf("%-10s %-22s %-24s %-24s %-7s %-16s %s\n", "NODE_ID", "PEER_ADDR",
-              "LAST_HEARTBEAT", "LAST_REPORT", "FLOWS", "HOSTNAME", "VERSION");
+  std::printf("%-10s %-22s %-24s %-24s %-7s %-16s %-10s %s\n", "NODE_ID",
+              "PEER_ADDR", "LAST_HEARTBEAT", "LAST_REPORT", "FLOWS", "HOSTNAME",
+              "VERSION", "REFUSED");
   auto when = [](int64_t ms) {
     return ms == 0 ? std::string("-")
                    : absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ",
@@ -325,14 +333,20 @@ int Nodes(const Client& c, const Flags& f) {
                                       absl::UTCTimeZone());
   };
   for (const metasrv::v1::Flownode& n : resp.nodes()) {
-    std::printf("%-10llu %-22s %-24s %-24s %-7llu %-16s %s\n",
+    const std::string refused =
+        n.refused().empty()
+            ? std::string("-")
+            : absl::StrCat(n.refused_reports(), ", latest ",
+                           when(n.last_refused_ms()), ": ", n.refused());
+    std::printf("%-10llu %-22s %-24s %-24s %-7llu %-16s %-10s %s\n",
                 static_cast<unsigned long long>(n.node_id()),
                 n.peer_addr().empty() ? "-" : n.peer_addr().c_str(),
                 when(n.last_heartbeat_ms()).c_str(),
                 when(n.last_report_ms()).c_str(),
                 static_cast<unsigned long long>(n.flow_count()),
                 n.info().hostname().empty() ? "-" : n.info().hostname().c_str(),
-                n.info().version().empty() ? "-" : n.info().version().c_str());
+                n.info().version().empty() ? "-" : n.info().version().c_str(),
+                refused.c_str());
   }
   return kOk;
 }

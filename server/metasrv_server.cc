@@ -237,7 +237,8 @@ absl::Status MetasrvServer::StartSupport() {
 
 absl::Status MetasrvServer::MakeServices() {
   handler_ = std::make_unique<HeartbeatHandler>(
-      &flow_state_, leadership_.get(), options_.heartbeat, metrics_.get());
+      &flow_state_, leadership_.get(), options_.heartbeat, metrics_.get(),
+      &refused_);
   CallLimits limits;
   limits.max_request_bytes = static_cast<size_t>(options_.max_message_bytes);
   limits.door = door_.get();
@@ -254,7 +255,7 @@ absl::Status MetasrvServer::MakeServices() {
       &flow_state_, leadership_.get(), &reads_, self_description_.get(),
       metrics_.get(), limits);
   flow_state_service_ = std::make_unique<FlowStateService>(
-      &flow_state_, &reads_, watch_.get(), metrics_.get(), limits);
+      &flow_state_, &reads_, watch_.get(), metrics_.get(), limits, &refused_);
   admin_service_ = std::make_unique<AdminService>(
       [this] { return LeaderChange(); }, &flow_state_, limits);
   reflection_v1_ =

@@ -149,6 +149,8 @@ class MetasrvServer final : public core::LeadershipListener {
   std::unique_ptr<SelfDescription> self_description_;
   // Flow state and the in-memory KV that shows it.
   core::FlowStateManager flow_state_{options_.flow_state, options_.clock};
+  // Flownodes whose reports are refused, for ListFlownodes.
+  RefusedReports refused_{options_.clock};
   // The alerting metrics of each scrape, over flow_state_.
   FlowAlertsSource flow_alerts_{&flow_state_, options_.flow_alerts};
   std::unique_ptr<core::Leadership> leadership_;  // Who leads.

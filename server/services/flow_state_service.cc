@@ -10,12 +10,14 @@ namespace metasrv::server {
 
 FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
                                    ReadExecutor* reads, WatchHub* watch,
-                                   Metrics* metrics, CallLimits limits)
+                                   Metrics* metrics, CallLimits limits,
+                                   const RefusedReports* refused)
     : flow_state_(flow_state),
       reads_(reads),
       watch_(watch),
       metrics_(Metrics::OrDiscard(metrics)),
-      limits_(limits) {}
+      limits_(limits),
+      refused_(refused) {}
 
 void FlowStateService::Register(CallDispatcher* dispatcher) {
   dispatcher->Add(
@@ -91,11 +93,33 @@ void FlowStateService::ListFlownodes(ListCall* call) {
 absl::Status FlowStateService::ListNodes(
     const metasrv::v1::ListFlownodesRequest& request,
     metasrv::v1::ListFlownodesResponse* response) const {
-  const std::vector<core::FlownodeView> nodes = flow_state_->ListFlownodes(
-      absl::MakeConstSpan(request.node_ids().data(), request.node_ids_size()));
-  response->mutable_nodes()->Reserve(static_cast<int>(nodes.size()));
+  const absl::Span<const uint64_t> only =
+      absl::MakeConstSpan(request.node_ids().data(), request.node_ids_size());
+  const std::vector<core::FlownodeView> nodes = flow_state_->ListFlownodes(only);
+  const std::vector<Refusal> refused =
+      refused_ == nullptr ? std::vector<Refusal>() : refused_->List(only);
+  response->mutable_nodes()->Reserve(
+      static_cast<int>(nodes.size() + refused.size()));
+  // Both ascending by id: merged, each refused node beside its record (or
+  // alone, when the leader holds nothing of it).
+  auto next_refused = refused.begin();
+  auto add_refused = [&](metasrv::v1::Flownode* node) {
+    node->set_node_id(next_refused->node_id);
+    node->set_refused(next_refused->why);
+    node->set_refused_reports(next_refused->count);
+    node->set_last_refused_ms(next_refused->last_ms);
+    ++next_refused;
+  };
   for (const core::FlownodeView& view : nodes) {
+    while (next_refused != refused.end() &&
+           next_refused->node_id < view.node_id) {
+      add_refused(response->add_nodes());
+    }
     metasrv::v1::Flownode* node = response->add_nodes();
+    if (next_refused != refused.end() &&
+        next_refused->node_id == view.node_id) {
+      add_refused(node);
+    }
     node->set_node_id(view.node_id);
     node->set_peer_addr(view.record.peer_addr);
     node->set_last_heartbeat_ms(view.record.last_heartbeat_ms);
@@ -105,6 +129,7 @@ absl::Status FlowStateService::ListNodes(
       ToProto(*view.record.info, node->mutable_info());
     }
   }
+  while (next_refused != refused.end()) add_refused(response->add_nodes());
   return absl::OkStatus();
 }
 

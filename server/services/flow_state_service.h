@@ -9,6 +9,7 @@
 #include "metasrv/v1/metasrv.pb.h"
 #include "server/codec/full_state_reply.h"
 #include "server/ops/metrics.h"
+#include "server/ops/refused_reports.h"
 #include "server/rpc/call_dispatcher.h"
 #include "server/rpc/method_table.h"
 #include "server/rpc/read_executor.h"
@@ -23,10 +24,11 @@ namespace metasrv::server {
 class FlowStateService final {
  public:
   // Borrows all; they must outlive the service. Reads run on `reads`.
-  // Null `metrics`: none kept. Calls are held to `limits`.
+  // Null `metrics`: none kept. Calls are held to `limits`. ListFlownodes
+  // lists the nodes `refused` names too (null: none).
   FlowStateService(const core::FlowStateManager* flow_state,
                    ReadExecutor* reads, WatchHub* watch, Metrics* metrics,
-                   CallLimits limits);
+                   CallLimits limits, const RefusedReports* refused = nullptr);
 
   // Serves the service's methods through `dispatcher`.
   void Register(CallDispatcher* dispatcher);
@@ -47,6 +49,7 @@ class FlowStateService final {
   WatchHub* const watch_;                           // Watchers; borrowed.
   Metrics* const metrics_;     // Borrowed; never null (Metrics::OrDiscard).
   const CallLimits limits_;    // Request size, the door.
+  const RefusedReports* const refused_;  // Refused nodes; borrowed, or null.
   FullStateReply full_state_;  // The last all-flows answers, shared.
 };
 

@@ -16,11 +16,21 @@ using greptime::v1::meta::HeartbeatResponse;
 
 HeartbeatHandler::HeartbeatHandler(core::FlowStateManager* flow_state,
                                    const core::Leadership* leadership,
-                                   Options options, Metrics* metrics)
+                                   Options options, Metrics* metrics,
+                                   RefusedReports* refused)
     : flow_state_(flow_state),
       leadership_(leadership),
       options_(options),
-      metrics_(Metrics::OrDiscard(metrics)) {}
+      metrics_(Metrics::OrDiscard(metrics)),
+      refused_(refused) {}
+
+void HeartbeatHandler::Refuse(uint64_t node, IgnoredReason reason,
+                              const absl::Status& why) {
+  metrics_->ReportIgnored(reason);
+  if (refused_ != nullptr) refused_->Refused(node, why);
+  LogLimited(spdlog::level::warn, "report_refused", absl::StrCat(node),
+             "refused a flownode's report: {}", std::string(why.message()));
+}
 
 absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
     ParsedHeartbeat parsed, std::optional<uint64_t> state_term) {
@@ -44,9 +54,11 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
   }
   absl::StatusOr<core::NodeHeartbeat>& heartbeat = parsed.heartbeat;
   if (!heartbeat.ok()) {
-    metrics_->ReportIgnored(parsed.refusal == ReportRefusal::kTooManyFlows
-                                ? IgnoredReason::kTooManyFlows
-                                : IgnoredReason::kMalformed);
+    Refuse(*node,
+           parsed.refusal == ReportRefusal::kTooManyFlows
+               ? IgnoredReason::kTooManyFlows
+               : IgnoredReason::kMalformed,
+           heartbeat.status());
     return heartbeat.status();
   }
   const absl::Time start = absl::Now();
@@ -65,11 +77,12 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
       metrics_->ReportIgnored(IgnoredReason::kNotLeader);
     }
     if (absl::IsResourceExhausted(recorded)) {
-      metrics_->ReportIgnored(IgnoredReason::kOverCapacity);
+      Refuse(*node, IgnoredReason::kOverCapacity, recorded);
     }
     return recorded;
   }
   if (!has_report) return MergeResult::kNoFlowStat;
+  if (refused_ != nullptr) refused_->Merged(*node);
   metrics_->ReportMerged(absl::Now() - start, parsed.report_bytes);
   return MergeResult::kMerged;
 }

@@ -14,6 +14,7 @@
 #include "metasrv/v1/heartbeat_frame.pb.h"
 #include "server/codec/heartbeat_request.h"
 #include "server/ops/metrics.h"
+#include "server/ops/refused_reports.h"
 #include "server/rpc/not_leader.h"
 
 namespace metasrv::server {
@@ -46,11 +47,13 @@ class HeartbeatHandler {
     uint64_t max_flows_per_report = 100000;
   };
 
-  // Borrows all three; they must outlive the handler. Null `metrics`: none
-  // kept. Thread-safe.
+  // Borrows the pointers; they must outlive the handler. Null `metrics`:
+  // none kept. Null `refused`: refusals are logged and counted only.
+  // Thread-safe.
   HeartbeatHandler(core::FlowStateManager* flow_state,
                    const core::Leadership* leadership, Options options,
-                   Metrics* metrics = nullptr);
+                   Metrics* metrics = nullptr,
+                   RefusedReports* refused = nullptr);
 
   // Handles one request of a stream (`request` holds it, just read; its
   // flows are taken); `handshake` is true for its first, whose answer
@@ -91,6 +94,11 @@ class HeartbeatHandler {
   const core::Leadership* const leadership_;  // Whether we lead; borrowed.
   const Options options_;                     // Handshake config, limits.
   Metrics* const metrics_;  // Borrowed; never null (Metrics::OrDiscard).
+  RefusedReports* const refused_;  // Borrowed; or null.
+
+  // A flownode's report was refused for `reason`: counted, logged
+  // (rate-limited, per node), and remembered for ListFlownodes.
+  void Refuse(uint64_t node, IgnoredReason reason, const absl::Status& why);
 };
 
 }  // namespace metasrv::server

@@ -181,6 +181,68 @@ TEST(MetasrvctlTest, NodesAndForget) {
       << Ctl({addr, "get", "--json"}).out;
 }
 
+// Issue 46, item 2: a node whose reports a limit refuses is listed with the
+// limit's words, how many and when; a node refused at --max_nodes, of which
+// the leader holds nothing else, too; a merged report clears it.
+TEST(MetasrvctlTest, NodesShowsRefusedReportsAndTheLimit) {
+  ServerProcess server({"--max_total_flows=3", "--max_nodes=2"});
+  const std::string addr = "--addr=" + server.addr();
+  auto report = [&](uint64_t node, std::vector<uint32_t> flows) {
+    std::vector<std::tuple<uint32_t, uint64_t, int64_t>> entries;
+    for (uint32_t flow : flows) entries.emplace_back(flow, 100, 1);
+    HeartbeatClient client(server.channel());
+    const bool merged = client.Call(FlowReport(node, entries)).has_value();
+    return std::make_pair(merged, client.Close());
+  };
+  // Nodes 1 and 3 keep their streams open: live, they cannot be evicted.
+  HeartbeatClient one(server.channel());
+  ASSERT_TRUE(one.Call(FlowReport(1, {{1, 100, 1}, {2, 100, 1}})).has_value());
+  auto [merged, refused] = report(2, {3, 4});  // 4 flows in all: past 3.
+  EXPECT_FALSE(merged);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  report(2, {3, 4});
+  HeartbeatClient three(server.channel());
+  ASSERT_TRUE(three.Call(FlowReport(3, {{5, 100, 1}})).has_value());
+  EXPECT_FALSE(report(4, {6}).first);  // A third node: past --max_nodes.
+  CtlRun json = Ctl({addr, "nodes", "--json"});
+  EXPECT_EQ(json.exit_code, 0);
+  const google::protobuf::Value list = ParseJson(json.out);
+  ASSERT_EQ(list.list_value().values_size(), 4) << json.out;
+  const auto& two = list.list_value().values(1).struct_value().fields();
+  EXPECT_EQ(two.at("node_id").number_value(), 2) << json.out;
+  EXPECT_EQ(two.at("refused_reports").number_value(), 2) << json.out;
+  EXPECT_NE(two.at("refused").string_value().find("--max_total_flows"),
+            std::string::npos)
+      << json.out;
+  EXPECT_GT(two.at("last_refused_ms").number_value(), 1.7e12);
+  const auto& four = list.list_value().values(3).struct_value().fields();
+  EXPECT_EQ(four.at("node_id").number_value(), 4) << json.out;
+  EXPECT_NE(four.at("refused").string_value().find("--max_nodes"),
+            std::string::npos)
+      << json.out;
+  for (int i : {0, 2}) {  // Nodes 1 and 3: merged, never refused.
+    EXPECT_EQ(
+        list.list_value().values(i).struct_value().fields().count("refused"),
+        0u);
+  }
+  CtlRun table = Ctl({addr, "nodes"});
+  EXPECT_NE(table.out.find("REFUSED"), std::string::npos);
+  EXPECT_NE(table.out.find("2, latest "), std::string::npos) << table.out;
+  // Node 1 drops a flow; node 2 reports within the limit: merged, no
+  // longer refused.
+  ASSERT_TRUE(one.Call(FlowReport(1, {{1, 100, 1}})).has_value());
+  three.Close().IgnoreError();  // Node 2 may take node 3's place.
+  ASSERT_TRUE(report(2, {3}).first);
+  const google::protobuf::Value after =
+      ParseJson(Ctl({addr, "nodes", "--json"}).out);
+  for (const auto& value : after.list_value().values()) {
+    const auto& node = value.struct_value().fields();
+    if (node.at("node_id").number_value() != 2) continue;
+    EXPECT_EQ(node.count("refused"), 0u);
+    EXPECT_EQ(node.at("flow_count").number_value(), 1);
+  }
+}
+
 TEST(MetasrvctlTest, ResetSendsTheTokenFromAFile) {
   char path[] = "/tmp/metasrvctl-token-XXXXXX";
   const int fd = mkstemp(path);
