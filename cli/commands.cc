@@ -172,6 +172,57 @@ std::shared_ptr<grpc::Channel> Client::ChannelTo(
                                    args);
 }
 
+std::string FindLeader(const std::vector<std::string>& replicas,
+                       const std::shared_ptr<grpc::ChannelCredentials>& creds,
+                       absl::Duration timeout) {
+  std::string named;
+  for (const std::string& replica : replicas) {
+    const Client probe(grpc::CreateChannel(replica, creds), timeout);
+    metasrv::v1::DescribeReplicaResponse self;
+    const grpc::Status described = Describe(probe, probe.channel(), &self);
+    if (described.ok() &&
+        (self.role() == metasrv::v1::REPLICA_ROLE_LEADER ||
+         self.role() == metasrv::v1::REPLICA_ROLE_STANDALONE)) {
+      return replica;
+    }
+    if (!named.empty()) continue;
+    named = described.ok() ? self.leader_addr()
+                           : AskLeaderOf(probe.channel(), timeout);
+  }
+  return named.empty() ? replicas.front() : named;
+}
+
+Client Client::Following() const {
+  Client now = *this;
+  if (!replicas_.empty()) {
+    now.channel_ = grpc::CreateChannel(
+        FindLeader(replicas_,
+                   credentials_ != nullptr ? credentials_
+                                           : grpc::InsecureChannelCredentials(),
+                   timeout_),
+        credentials_ != nullptr ? credentials_
+                                : grpc::InsecureChannelCredentials());
+  }
+  return now;
+}
+
+bool Follow::Lost(const grpc::Status& s) {
+  if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+      s.error_code() != grpc::StatusCode::ABORTED &&
+      s.error_code() != grpc::StatusCode::FAILED_PRECONDITION) {
+    return false;
+  }
+  const absl::Time now = absl::Now();
+  if (lost_since_ == absl::InfiniteFuture()) {
+    lost_since_ = now;
+    std::fprintf(stderr, "metasrvctl %s: %s; following the leader\n", command_,
+                 s.error_message().c_str());
+  }
+  if (now - lost_since_ > kFollowFor) return false;
+  absl::SleepFor(absl::Milliseconds(500));
+  return true;
+}
+
 void Client::Prepare(grpc::ClientContext* ctx) const {
   ctx->set_deadline(std::chrono::system_clock::now() +
                     absl::ToChronoMilliseconds(timeout_));
@@ -472,27 +523,38 @@ int Watch(const Client& c, const Flags& f) {
     }
   }
   const bool json = FlagOn(f, "json");
-  auto stub = metasrv::v1::FlowState::NewStub(c.channel());
-  grpc::ClientContext ctx;  // No deadline: it runs until stopped.
   metasrv::v1::WatchFlowStateRequest request;
   request.set_deltas(true);  // Changes only, after the first state.
   request.set_min_interval_ms(
       static_cast<uint32_t>(absl::ToInt64Milliseconds(interval)));
-  std::unique_ptr<grpc::ClientReader<metasrv::v1::WatchFlowStateResponse>>
-      reader = stub->WatchFlowState(&ctx, request);
   metasrv::v1::WatchFlowStateResponse msg;
   std::map<uint32_t, Row> known;  // The state, as the messages so far say.
   int64_t seen = 0;
-  while (reader->Read(&msg)) {
-    SayChanges(msg, json, /*first=*/seen == 0, &known);
-    std::fflush(stdout);
-    if (++seen == count) {
-      ctx.TryCancel();
-      reader->Finish().IgnoreError();
-      return kOk;
+  Client leader = c;
+  Follow follow("watch");
+  for (;;) {
+    auto stub = metasrv::v1::FlowState::NewStub(leader.channel());
+    grpc::ClientContext ctx;  // No deadline: it runs until stopped.
+    std::unique_ptr<grpc::ClientReader<metasrv::v1::WatchFlowStateResponse>>
+        reader = stub->WatchFlowState(&ctx, request);
+    bool first_of_stream = true;
+    while (reader->Read(&msg)) {
+      // A new leader's first state: what was known went with the old one.
+      if (first_of_stream && seen > 0) msg.set_reset(true);
+      first_of_stream = false;
+      follow.Found();
+      SayChanges(msg, json, /*first=*/seen == 0, &known);
+      std::fflush(stdout);
+      if (++seen == count) {
+        ctx.TryCancel();
+        reader->Finish().IgnoreError();
+        return kOk;
+      }
     }
+    const grpc::Status ended = reader->Finish();
+    if (!follow.Lost(ended)) return Fail(ended);
+    leader = c.Following();
   }
-  return Fail(reader->Finish());
 }
 
 }  // namespace metasrvctl

@@ -43,12 +43,42 @@ class Client {
   const std::vector<std::string>& replicas() const { return replicas_; }
   // A channel of its own to `addr`, with the same credentials.
   std::shared_ptr<grpc::Channel> ChannelTo(const std::string& addr) const;
+  // The same client, its channel to the leader now (FindLeader among
+  // replicas()): for commands that run on across a leader change.
+  Client Following() const;
 
  private:
   std::shared_ptr<grpc::Channel> channel_;  // To the metasrv.
   absl::Duration timeout_;                  // Per unary call.
   std::vector<std::string> replicas_;       // --addr's addresses.
   std::shared_ptr<grpc::ChannelCredentials> credentials_;  // Plain or TLS.
+};
+
+// The leader among `replicas`: a replica that says it leads, as `replicas`
+// names it (loopback stays loopback, a published port stays published);
+// else the advertised address the first that names a leader names; else
+// the first replica, so that the command's own error is what is said.
+std::string FindLeader(const std::vector<std::string>& replicas,
+                       const std::shared_ptr<grpc::ChannelCredentials>& creds,
+                       absl::Duration timeout);
+
+// For commands that run until stopped (watch, top --watch): a call that
+// failed because leadership moved (the leader died or stepped down, or the
+// replica asked does not lead) is made again to the leader, found anew,
+// for up to kFollowFor without one.
+class Follow {
+ public:
+  static constexpr absl::Duration kFollowFor = absl::Seconds(60);
+  explicit Follow(const char* command) : command_(command) {}
+  // Whether to go on after `s`: leadership moved (said on stderr, once per
+  // loss) and not for longer than kFollowFor. Waits a moment first.
+  bool Lost(const grpc::Status& s);
+  // A call succeeded: the leader is found.
+  void Found() { lost_since_ = absl::InfiniteFuture(); }
+
+ private:
+  const char* const command_;                        // For what it says.
+  absl::Time lost_since_ = absl::InfiniteFuture();  // Since the loss.
 };
 
 // The leader's address as the metasrv on `channel` answers AskLeader (asked

@@ -154,7 +154,9 @@ void AddOtherCommands(std::vector<Command>* commands) {
            "128. Stops after N states (default: never). With --json, one "
            "object\n"
            "per change: time, event (new, changed, removed, reset), flow_id,\n"
-           "values.\n",
+           "values. At a leader change it follows the new leader (a reset, "
+           "then its\n"
+           "state), for up to 60 s without one.\n",
            {"interval", "count", "json"},
            Watch},
           {"top",
@@ -167,7 +169,9 @@ void AddOtherCommands(std::vector<Command>* commands) {
            "execution, each with the flownode holding that maximum, and how "
            "many\n"
            "flows are stalled. --watch refreshes every --interval like top(1)\n"
-           "(with --json: one line per refresh); --count stops after N.\n",
+           "(with --json: one line per refresh), following the leader across "
+           "a\n"
+           "leader change; --count stops after N.\n",
            {"n", "stall_after", "json", "watch", "interval", "count"},
            Top},
       });
@@ -265,34 +269,6 @@ std::vector<std::string> Replicas(Flags& global) {
   return out;
 }
 
-// Where the command goes: with `to_leader`, the leader. A replica of
-// --addr that says it leads is dialled as --addr gives it (127.0.0.1 on
-// the server's own host stays loopback, a published port stays the one
-// published); else the leader's advertised address, as the first replica
-// that names one names it (Describe, or AskLeader of a replica older than
-// Describe). The first replica when none does, so that the command's own
-// error is what is said. Without `to_leader`, the first replica.
-std::string Target(const std::vector<std::string>& replicas, bool to_leader,
-                   const std::shared_ptr<grpc::ChannelCredentials>& creds,
-                   absl::Duration timeout) {
-  if (!to_leader) return replicas.front();
-  std::string named;
-  for (const std::string& replica : replicas) {
-    const Client probe(grpc::CreateChannel(replica, creds), timeout);
-    metasrv::v1::DescribeReplicaResponse self;
-    const grpc::Status described = Describe(probe, probe.channel(), &self);
-    if (described.ok() &&
-        (self.role() == metasrv::v1::REPLICA_ROLE_LEADER ||
-         self.role() == metasrv::v1::REPLICA_ROLE_STANDALONE)) {
-      return replica;
-    }
-    if (!named.empty()) continue;
-    named = described.ok() ? self.leader_addr()
-                           : AskLeaderOf(probe.channel(), timeout);
-  }
-  return named.empty() ? replicas.front() : named;
-}
-
 // The channel the global flags ask for; nullopt (after saying why) when
 // they are wrong.
 std::optional<std::unique_ptr<Client>> MakeClient(Flags& global,
@@ -333,7 +309,8 @@ std::optional<std::unique_ptr<Client>> MakeClient(Flags& global,
     }
     creds = grpc::SslCredentials(o);
   }
-  const std::string addr = Target(replicas, to_leader, creds, timeout);
+  const std::string addr =
+      to_leader ? FindLeader(replicas, creds, timeout) : replicas.front();
   return std::make_unique<Client>(grpc::CreateChannel(addr, creds), timeout,
                                   replicas, creds);
 }

@@ -145,13 +145,21 @@ void PrintTopTable(const metasrv::core::FlowRanking& r, const TopOptions& o,
 int Top(const Client& c, const Flags& f) {
   TopOptions o;
   if (!ParseTop(f, &o)) return kUsage;
+  Client leader = c;
+  Follow follow("top");
   for (int64_t shown = 0; o.count < 0 || shown < o.count; ++shown) {
     if (shown > 0) absl::SleepFor(o.interval);
     const absl::Time now = absl::Now();
     metasrv::core::FlowRanking ranking;
     bool found = false;
-    grpc::Status s = Rank(c, o, now, &ranking, &found);
-    if (!s.ok()) return Fail(s);
+    grpc::Status s = Rank(leader, o, now, &ranking, &found);
+    if (!s.ok()) {
+      if (!o.watch || !follow.Lost(s)) return Fail(s);
+      leader = c.Following();
+      --shown;
+      continue;
+    }
+    follow.Found();
     if (o.json) {
       if (PrintTopJson(ranking, o, now) != kOk) return kError;
     } else {

@@ -525,6 +525,16 @@ TEST(MetasrvctlHaTest, FollowsTheLeaderAcrossReplicasAndAFailover) {
       Ctl({"--addr=" + down + "," + down, "--timeout=1s", "status"}).exit_code,
       1);
 
+  // A watch and a top --watch run across the failover (issue 46): they
+  // follow the new leader instead of exiting.
+  ChildProcess watch({METASRVCTL_BINARY, all, "watch", "--json"});
+  std::optional<std::string> line = watch.ReadLine(absl::Seconds(10));
+  ASSERT_TRUE(line.has_value());
+  EXPECT_NE(line->find("\"flow_id\":7"), std::string::npos) << *line;
+  ChildProcess top({METASRVCTL_BINARY, all, "top", "--watch", "--json",
+                    "--interval=200ms"});
+  ASSERT_TRUE(top.ReadLine(absl::Seconds(10)).has_value());
+
   replicas[first]->process().Signal(SIGKILL);
   replicas[first]->process().Wait(absl::Seconds(5));
   std::string next;
@@ -536,6 +546,32 @@ TEST(MetasrvctlHaTest, FollowsTheLeaderAcrossReplicasAndAFailover) {
       },
       absl::Seconds(20)));
   EXPECT_EQ(Ctl({all, "nodes", "--json"}).exit_code, 0);
+  const auto next_at = std::find(addrs.begin(), addrs.end(), next);
+  ASSERT_NE(next_at, addrs.end()) << next;
+  Report(replicas[next_at - addrs.begin()]->channel(), 2, 9, 900);
+  // The watch says the state was reset, then shows the new leader's flow.
+  bool reset = false, flow_nine = false;
+  while (!flow_nine) {
+    line = watch.ReadLine(absl::Seconds(20));
+    if (!line.has_value()) break;
+    reset = reset || line->find("\"event\":\"reset\"") != std::string::npos;
+    flow_nine = line->find("\"flow_id\":9") != std::string::npos;
+  }
+  EXPECT_TRUE(reset);
+  EXPECT_TRUE(flow_nine);
+  // top --watch goes on refreshing from the new leader: still running,
+  // and its refreshes count the new flow.
+  bool top_sees_nine = false;
+  for (int i = 0; i < 100 && !top_sees_nine; ++i) {
+    line = top.ReadLine(absl::Seconds(20));
+    if (!line.has_value()) break;
+    top_sees_nine = line->find("\"flow_id\":9") != std::string::npos;
+  }
+  EXPECT_TRUE(top_sees_nine);
+  watch.Signal(SIGTERM);
+  top.Signal(SIGTERM);
+  watch.Wait(absl::Seconds(5));
+  top.Wait(absl::Seconds(5));
 }
 
 // Issue 46, item 6: replicas that advertise names only their own network
