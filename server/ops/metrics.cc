@@ -51,7 +51,8 @@ void AddProcessMetrics(std::vector<prometheus::MetricFamily>* out) {
       prometheus::MetricType::Gauge, stats.start_time_seconds);
   add("metasrv_log_lines_suppressed_total",
       "Log lines a client caused that the rate limit left out (gRPC's and "
-      "per-request ones: one line per place per 10 s is written).",
+      "per-request ones: per event and subject a few lines, then one per "
+      "10 s; at most 100 per event per 10 s).",
       prometheus::MetricType::Counter,
       static_cast<double>(LogLinesSuppressed()));
 }

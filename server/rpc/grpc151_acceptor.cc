@@ -19,6 +19,12 @@ GrpcAcceptor::GrpcAcceptor(int descriptor_ceiling)
 absl::Status GrpcAcceptor::Listen(const std::string& addr) {
   absl::StatusOr<std::unique_ptr<TcpListener>> listener =
       TcpListener::Listen(addr);
+  if (listener.status().code() == absl::StatusCode::kUnavailable) {
+    return absl::UnavailableError(absl::StrCat(
+        listener.status().message(),
+        " (in use, or not an address of this host): choose another with "
+        "--bind_addr"));
+  }
   if (!listener.ok()) return listener.status();
   listener_ = *std::move(listener);
   port_ = listener_->port();

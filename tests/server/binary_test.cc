@@ -161,12 +161,17 @@ TEST(BinaryTest, BadFlagValueExitsWithUsageError) {
   EXPECT_EQ(WEXITSTATUS(*status), 2);
 }
 
-TEST(BinaryTest, PortInUseFailsToStart) {
+TEST(BinaryTest, PortInUseFailsToStartNamingTheFlag) {
   ServerProcess first;
-  ChildProcess second({METASRV_BINARY, "--bind_addr=" + first.addr()});
+  ChildProcess second({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1",
+                       METASRV_BINARY, "--bind_addr=" + first.addr()});
+  std::string said;
+  while (auto line = second.ReadLine(absl::Seconds(10))) said += *line + "\n";
   std::optional<int> status = second.Wait(absl::Seconds(10));
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(WEXITSTATUS(*status), 1);
+  EXPECT_NE(said.find("choose another with --bind_addr"), std::string::npos)
+      << said;
 }
 
 // Issue 38, item 1: bound to 0.0.0.0 with no --server_addr, under the
