@@ -399,6 +399,20 @@ void Metrics::TlsRotated(bool installed) {
   tls_rotations_[installed ? 0 : 1]->Increment();
 }
 
+void Metrics::TlsServing(double not_after) {
+  absl::MutexLock lock(&tls_mu_);
+  if (tls_expiry_ == nullptr) {
+    // Registered only when TLS serves: a plaintext server has no such date.
+    tls_expiry_ = &prometheus::BuildGauge()
+                       .Name("metasrv_tls_certificate_expiry_timestamp_seconds")
+                       .Help("When the gRPC certificate served now expires "
+                             "(its notAfter), unix seconds.")
+                       .Register(*registry_)
+                       .Add({});
+  }
+  tls_expiry_->Set(not_after);
+}
+
 void Metrics::DoorRefused(DoorRefusal why) {
   door_[static_cast<size_t>(why)]->Increment();
 }

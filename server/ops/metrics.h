@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "prometheus/counter.h"
+#include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "server/ops/call_metrics.h"
@@ -137,6 +138,8 @@ class Metrics {
   void DoorRefused(DoorRefusal why);
   // The TLS certificate files changed: served (`installed`) or refused.
   void TlsRotated(bool installed);
+  // The served certificate expires at `not_after` (unix seconds).
+  void TlsServing(double not_after);
 
  private:
   class Gauges;
@@ -160,6 +163,9 @@ class Metrics {
   std::array<prometheus::Counter*, 5> dropped_;           // By ConnectionDrop.
   std::array<prometheus::Counter*, kDoorRefusals> door_;  // By DoorRefusal.
   std::array<prometheus::Counter*, 2> tls_rotations_;     // Installed, refused.
+  absl::Mutex tls_mu_;  // Guards tls_expiry_.
+  // In registry_, once TLS serves.
+  prometheus::Gauge* tls_expiry_ ABSL_GUARDED_BY(tls_mu_) = nullptr;
   std::shared_ptr<Gauges> gauges_;                        // Scrape-time gauges.
   std::unique_ptr<CallMetrics> calls_;         // grpc_server_*; in registry_.
   std::unique_ptr<GreptimeMetrics> greptime_;  // greptime_meta_*; likewise.

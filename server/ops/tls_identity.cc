@@ -54,6 +54,20 @@ std::string Describe(const std::string& cert_pem) {
                       std::string(text, n > 0 ? static_cast<size_t>(n) : 0));
 }
 
+// The certificate's notAfter, unix seconds; 0 if it cannot be read.
+double NotAfter(const std::string& cert_pem) {
+  Cert cert = FirstCertificate(cert_pem);
+  ERR_clear_error();
+  if (cert == nullptr) return 0;
+  int days = 0, seconds = 0;
+  // From the epoch (a null "from" is now; the epoch is a fixed point).
+  ASN1_TIME* epoch = ASN1_TIME_set(nullptr, 0);
+  const bool ok = ASN1_TIME_diff(&days, &seconds, epoch,
+                                 X509_get0_notAfter(cert.get())) == 1;
+  ASN1_TIME_free(epoch);
+  return ok ? static_cast<double>(days) * 86400 + seconds : 0;
+}
+
 bool Same(const TlsPem& a, const TlsPem& b) {
   return a.cert == b.cert && a.key == b.key && a.client_ca == b.client_ca;
 }
@@ -129,6 +143,7 @@ absl::StatusOr<std::unique_ptr<TlsIdentity>> TlsIdentity::Create(
     if (absl::Status s = identity->Install(identity->served_); !s.ok()) {
       return s;
     }
+    identity->metrics_->TlsServing(NotAfter(identity->served_.cert));
   }
   identity->refresher_ =
       std::thread([raw = identity.get(), period] { raw->RefreshLoop(period); });
@@ -200,6 +215,13 @@ absl::Status TlsIdentity::Refresh() {
   absl::Status checked = read.ok() ? CheckTlsIdentity(now, configured_) : read;
   if (checked.ok()) checked = Install(now);
   if (!checked.ok()) {
+    // A rotation writes its files one after another: the first refresh
+    // between the two sees a torn pair. Only a pair seen twice, one
+    // refresh apart, is refused.
+    if (read.ok() && !Same(now, torn_)) {
+      torn_ = now;
+      return checked;
+    }
     if (!Same(now, refused_)) {
       refused_ = now;
       metrics_->TlsRotated(false);
@@ -212,7 +234,9 @@ absl::Status TlsIdentity::Refresh() {
   }
   served_ = std::move(now);
   refused_ = TlsPem();
+  torn_ = TlsPem();
   metrics_->TlsRotated(true);
+  metrics_->TlsServing(NotAfter(served_.cert));
   spdlog::info("TLS: serving the renewed certificate from {} ({})",
                configured_.cert, Describe(served_.cert));
   return absl::OkStatus();

@@ -78,6 +78,9 @@ class TlsIdentity {
   TlsPem served_ ABSL_GUARDED_BY(mu_);  // What the copies hold.
   // The last content refused (so that it is warned of once).
   TlsPem refused_ ABSL_GUARDED_BY(mu_);
+  // Files that did not make a pair at the last refresh: refused only if
+  // the next one finds them so still (a rotation between its two writes).
+  TlsPem torn_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex stop_mu_;  // Guards stopping_.
   bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;

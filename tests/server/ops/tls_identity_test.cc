@@ -255,5 +255,32 @@ TEST(TlsTest, AMismatchedRotationKeepsTheLastGoodPairServing) {
       << written;
 }
 
+// Issue 46: a rotation that writes the certificate, then the key, a moment
+// later (well within one refresh) is one rotation, not a refusal; the
+// served certificate's expiry is a metric.
+TEST(TlsTest, ATwoFileRotationIsServedNotRefusedAndItsExpiryExported) {
+  RotatableFiles files;
+  Certs& certs = files.certs;
+  ServerOptions options = files.Options();
+  options.metrics_addr = "127.0.0.1:0";
+  auto server = StartInProcess(options);
+  ASSERT_NE(server, nullptr);
+  const int port = server->metrics_port();
+  const double now = absl::ToUnixSeconds(absl::Now());
+  const double expiry = ScrapeMetrics(port).at(
+      "metasrv_tls_certificate_expiry_timestamp_seconds");
+  EXPECT_GT(expiry, now + 86400) << "valid for a day at least";
+  EXPECT_LT(expiry, now + 20 * 365 * 86400.0);
+  Replace(files.cert, certs.Read("renewed.pem"));
+  // Under one refresh period: at most one refresh sees the torn pair.
+  absl::SleepFor(absl::Milliseconds(1500));  // The refresh: every 2 s.
+  Replace(files.key, certs.Read("renewed.key"));
+  ASSERT_TRUE(WaitFor([&] { return Rotations(port, "installed") == 1; }));
+  EXPECT_EQ(Rotations(port, "refused"), 0);
+  EXPECT_GE(ScrapeMetrics(port).at(
+                "metasrv_tls_certificate_expiry_timestamp_seconds"),
+            expiry);
+}
+
 }  // namespace
 }  // namespace metasrv::server
