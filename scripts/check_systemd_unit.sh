@@ -24,14 +24,20 @@ grep -qx "ExecStart=$root/usr/local/bin/metasrv -c /etc/metasrv/metasrv.toml" "$
   { echo "ExecStart does not name the installed binary:" >&2; grep ExecStart "$unit" >&2; exit 1; }
 # The alerts' runbook links point at this install's OPERATIONS.md (or at
 # -DMETASRV_RUNBOOK_BASE).
-alerts=$root/usr/local/share/doc/metasrv/alerts.yaml
+alerts=$root/usr/local/share/doc/metasrv/docs/alerts.yaml
 test -f "$alerts" || { echo "alerts.yaml not installed" >&2; exit 1; }
-runbooks=$(grep -c "runbook_url: \"file://$root/usr/local/share/doc/metasrv/OPERATIONS.md#" "$alerts" || true)
+runbooks=$(grep -c "runbook_url: \"file://$root/usr/local/share/doc/metasrv/docs/OPERATIONS.md#" "$alerts" || true)
 [[ $runbooks -gt 0 && $runbooks -eq $(grep -c "runbook_url:" "$alerts") ]] ||
   { echo "alerts.yaml's runbook links do not point at the installed OPERATIONS.md:" >&2
     grep "runbook_url:" "$alerts" >&2; exit 1; }
 doc=$(sed -n 's|^Documentation=file://||p' "$unit")
 test -f "$doc" || { echo "Documentation=$doc is not installed" >&2; exit 1; }
+# Every relative link of the installed docs leads somewhere, and the
+# dashboard is there.
+python3 "$(dirname "$0")/../tests/docs/link_check.py" "$root/usr/local/share/doc/metasrv" >/dev/null ||
+  { python3 "$(dirname "$0")/../tests/docs/link_check.py" "$root/usr/local/share/doc/metasrv" >&2; exit 1; }
+test -f "$root/usr/local/share/doc/metasrv/docs/grafana/metasrv-dashboard.json" ||
+  { echo "the Grafana dashboard is not installed" >&2; exit 1; }
 sed -i "s|/etc/metasrv/metasrv.toml|$root/usr/local/share/doc/metasrv/metasrv.example.toml|" "$unit"
 out=$(systemd-analyze verify "$unit" 2>&1) || { echo "$out" >&2; exit 1; }
 if [[ -n "$out" ]]; then echo "$out" >&2; exit 1; fi
