@@ -65,7 +65,11 @@ int Serve(const metasrv::server::CheckedOptions& checked, int argc, char** argv,
         "settings name");
     // The configuration as it is now: the command line again, with the
     // config file and environment it names.
-    srv::CommandLine latest = srv::ReadCommandLine(argc, argv, env);
+    srv::CommandLine latest = srv::ReadCommandLine(
+        argc, argv, env, checked.options().log_format == "json");
+    for (const std::string& line : latest.overridden) {
+      spdlog::info("reload: config: {}", line);
+    }
     if (latest.exit_code >= 0) {
       spdlog::error(
           "reload: the configuration no longer reads (see the line above); "
@@ -114,6 +118,9 @@ int main(int argc, char** argv) {
   spdlog::info("{}", srv::VersionLine());
   if (!command_line.ignored_keys.empty()) {
     spdlog::warn("config: {}", command_line.ignored_keys);
+  }
+  for (const std::string& line : command_line.overridden) {
+    spdlog::info("config: {}", line);
   }
   return Serve(*checked, argc, argv, env);
 }

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -270,7 +271,19 @@ int ApplySources(const Parsed& parsed, const std::vector<std::string>& env,
   ConfigValues command_line;
   command_line.assignments = parsed.settings;
   sources.push_back(std::move(command_line));
+  // Which source set each setting last, to say which values were replaced.
+  absl::flat_hash_map<const Setting*, std::string> set_by;
   for (const ConfigValues& source : sources) {
+    for (const ConfigAssignment& assignment : source.assignments) {
+      auto [at, first] = set_by.try_emplace(assignment.setting,
+                                            assignment.source);
+      if (!first && at->second != assignment.source) {
+        result->overridden.push_back(
+            absl::StrCat(assignment.setting->name(), ": ", at->second,
+                         " is overridden by ", assignment.source));
+        at->second = assignment.source;
+      }
+    }
     absl::Status applied =
         ApplyAssignments(source.assignments, &result->options);
     NoteLogFormat(result->options.log_format);
@@ -326,9 +339,10 @@ std::string VersionLine() {
 }
 
 CommandLine ReadCommandLine(int argc, char** argv,
-                            const std::vector<std::string>& env) {
+                            const std::vector<std::string>& env,
+                            bool json_logs) {
   CommandLine result;
-  json_errors = false;
+  json_errors = json_logs;
   ScanForJson(std::vector<std::string>(argv + 1, argv + argc), env);
   absl::StatusOr<std::vector<std::string>> args =
       ExpandFlagfiles(std::vector<std::string>(argv + 1, argv + argc));

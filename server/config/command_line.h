@@ -31,14 +31,21 @@ struct CommandLine {
   // GreptimeDB knows (a misspelling, most often): --check_config fails on
   // them; a start logs them.
   std::vector<std::string> unknown_keys;
+  // Values one source gave that a later one replaced ("metrics_addr: FILE:
+  // http.addr is overridden by environment NAME"), to log once logging is
+  // set up.
+  std::vector<std::string> overridden;
   // Every source applied; not checked yet (CheckOptions, checked_options.h).
   ServerOptions options;
 };
 
 // Reads argv (and `env`, as `environ`) into options. Prints help, version,
-// the effective config and errors itself.
+// the effective config and errors itself: as JSON log lines when the
+// arguments, the environment or the file ask for JSON logs, or when
+// `json_logs` (a reload: the running server's log format).
 CommandLine ReadCommandLine(int argc, char** argv,
-                            const std::vector<std::string>& env);
+                            const std::vector<std::string>& env,
+                            bool json_logs = false);
 
 // "metasrv 0.1.0 (commit abc1234, Release build)".
 std::string VersionLine();

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <fstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
@@ -301,6 +303,41 @@ TEST(BinaryTest, SighupWithNothingChangedNamesNothing) {
     ASSERT_TRUE(ReadUntil(server, "reload: done", &seen)) << seen;
   }
   EXPECT_EQ(seen.find("changed; it applies"), std::string::npos) << seen;
+  EXPECT_TRUE(IsServing(Connect(addr)));
+  unlink(path);
+}
+
+// Issue 46: a value the file gives that the environment replaces is said
+// at start and at a reload; with JSON logs, a file that no longer parses at
+// a reload is said in a JSON line, not a plain one.
+TEST(BinaryTest, OverriddenValuesAreSaidAndAReloadErrorIsAJsonLine) {
+  const int port = FreePort();
+  char path[] = "/tmp/metasrv-reload-XXXXXX.toml";
+  const int fd = mkstemps(path, 5);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path, std::ios::trunc)
+      << "[logging]\nlog_format = \"json\"\n[grpc]\nbind_addr = \"127.0.0.1:"
+      << port << "\"\n[http]\naddr = \"127.0.0.1:1\"\n";
+  ChildProcess server({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1",
+                       "/usr/bin/env", "GREPTIMEDB_METASRV__HTTP__ADDR=127.0.0.1:0",
+                       METASRV_BINARY, "-c", path});
+  const std::string addr = absl::StrCat("127.0.0.1:", port);
+  ASSERT_TRUE(WaitFor([&] { return AcceptsTcp(addr); }));
+  std::string seen;
+  const std::string overridden = absl::StrCat(
+      "metrics_addr: ", path,
+      ": http.addr is overridden by environment GREPTIMEDB_METASRV__HTTP__ADDR");
+  ASSERT_TRUE(ReadUntil(server, overridden, &seen)) << seen;
+  std::ofstream(path, std::ios::trunc) << "[grpc\nbind_addr = \n";
+  server.Signal(SIGHUP);
+  seen.clear();
+  ASSERT_TRUE(ReadUntil(server, "settings stay as they are", &seen)) << seen;
+  for (absl::string_view line : absl::StrSplit(seen, '\n')) {
+    if (line.empty()) continue;
+    EXPECT_TRUE(absl::StartsWith(line, "{") && absl::EndsWith(line, "}"))
+        << "not a JSON line: " << line;
+  }
   EXPECT_TRUE(IsServing(Connect(addr)));
   unlink(path);
 }
