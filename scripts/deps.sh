@@ -21,7 +21,8 @@ if [[ "${1:-}" == "test" ]]; then
   # as the systemd unit runs it. graphviz: the docs' diagrams are checked
   # against their sources.
   packages+=(libseccomp-dev graphviz etcd-server etcd-client openssl python3 python3-h2 python3-zstandard python3-yaml systemd
-             python3-protobuf postgresql mariadb-server mariadb-client prometheus)
+             python3-protobuf postgresql mariadb-server mariadb-client prometheus
+             nftables iproute2)
 fi
 
 missing=()

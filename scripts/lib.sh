@@ -33,7 +33,7 @@ start_etcd() {
   etcd --name=local --data-dir="$1" \
     --listen-client-urls=http://127.0.0.1:"$2" --advertise-client-urls=http://127.0.0.1:"$2" \
     --listen-peer-urls=http://127.0.0.1:"$3" --initial-advertise-peer-urls=http://127.0.0.1:"$3" \
-    --initial-cluster=local=http://127.0.0.1:"$3" --logger=zap --log-level=error &
+    --initial-cluster=local=http://127.0.0.1:"$3" --pre-vote=true --logger=zap --log-level=error &
   started_pid=$!
   wait_until 100 0.1 etcd_healthy "$2" && return 0
   echo "etcd did not start on 127.0.0.1:$2" >&2

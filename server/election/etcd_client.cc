@@ -17,7 +17,8 @@ void SetTimeout(grpc::ClientContext* ctx, absl::Duration timeout) {
 }  // namespace
 
 EtcdClient::EtcdClient(std::vector<std::string> endpoints,
-                       EtcdSecurity security)
+                       EtcdSecurity security,
+                       absl::Duration keepalive_timeout)
     : security_(std::move(security)), password_(security_.password) {
   std::shared_ptr<grpc::ChannelCredentials> credentials =
       grpc::InsecureChannelCredentials();
@@ -35,6 +36,14 @@ EtcdClient::EtcdClient(std::vector<std::string> endpoints,
     // Reconnect quickly after etcd comes back: the election waits on it.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS,
+                static_cast<int>(absl::ToInt64Milliseconds(kKeepaliveTime)));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                static_cast<int>(absl::ToInt64Milliseconds(keepalive_timeout)));
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    // Pings without data in between: gRPC allows two by default, then
+    // stops pinging an idle connection.
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
     e.channel = grpc::CreateCustomChannel(addr, credentials, args);
     e.lease = etcdserverpb::Lease::NewStub(e.channel);
     e.kv = etcdserverpb::KV::NewStub(e.channel);

@@ -40,9 +40,16 @@ class EtcdClient {
  public:
   // `endpoints` are host:port; at least one. With `security.username`,
   // every call carries a token, got (and got again when etcd says it
-  // expired) with the password.
+  // expired) with the password. Each connection is watched with HTTP/2
+  // pings, calls or not: every kKeepaliveTime (etcd's
+  // --grpc-keepalive-min-time, 5 s by default, refuses faster ones), and a
+  // ping unanswered for `keepalive_timeout` closes it, so that a cut link
+  // is a new connection at once after the heal, not a retransmission
+  // minutes away.
   explicit EtcdClient(std::vector<std::string> endpoints,
-                      EtcdSecurity security = {});
+                      EtcdSecurity security = {},
+                      absl::Duration keepalive_timeout = absl::Seconds(2));
+  static constexpr absl::Duration kKeepaliveTime = absl::Seconds(5);
 
   // Whether etcd can be used as configured: authenticates if a user is set,
   // reads a key and asks the Election service for a leader.

@@ -16,7 +16,9 @@ EtcdElection::EtcdElection(EtcdElectionOptions options,
     : options_(std::move(options)),
       peers_prefix_(options_.name + std::string("\0peers/", 7)),
       clock_(clock),
-      client_(options_.endpoints, options_.security),
+      // A ping unanswered for a third of the TTL ends the connection.
+      client_(options_.endpoints, options_.security,
+              std::max(absl::Seconds(1), options_.lease_ttl / 3)),
       state_(options_.self_addr, "etcd", clock, options_.lease_ttl, listener) {}
 
 EtcdElection::~EtcdElection() { Stop(); }
