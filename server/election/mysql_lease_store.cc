@@ -1,7 +1,10 @@
 #include "server/election/mysql_lease_store.h"
 
 #include <mysql.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -118,6 +121,14 @@ absl::Status MysqlLeaseStore::Connect(absl::Time deadline) {
         "MySQL connect: timed out (server down or paused?)");
   }
   if (connected == nullptr) return Fail("connect");
+  // TCP keepalives, as libpq's for PostgreSQL: the server drops a session
+  // whose client vanished, and a connection across a cut link dies.
+  const int fd = static_cast<int>(mysql_get_socket(conn_));
+  const int on = 1, idle = 5, interval = 2, count = 3;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
   return absl::OkStatus();
 }
 
