@@ -217,15 +217,31 @@ void EtcdElection::SessionLoop() {
 
 absl::Status EtcdElection::KeepAliveLoop(int64_t lease) {
   const absl::Duration interval = state_.lease().keepalive_interval();
+  // Between tries of a keep-alive that failed.
+  const absl::Duration pause = std::min(absl::Milliseconds(100), interval);
   absl::Time next = clock_->Monotonic() + interval;
   while (Wait(next, true)) {
     const absl::Time sent = clock_->Monotonic();
     absl::StatusOr<absl::Duration> left =
         client_.LeaseKeepAlive(lease, interval);
-    if (!left.ok()) return left.status();
-    state_.lease().Confirmed(sent);
-    state_.ReportHealth(absl::OkStatus());
-    next = sent + interval;
+    if (left.ok()) {
+      state_.lease().Confirmed(sent);
+      state_.ReportHealth(absl::OkStatus());
+      next = sent + interval;
+      continue;
+    }
+    // A lease etcd no longer has is gone. Anything else (etcd slow, between
+    // raft leaders, a link down) is tried again while the lease etcd last
+    // acknowledged certainly holds (LeaderLease: until 2/3 TTL after that
+    // keep-alive was sent); the leader acts on it meanwhile, and not a
+    // moment past it (CurrentTerm checks it), so a hiccup shorter than that
+    // is not a failover.
+    if (absl::IsNotFound(left.status()) ||
+        clock_->Monotonic() + pause >= state_.lease().valid_until()) {
+      return left.status();
+    }
+    state_.ReportHealth(left.status());
+    next = clock_->Monotonic() + pause;
   }
   return absl::OkStatus();
 }
