@@ -176,6 +176,7 @@ def scenario(cluster, problems, who, cut_seconds):
             problems.append(f"{name}: two replicas lead at once: {led}")
 
     cluster.cut(victim)
+    cut_at = time.time()
     if who == "leader":
         stopped = wait(lambda: victim not in cluster.leaders(), TTL + 5, no_two)
         print(f"{name}: the old leader stopped {stopped} s after the cut")
@@ -186,6 +187,7 @@ def scenario(cluster, problems, who, cut_seconds):
         moved = wait(lambda: (lambda r: r[0] == 200 and
                               cluster.grpc[victim] not in r[1])(
             get(cluster.http[third], "/ready")), TTL + 5, no_two)
+        moved = None if moved is None else time.time() - cut_at
         print(f"{name}: another replica named leader {moved} s after the cut")
         if moved is None or moved > TTL + 2:
             problems.append(f"{name}: clients followed a new leader after "
