@@ -443,17 +443,26 @@ TEST(MetasrvctlTest, ALeaderIsDialledAsAddrGivesIt) {
 namespace metasrv::testing {
 namespace {
 
+// Three replicas on `etcd` (TTL 2 s) into `replicas`; their addresses.
+std::vector<std::string> StartReplicas(
+    const EtcdProcess& etcd,
+    std::vector<std::unique_ptr<ServerProcess>>* replicas) {
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 3; ++i) {
+    replicas->push_back(
+        std::make_unique<ServerProcess>(std::vector<std::string>{
+            "--store_addrs=" + etcd.endpoint(), "--lease_ttl=2s"}));
+    addrs.push_back(replicas->back()->addr());
+  }
+  return addrs;
+}
+
 // Three replicas on a real etcd: with all of them in --addr, in any order,
 // commands go to the leader; with the leader killed, to the next one.
 TEST(MetasrvctlHaTest, FollowsTheLeaderAcrossReplicasAndAFailover) {
   EtcdProcess etcd;
   std::vector<std::unique_ptr<ServerProcess>> replicas;
-  std::vector<std::string> addrs;
-  for (int i = 0; i < 3; ++i) {
-    replicas.push_back(std::make_unique<ServerProcess>(std::vector<std::string>{
-        "--store_addrs=" + etcd.endpoint(), "--lease_ttl=2s"}));
-    addrs.push_back(replicas.back()->addr());
-  }
+  const std::vector<std::string> addrs = StartReplicas(etcd, &replicas);
   const std::string all = "--addr=" + absl::StrJoin(addrs, ",");
   std::string leader;
   ASSERT_TRUE(WaitFor([&] {
@@ -531,8 +540,8 @@ TEST(MetasrvctlHaTest, FollowsTheLeaderAcrossReplicasAndAFailover) {
   std::optional<std::string> line = watch.ReadLine(absl::Seconds(10));
   ASSERT_TRUE(line.has_value());
   EXPECT_NE(line->find("\"flow_id\":7"), std::string::npos) << *line;
-  ChildProcess top({METASRVCTL_BINARY, all, "top", "--watch", "--json",
-                    "--interval=200ms"});
+  ChildProcess top(
+      {METASRVCTL_BINARY, all, "top", "--watch", "--json", "--interval=200ms"});
   ASSERT_TRUE(top.ReadLine(absl::Seconds(10)).has_value());
 
   replicas[first]->process().Signal(SIGKILL);
@@ -625,12 +634,7 @@ TEST(MetasrvctlHaTest, ReplicasAdvertisingNamesThisHostCannotResolve) {
 TEST(MetasrvctlHaTest, DuringAStoreOutageStatusAndLeaderSayWhy) {
   EtcdProcess etcd;
   std::vector<std::unique_ptr<ServerProcess>> replicas;
-  std::vector<std::string> addrs;
-  for (int i = 0; i < 3; ++i) {
-    replicas.push_back(std::make_unique<ServerProcess>(std::vector<std::string>{
-        "--store_addrs=" + etcd.endpoint(), "--lease_ttl=2s"}));
-    addrs.push_back(replicas.back()->addr());
-  }
+  const std::vector<std::string> addrs = StartReplicas(etcd, &replicas);
   const std::string all = "--addr=" + absl::StrJoin(addrs, ",");
   CtlRun status;
   ASSERT_TRUE(WaitFor([&] {
@@ -671,8 +675,7 @@ TEST(MetasrvctlHaTest, DuringAStoreOutageStatusAndLeaderSayWhy) {
                             "(etcd_store) has been unreachable for"),
             std::string::npos)
       << leader.out;
-  EXPECT_EQ(leader.out.find("Internal error"), std::string::npos)
-      << leader.out;
+  EXPECT_EQ(leader.out.find("Internal error"), std::string::npos) << leader.out;
   etcd.Resume();
   EXPECT_TRUE(WaitFor(
       [&] {

@@ -217,6 +217,16 @@ TEST(BinaryTest, AWildcardBindWithoutNetlinkNeverAdvertisesLoopback) {
 
 // Reads `server`'s lines until one contains `what`; false after 10 s
 // without it (or at its end).
+// A new empty file for a config (/tmp/metasrv-reload-*.toml); empty if
+// none could be made.
+std::string TempTomlPath() {
+  char path[] = "/tmp/metasrv-reload-XXXXXX.toml";
+  const int fd = mkstemps(path, 5);
+  if (fd < 0) return "";
+  close(fd);
+  return path;
+}
+
 bool ReadUntil(ChildProcess& server, const std::string& what,
                std::string* seen) {
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -234,10 +244,8 @@ bool ReadUntil(ChildProcess& server, const std::string& what,
 // setting that needs a restart is named.
 TEST(BinaryTest, SighupAppliesTheLogLevelAndNamesWhatNeedsARestart) {
   const int port = FreePort();
-  char path[] = "/tmp/metasrv-reload-XXXXXX.toml";
-  const int fd = mkstemps(path, 5);
-  ASSERT_GE(fd, 0);
-  close(fd);
+  const std::string path = TempTomlPath();
+  ASSERT_FALSE(path.empty());
   auto write = [&](const char* level, int bind_port) {
     std::ofstream(path, std::ios::trunc)
         << "[logging]\nlevel = \"" << level << "\"\n[grpc]\nbind_addr = "
@@ -274,9 +282,8 @@ TEST(BinaryTest, SighupAppliesTheLogLevelAndNamesWhatNeedsARestart) {
       << seen;
   // Still serving where it was.
   EXPECT_TRUE(IsServing(channel));
-  unlink(path);
+  unlink(path.c_str());
 }
-
 
 // Issue 46, item 5: with nothing changed, SIGHUP said "--backend changed;
 // it applies at the next start (restart the service)" whenever the backend
@@ -285,10 +292,8 @@ TEST(BinaryTest, SighupAppliesTheLogLevelAndNamesWhatNeedsARestart) {
 // reload compares what is in force with what would be.
 TEST(BinaryTest, SighupWithNothingChangedNamesNothing) {
   const int port = FreePort();
-  char path[] = "/tmp/metasrv-reload-XXXXXX.toml";
-  const int fd = mkstemps(path, 5);
-  ASSERT_GE(fd, 0);
-  close(fd);
+  const std::string path = TempTomlPath();
+  ASSERT_FALSE(path.empty());
   // No backend (memory_store, inferred), every bound left to its rule.
   std::ofstream(path, std::ios::trunc)
       << "[grpc]\nbind_addr = \"127.0.0.1:" << port
@@ -304,7 +309,7 @@ TEST(BinaryTest, SighupWithNothingChangedNamesNothing) {
   }
   EXPECT_EQ(seen.find("changed; it applies"), std::string::npos) << seen;
   EXPECT_TRUE(IsServing(Connect(addr)));
-  unlink(path);
+  unlink(path.c_str());
 }
 
 // Issue 46: a value the file gives that the environment replaces is said
@@ -312,22 +317,22 @@ TEST(BinaryTest, SighupWithNothingChangedNamesNothing) {
 // a reload is said in a JSON line, not a plain one.
 TEST(BinaryTest, OverriddenValuesAreSaidAndAReloadErrorIsAJsonLine) {
   const int port = FreePort();
-  char path[] = "/tmp/metasrv-reload-XXXXXX.toml";
-  const int fd = mkstemps(path, 5);
-  ASSERT_GE(fd, 0);
-  close(fd);
+  const std::string path = TempTomlPath();
+  ASSERT_FALSE(path.empty());
   std::ofstream(path, std::ios::trunc)
       << "[logging]\nlog_format = \"json\"\n[grpc]\nbind_addr = \"127.0.0.1:"
       << port << "\"\n[http]\naddr = \"127.0.0.1:1\"\n";
   ChildProcess server({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1",
-                       "/usr/bin/env", "GREPTIMEDB_METASRV__HTTP__ADDR=127.0.0.1:0",
+                       "/usr/bin/env",
+                       "GREPTIMEDB_METASRV__HTTP__ADDR=127.0.0.1:0",
                        METASRV_BINARY, "-c", path});
   const std::string addr = absl::StrCat("127.0.0.1:", port);
   ASSERT_TRUE(WaitFor([&] { return AcceptsTcp(addr); }));
   std::string seen;
-  const std::string overridden = absl::StrCat(
-      "metrics_addr: ", path,
-      ": http.addr is overridden by environment GREPTIMEDB_METASRV__HTTP__ADDR");
+  const std::string overridden =
+      absl::StrCat("metrics_addr: ", path,
+                   ": http.addr is overridden by environment "
+                   "GREPTIMEDB_METASRV__HTTP__ADDR");
   ASSERT_TRUE(ReadUntil(server, overridden, &seen)) << seen;
   std::ofstream(path, std::ios::trunc) << "[grpc\nbind_addr = \n";
   server.Signal(SIGHUP);
@@ -339,7 +344,7 @@ TEST(BinaryTest, OverriddenValuesAreSaidAndAReloadErrorIsAJsonLine) {
         << "not a JSON line: " << line;
   }
   EXPECT_TRUE(IsServing(Connect(addr)));
-  unlink(path);
+  unlink(path.c_str());
 }
 
 }  // namespace
