@@ -336,8 +336,10 @@ void EtcdElection::ObserveLoop() {
       absl::MutexLock lock(&mu_);
       observe_ctx_ = nullptr;
     }
-    // Not observed any more: not named, until the next stream says.
-    if (!state_.leading()) state_.SetObserved("");
+    // The leader last observed stays named while the store was heard from
+    // within a lease TTL (LeaderState::Leader): a stream that broke (a
+    // slow or cut link, etcd restarting) says nothing of who leads, and
+    // /ready must not flip with it. The next stream's first message says.
     Wait(clock_->Monotonic() + backoff.Next(), false);
   }
 }

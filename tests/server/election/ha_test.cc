@@ -597,7 +597,9 @@ INSTANTIATE_TEST_SUITE_P(Stores, HaTest,
 // its keep-alive again until that lease runs out instead of stepping down
 // at the first failure: it leads on in the same term, its flow state kept.
 // (Before, a keep-alive that fell in the outage, most rounds here, stepped
-// it down and reset the state.)
+// it down and reset the state.) A follower names the leader throughout
+// (before, its /ready answered 503 from each outage's start until etcd was
+// back).
 TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdRestartShorterThanItsLease) {
   ::metasrv::testing::EtcdProcess etcd;
   ServerOptions options = ::metasrv::testing::LoopbackOptions();
@@ -609,6 +611,26 @@ TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdRestartShorterThanItsLease) {
   ASSERT_NE(replica, nullptr);
   ASSERT_TRUE(WaitFor([&] { return replica->leadership_for_test().IsLeader(); },
                       absl::Seconds(20)));
+  // A follower, whose /ready must not flip while etcd restarts: its
+  // Observe stream breaks, but it heard from etcd within the TTL.
+  auto follower = ::metasrv::testing::StartInProcess(options);
+  ASSERT_NE(follower, nullptr);
+  ASSERT_TRUE(WaitFor([&] {
+    return ::metasrv::testing::HttpGet(follower->metrics_port(), "/ready")
+               .status == 200;
+  }));
+  std::atomic<bool> sampling{true};
+  std::atomic<int> not_ready{0}, samples{0};
+  std::thread sampler([&] {
+    while (sampling.load()) {
+      if (::metasrv::testing::HttpGet(follower->metrics_port(), "/ready")
+              .status != 200) {
+        ++not_ready;
+      }
+      ++samples;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  });
   const std::optional<uint64_t> term =
       replica->leadership_for_test().CurrentTerm().state_term;
   auto channel = Connect(replica->advertised_addr());
@@ -641,6 +663,10 @@ TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdRestartShorterThanItsLease) {
     EXPECT_EQ(replica->leadership_for_test().CurrentTerm().state_term, term)
         << "stepped down in round " << round;
   }
+  sampling = false;
+  sampler.join();
+  EXPECT_GT(samples.load(), 100);
+  EXPECT_EQ(not_ready.load(), 0) << "the follower's /ready flipped to 503";
   EXPECT_EQ(replica->flow_state_for_test().flow_count(), 1u);
 }
 
