@@ -14,6 +14,15 @@ void SetTimeout(grpc::ClientContext* ctx, absl::Duration timeout) {
                     absl::ToChronoMilliseconds(timeout));
 }
 
+// Whether etcd refused the call's token. It says so with UNAUTHENTICATED
+// from its KV and Lease services, but its Election service passes the same
+// error on as UNKNOWN: known by its message, whatever the code.
+bool RefusedToken(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+         absl::StrContains(status.error_message(), "invalid auth token") ||
+         absl::StrContains(status.error_message(), "auth token is expired");
+}
+
 }  // namespace
 
 EtcdClient::EtcdClient(std::vector<std::string> endpoints,
@@ -152,13 +161,7 @@ EtcdClient::Endpoint& EtcdClient::Current() {
 absl::Status EtcdClient::Check(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   auto code = status.error_code();
-  // etcd says a token is no good with UNAUTHENTICATED from its KV and Lease
-  // services, but its Election service passes the same error on as UNKNOWN:
-  // known by its message, whatever the code.
-  const bool bad_token =
-      code == grpc::StatusCode::UNAUTHENTICATED ||
-      absl::StrContains(status.error_message(), "invalid auth token") ||
-      absl::StrContains(status.error_message(), "auth token is expired");
+  const bool bad_token = RefusedToken(status);
   if (bad_token) {
     // Expired (or etcd restarted): log in again on the next call, which the
     // caller may make at once.
@@ -175,15 +178,26 @@ absl::Status EtcdClient::Check(const grpc::Status& status) {
                       absl::StrCat("etcd: ", status.error_message()));
 }
 
+template <typename Call>
+absl::Status EtcdClient::Unary(absl::Duration timeout, Call call) {
+  for (int attempt = 0;; ++attempt) {
+    grpc::ClientContext ctx;
+    SetTimeout(&ctx, timeout);
+    if (absl::Status a = Authorize(&ctx, timeout); !a.ok()) return a;
+    const grpc::Status status = call(Current(), &ctx);
+    absl::Status checked = Check(status);
+    if (attempt > 0 || !RefusedToken(status)) return checked;
+  }
+}
+
 absl::StatusOr<int64_t> EtcdClient::LeaseGrant(absl::Duration ttl,
                                                absl::Duration timeout) {
-  grpc::ClientContext ctx;
-  SetTimeout(&ctx, timeout);
-  if (absl::Status a = Authorize(&ctx, timeout); !a.ok()) return a;
   etcdserverpb::LeaseGrantRequest req;
   req.set_ttl(absl::ToInt64Seconds(absl::Ceil(ttl, absl::Seconds(1))));
   etcdserverpb::LeaseGrantResponse resp;
-  absl::Status s = Check(Current().lease->LeaseGrant(&ctx, req, &resp));
+  absl::Status s = Unary(timeout, [&](Endpoint& e, grpc::ClientContext* ctx) {
+    return e.lease->LeaseGrant(ctx, req, &resp);
+  });
   if (!s.ok()) return s;
   if (!resp.error().empty()) {
     return absl::UnavailableError(
@@ -193,13 +207,29 @@ absl::StatusOr<int64_t> EtcdClient::LeaseGrant(absl::Duration ttl,
 }
 
 absl::Status EtcdClient::LeaseRevoke(int64_t lease, absl::Duration timeout) {
-  grpc::ClientContext ctx;
-  SetTimeout(&ctx, timeout);
-  if (absl::Status a = Authorize(&ctx, timeout); !a.ok()) return a;
   etcdserverpb::LeaseRevokeRequest req;
   req.set_id(lease);
   etcdserverpb::LeaseRevokeResponse resp;
-  return Check(Current().lease->LeaseRevoke(&ctx, req, &resp));
+  return Unary(timeout, [&](Endpoint& e, grpc::ClientContext* ctx) {
+    return e.lease->LeaseRevoke(ctx, req, &resp);
+  });
+}
+
+absl::StatusOr<EtcdClient::LeaseTtl> EtcdClient::LeaseTimeToLive(
+    int64_t lease, absl::Duration timeout) {
+  etcdserverpb::LeaseTimeToLiveRequest req;
+  req.set_id(lease);
+  etcdserverpb::LeaseTimeToLiveResponse resp;
+  absl::Status s = Unary(timeout, [&](Endpoint& e, grpc::ClientContext* ctx) {
+    return e.lease->LeaseTimeToLive(ctx, req, &resp);
+  });
+  // etcd 3.4 answers a lease it no longer has with TTL -1; others with
+  // NOT_FOUND ("requested lease not found").
+  if (s.ok() && resp.ttl() < 0) {
+    s = absl::NotFoundError(absl::StrCat("etcd lease ", lease, " is gone"));
+  }
+  if (!s.ok()) return s;
+  return LeaseTtl{absl::Seconds(resp.ttl()), absl::Seconds(resp.grantedttl())};
 }
 
 absl::StatusOr<absl::Duration> EtcdClient::LeaseKeepAlive(
@@ -246,43 +276,37 @@ absl::StatusOr<v3electionpb::LeaderKey> EtcdClient::Campaign(
 
 absl::Status EtcdClient::Resign(const v3electionpb::LeaderKey& leader,
                                 absl::Duration timeout) {
-  grpc::ClientContext ctx;
-  SetTimeout(&ctx, timeout);
-  if (absl::Status a = Authorize(&ctx, timeout); !a.ok()) return a;
   v3electionpb::ResignRequest req;
   *req.mutable_leader() = leader;
   v3electionpb::ResignResponse resp;
-  return Check(Current().election->Resign(&ctx, req, &resp));
+  return Unary(timeout, [&](Endpoint& e, grpc::ClientContext* ctx) {
+    return e.election->Resign(ctx, req, &resp);
+  });
 }
 
 absl::Status EtcdClient::Put(const std::string& key, const std::string& value,
                              int64_t lease, absl::Duration timeout) {
-  grpc::ClientContext ctx;
-  SetTimeout(&ctx, timeout);
-  if (absl::Status a = Authorize(&ctx, timeout); !a.ok()) return a;
   etcdserverpb::PutRequest req;
   req.set_key(key);
   req.set_value(value);
   req.set_lease(lease);
   etcdserverpb::PutResponse resp;
-  return Check(Current().kv->Put(&ctx, req, &resp));
+  return Unary(timeout, [&](Endpoint& e, grpc::ClientContext* ctx) {
+    return e.kv->Put(ctx, req, &resp);
+  });
 }
 
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
-EtcdClient::RangePrefix(const std::string& prefix, absl::Duration timeout) {
-  grpc::ClientContext ctx;
-  SetTimeout(&ctx, timeout);
-  if (absl::Status a = Authorize(&ctx, timeout); !a.ok()) return a;
+absl::StatusOr<std::vector<mvccpb::KeyValue>> EtcdClient::RangePrefix(
+    const std::string& prefix, absl::Duration timeout) {
   etcdserverpb::RangeRequest req;
   req.set_key(prefix);
   req.set_range_end(kv::PrefixEnd(prefix));
   etcdserverpb::RangeResponse resp;
-  absl::Status s = Check(Current().kv->Range(&ctx, req, &resp));
+  absl::Status s = Unary(timeout, [&](Endpoint& e, grpc::ClientContext* ctx) {
+    return e.kv->Range(ctx, req, &resp);
+  });
   if (!s.ok()) return s;
-  std::vector<std::pair<std::string, std::string>> out;
-  out.reserve(resp.kvs_size());
-  for (const auto& kv : resp.kvs()) out.emplace_back(kv.key(), kv.value());
-  return out;
+  return std::vector<mvccpb::KeyValue>(resp.kvs().begin(), resp.kvs().end());
 }
 
 std::unique_ptr<grpc::ClientReader<v3electionpb::LeaderResponse>>

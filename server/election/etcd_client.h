@@ -68,6 +68,14 @@ class EtcdClient {
   // gone).
   absl::StatusOr<absl::Duration> LeaseKeepAlive(int64_t lease,
                                                 absl::Duration timeout);
+  // How long `lease` has left (rounded down to a second, as etcd counts)
+  // and was granted for. kNotFound if it is gone.
+  struct LeaseTtl {
+    absl::Duration left;
+    absl::Duration granted;
+  };
+  absl::StatusOr<LeaseTtl> LeaseTimeToLive(int64_t lease,
+                                           absl::Duration timeout);
 
   // Blocks until this lease's candidate leads election `name`. Cancel it with
   // `context->TryCancel()` from another thread.
@@ -79,8 +87,8 @@ class EtcdClient {
   // Puts `key` = `value`, attached to `lease` (0: none).
   absl::Status Put(const std::string& key, const std::string& value,
                    int64_t lease, absl::Duration timeout);
-  // Every key under `prefix` with its value, in key order.
-  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> RangePrefix(
+  // Every key under `prefix`, in key order.
+  absl::StatusOr<std::vector<mvccpb::KeyValue>> RangePrefix(
       const std::string& prefix, absl::Duration timeout);
   // Turns a gRPC status (also of a stream the caller holds, such as
   // Observe()) into ours and moves on to the next endpoint when the
@@ -109,6 +117,12 @@ class EtcdClient {
   // Adds the auth token to `ctx` (authenticating first if there is none);
   // a no-op without a user. An error if no token can be had.
   absl::Status Authorize(grpc::ClientContext* ctx, absl::Duration timeout);
+  // One unary call, `call(endpoint, ctx)`, with a deadline of `timeout` and
+  // the token, through Check(). If etcd refused the token (it expired, or
+  // etcd restarted), once more at once with a new login: an expiry costs
+  // the caller nothing.
+  template <typename Call>
+  absl::Status Unary(absl::Duration timeout, Call call);
 
   std::vector<Endpoint>
       endpoints_;                // One per address; fixed after construction.

@@ -40,10 +40,11 @@ absl::Status EtcdElection::CheckAccess(absl::Duration timeout) {
   const std::string& name = options_.name;
   // Another election beneath ours: keys "<name>/x/..." (ours are
   // "<name>/<lease>").
-  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> below =
+  absl::StatusOr<std::vector<mvccpb::KeyValue>> below =
       client_.RangePrefix(name + "/", timeout);
   if (!below.ok()) return below.status();
-  for (const auto& [key, value] : *below) {
+  for (const mvccpb::KeyValue& kv : *below) {
+    const std::string& key = kv.key();
     const size_t last = key.rfind('/');
     if (last > name.size() &&
         IsLeaseId(absl::string_view(key).substr(last + 1))) {
@@ -58,10 +59,11 @@ absl::Status EtcdElection::CheckAccess(absl::Duration timeout) {
   for (size_t slash = name.find('/'); slash != std::string::npos;
        slash = name.find('/', slash + 1)) {
     const std::string parent = name.substr(0, slash);
-    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> keys =
+    absl::StatusOr<std::vector<mvccpb::KeyValue>> keys =
         client_.RangePrefix(parent + "/", timeout);
     if (!keys.ok()) return keys.status();
-    for (const auto& [key, value] : *keys) {
+    for (const mvccpb::KeyValue& kv : *keys) {
+      const std::string& key = kv.key();
       if (IsLeaseId(absl::string_view(key).substr(parent.size() + 1))) {
         return absl::InvalidArgumentError(absl::StrCat(
             "election '", name, "' lies under election '", parent,
@@ -142,13 +144,13 @@ bool EtcdElection::RegisterAndListPeers(int64_t lease) {
       peers_prefix_ + options_.self_addr,
       CandidateValue(options_.describe, options_.self_addr), lease, timeout);
   if (!put.ok()) return false;  // The keep-alive reports etcd's health.
-  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> keys =
+  absl::StatusOr<std::vector<mvccpb::KeyValue>> keys =
       client_.RangePrefix(peers_prefix_, timeout);
   if (!keys.ok()) return false;
   std::vector<core::MetasrvNodeInfo> peers;
-  for (const auto& [key, value] : *keys) {
+  for (const mvccpb::KeyValue& kv : *keys) {
     absl::StatusOr<core::MetasrvNodeInfo> peer =
-        core::DecodeMetasrvNodeInfo(value);
+        core::DecodeMetasrvNodeInfo(kv.value());
     if (peer.ok()) peers.push_back(*std::move(peer));
   }
   state_.SetPeers(std::move(peers));
@@ -299,6 +301,7 @@ absl::StatusOr<uint64_t> EtcdElection::Resign() {
   if (!key.has_value()) {
     return absl::FailedPreconditionError("not leader; nothing to resign");
   }
+  if (absl::Status next = CheckNextInLine(*key); !next.ok()) return next;
   const uint64_t dropped = StepDown("leader change requested");
   // Deleting our key lets the next candidate lead at once.
   absl::Status resigned =
@@ -312,6 +315,46 @@ absl::StatusOr<uint64_t> EtcdElection::Resign() {
     resign_requested_ = true;  // End the session; a new one campaigns again.
   }
   return dropped;
+}
+
+absl::Status EtcdElection::CheckNextInLine(
+    const v3electionpb::LeaderKey& ours) {
+  const absl::Duration timeout = state_.lease().keepalive_interval();
+  absl::StatusOr<std::vector<mvccpb::KeyValue>> keys =
+      client_.RangePrefix(options_.name + "/", timeout);
+  if (!keys.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "not handing over: etcd cannot say who is next in line: ",
+        keys.status().message()));
+  }
+  // etcd's election goes to the oldest key.
+  std::sort(keys->begin(), keys->end(),
+            [](const mvccpb::KeyValue& a, const mvccpb::KeyValue& b) {
+              return a.create_revision() < b.create_revision();
+            });
+  for (const mvccpb::KeyValue& kv : *keys) {
+    if (kv.key() == ours.key() || kv.lease() == 0) continue;
+    absl::StatusOr<EtcdClient::LeaseTtl> ttl =
+        client_.LeaseTimeToLive(kv.lease(), timeout);
+    if (absl::IsNotFound(ttl.status())) continue;  // Its key goes with it.
+    if (!ttl.ok()) {
+      return absl::UnavailableError(absl::StrCat(
+          "not handing over: etcd cannot say how the next in line is: ",
+          ttl.status().message()));
+    }
+    // A live candidate renews every third of its TTL, so it has over two
+    // thirds left; etcd rounds down, so left + 1 s bounds what is left.
+    if ((ttl->left + absl::Seconds(1)) * 2 <= ttl->granted) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "not handing over: the next in line, ", kv.value(),
+          ", has not renewed its lease for ",
+          absl::FormatDuration(ttl->granted - ttl->left - absl::Seconds(1)),
+          " or more (is it cut off from etcd?); try again once it renews, "
+          "or stop it"));
+    }
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();  // Alone: campaigns again and leads.
 }
 
 void EtcdElection::ObserveLoop() {

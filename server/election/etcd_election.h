@@ -68,7 +68,11 @@ class EtcdElection final : public Election {
 
   // Gives leadership to another replica: steps down (dropping all state),
   // resigns in etcd, and campaigns again behind the other candidates.
-  // Returns the keys dropped. kFailedPrecondition when not leading.
+  // Returns the keys dropped. kFailedPrecondition when not leading, or when
+  // the candidate etcd would name next has not renewed its lease for half
+  // a TTL (cut off from etcd: it could not lead, and nobody would until its
+  // lease ran out); kUnavailable when etcd cannot say. Either way, nothing
+  // changed.
   absl::StatusOr<uint64_t> Resign() override;
   StoreHealth Health() const override { return state_.Health(); }
   void SetPassword(std::string password) override {
@@ -89,6 +93,9 @@ class EtcdElection final : public Election {
   bool RegisterAndListPeers(int64_t lease);
   void BecomeLeader(int64_t lease, const v3electionpb::LeaderKey& key);
   uint64_t StepDown(const char* why);
+  // OK if the candidate after `ours` in etcd's line (by creation revision)
+  // renewed its lease within half a TTL, or there is none.
+  absl::Status CheckNextInLine(const v3electionpb::LeaderKey& ours);
   // Waits until `deadline` (monotonic), or until stopping (and, with `session`,
   // until the session ends). Returns false if interrupted.
   bool Wait(absl::Time deadline, bool session);

@@ -1,5 +1,7 @@
 // High availability against each real store (etcd, PostgreSQL, MariaDB):
 // three in-process replicas.
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -10,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "core/clock.h"
 #include "gtest/gtest.h"
+#include "server/election/etcd_client.h"
 #include "server/metasrv_server.h"
 #include "server/ops/log_limit.h"
 #include "server/services/heartbeat_handler.h"
@@ -104,10 +107,22 @@ class HaTest : public ::testing::TestWithParam<std::string> {
     return ::metasrv::testing::AskLeader(channels_[i]);
   }
 
+  // On etcd a leader refuses to hand over to a next in line that has not
+  // renewed its lease lately (EtcdHandoverTest); on a loaded machine a
+  // keep-alive can be that late, so a refusal so worded is asked again.
   grpc::Status LeaderChange(int i, metasrv::v1::LeaderChangeResponse* resp) {
     auto stub = metasrv::v1::Admin::NewStub(channels_[i]);
-    grpc::ClientContext ctx;
-    return stub->LeaderChange(&ctx, {}, resp);
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (true) {
+      grpc::ClientContext ctx;
+      grpc::Status status = stub->LeaderChange(&ctx, {}, resp);
+      if (status.error_message().find("not handing over") ==
+              std::string::npos ||
+          absl::Now() > deadline) {
+        return status;
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+    }
   }
 
   // Sends one report on a fresh stream; true if the replica accepted it.
@@ -668,6 +683,89 @@ TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdRestartShorterThanItsLease) {
   EXPECT_GT(samples.load(), 100);
   EXPECT_EQ(not_ready.load(), 0) << "the follower's /ready flipped to 503";
   EXPECT_EQ(replica->flow_state_for_test().flow_count(), 1u);
+}
+
+// A follower cut off from etcd (here: stopped) keeps its campaign key until
+// its lease runs out; etcd would name it leader after a resignation, and
+// nobody would lead until then. So the leader hands over only to a next in
+// line that renewed its lease lately; while it has not, LeaderChange is
+// refused and changes nothing. (Before, the leader resigned, and nobody led
+// until the stopped replica's lease ran out.)
+TEST(EtcdHandoverTest, LeaderChangeWaitsForANextInLineHeardFromLately) {
+  ::metasrv::testing::EtcdProcess etcd;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
+  options.backend = "etcd_store";
+  options.store_addrs = {etcd.address()};
+  // Refused from half the TTL after its last renewal until its lease runs
+  // out: a window of 3 s or more.
+  options.lease_ttl = absl::Seconds(8);
+  auto leader = ::metasrv::testing::StartInProcess(options);
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return leader->leadership_for_test().IsLeader(); },
+                      absl::Seconds(20)));
+  ::metasrv::testing::ServerProcess follower(
+      {"--backend=etcd_store", "--store_addrs=" + etcd.address(),
+       "--lease_ttl=8s"});
+  // Both campaign: two keys in the election.
+  EtcdClient probe({etcd.endpoint()});
+  ASSERT_TRUE(WaitFor([&] {
+    auto keys = probe.RangePrefix("__metasrv_election/", absl::Seconds(2));
+    return keys.ok() && keys->size() == 2;
+  }));
+  auto channel = Connect(leader->advertised_addr());
+  {
+    HeartbeatClient client(channel);
+    ASSERT_TRUE(client.Call(FlowReport(1, {{7, 700, 70}})).has_value());
+    client.Close().IgnoreError();
+  }
+  const auto term = leader->leadership_for_test().CurrentTerm().state_term;
+  auto admin = metasrv::v1::Admin::NewStub(channel);
+  auto leader_change = [&] {
+    grpc::ClientContext ctx;
+    metasrv::v1::LeaderChangeResponse resp;
+    return admin->LeaderChange(&ctx, {}, &resp);
+  };
+
+  // The follower's campaign key, and its lease.
+  int64_t lease = 0;
+  {
+    auto keys = probe.RangePrefix("__metasrv_election/", absl::Seconds(2));
+    ASSERT_TRUE(keys.ok()) << keys.status();
+    for (const mvccpb::KeyValue& kv : *keys) {
+      if (kv.value() == follower.addr()) lease = kv.lease();
+    }
+  }
+  ASSERT_NE(lease, 0);
+  follower.process().Signal(SIGSTOP);
+  // Until etcd shows it unrenewed for half its TTL, a LeaderChange would
+  // still hand over; then it is refused.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto ttl = probe.LeaseTimeToLive(lease, absl::Seconds(2));
+        return ttl.ok() && (ttl->left + absl::Seconds(1)) * 2 <= ttl->granted;
+      },
+      absl::Seconds(10)));
+  const grpc::Status refused = leader_change();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(refused.error_message().find("not handing over: the next in "
+                                         "line, " +
+                                         follower.addr()),
+            std::string::npos)
+      << refused.error_message();
+  // Nothing changed: the same term, its state kept.
+  EXPECT_TRUE(leader->leadership_for_test().IsLeader());
+  EXPECT_EQ(leader->leadership_for_test().CurrentTerm().state_term, term);
+  EXPECT_EQ(leader->flow_state_for_test().flow_count(), 1u);
+
+  // Back, it renews at once; then the leader hands over, and it leads.
+  follower.process().Signal(SIGCONT);
+  ASSERT_TRUE(WaitFor([&] { return leader_change().ok(); },
+                      absl::Seconds(10)));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return ::metasrv::testing::AskLeader(channel) == follower.addr();
+      },
+      absl::Seconds(10)));
 }
 
 }  // namespace
