@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -175,21 +176,40 @@ std::shared_ptr<grpc::Channel> Client::ChannelTo(
 std::string FindLeader(const std::vector<std::string>& replicas,
                        const std::shared_ptr<grpc::ChannelCredentials>& creds,
                        absl::Duration timeout) {
-  std::string named;
-  for (const std::string& replica : replicas) {
-    const Client probe(grpc::CreateChannel(replica, creds), timeout);
-    metasrv::v1::DescribeReplicaResponse self;
-    const grpc::Status described = Describe(probe, probe.channel(), &self);
-    if (described.ok() &&
-        (self.role() == metasrv::v1::REPLICA_ROLE_LEADER ||
-         self.role() == metasrv::v1::REPLICA_ROLE_STANDALONE)) {
-      return replica;
-    }
-    if (!named.empty()) continue;
-    named = described.ok() ? self.leader_addr()
-                           : AskLeaderOf(probe.channel(), timeout);
+  // All asked at once: in an incident some replicas are silent, and each
+  // would cost a whole timeout in turn.
+  struct Answer {
+    bool leads = false;  // It says it leads (or serves alone).
+    std::string named;   // The leader it names; empty: none.
+  };
+  std::vector<Answer> answers(replicas.size());
+  std::vector<std::thread> askers;
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    askers.emplace_back([&, i] {
+      const Client probe(grpc::CreateChannel(replicas[i], creds), timeout);
+      metasrv::v1::DescribeReplicaResponse self;
+      const grpc::Status described = Describe(probe, probe.channel(), &self);
+      if (described.ok()) {
+        answers[i].leads =
+            self.role() == metasrv::v1::REPLICA_ROLE_LEADER ||
+            self.role() == metasrv::v1::REPLICA_ROLE_STANDALONE;
+        answers[i].named = self.leader_addr();
+      } else if (described.error_code() !=
+                     grpc::StatusCode::DEADLINE_EXCEEDED &&
+                 described.error_code() != grpc::StatusCode::UNAVAILABLE) {
+        // Not ours (GreptimeDB's own metasrv): it answers AskLeader.
+        answers[i].named = AskLeaderOf(probe.channel(), timeout);
+      }
+    });
   }
-  return named.empty() ? replicas.front() : named;
+  for (std::thread& asker : askers) asker.join();
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (answers[i].leads) return replicas[i];
+  }
+  for (const Answer& answer : answers) {
+    if (!answer.named.empty()) return answer.named;
+  }
+  return replicas.front();
 }
 
 Client Client::Following() const {

@@ -57,7 +57,8 @@ class Client {
 // The leader among `replicas`: a replica that says it leads, as `replicas`
 // names it (loopback stays loopback, a published port stays published);
 // else the advertised address the first that names a leader names; else
-// the first replica, so that the command's own error is what is said.
+// the first replica, so that the command's own error is what is said. All
+// are asked at once: silent replicas cost one `timeout` together.
 std::string FindLeader(const std::vector<std::string>& replicas,
                        const std::shared_ptr<grpc::ChannelCredentials>& creds,
                        absl::Duration timeout);

@@ -2,6 +2,9 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -435,6 +438,40 @@ TEST(MetasrvctlTest, ALeaderIsDialledAsAddrGivesIt) {
   EXPECT_EQ(row.at("role").string_value(), "standalone");
   EXPECT_EQ(row.at("store").string_value(), "-");
   EXPECT_EQ(row.at("flows").number_value(), 0);
+}
+
+// In an incident some replicas in --addr are silent (stopped, or cut off):
+// here three that accept connections and never answer. All are asked at
+// once, so together they cost one --timeout, not one (or two) each in turn.
+TEST(MetasrvctlTest, SilentReplicasInAddrCostOneTimeoutTogether) {
+  std::vector<int> silent;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 3; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)), 0);
+    ASSERT_EQ(listen(fd, 16), 0);
+    socklen_t len = sizeof(sin);
+    ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len), 0);
+    silent.push_back(fd);
+    addrs.push_back(absl::StrCat("127.0.0.1:", ntohs(sin.sin_port)));
+  }
+  ServerProcess server(std::vector<std::string>{});
+  Report(server.channel(), 1, 7, 700);
+  addrs.push_back(server.addr());
+  const absl::Time start = absl::Now();
+  CtlRun get = Ctl({"--addr=" + absl::StrJoin(addrs, ","), "--timeout=2s",
+                    "get", "--json"},
+                   /*and_stderr=*/true);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(get.exit_code, 0) << get.out;
+  EXPECT_NE(get.out.find("\"flow_id\":7"), std::string::npos) << get.out;
+  // One timeout (2 s) and the call; asked in turn, at least 6 s.
+  EXPECT_LT(took, absl::Seconds(5)) << get.out;
+  for (int fd : silent) close(fd);
 }
 
 }  // namespace
