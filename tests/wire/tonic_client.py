@@ -134,16 +134,18 @@ class Call:
 class Connection:
     """One HTTP/2 connection, as tonic opens it (plaintext, prior knowledge)."""
 
-    def __init__(self, addr, encoding="zstd", window=None, source=None):
+    def __init__(self, addr, encoding="zstd", window=None, source=None,
+                 timeout=10):
         """`window`: the HTTP/2 initial stream window to announce (0: the
         server may send no answer's data until we grant some, which this
         client then never does). `source`: the loopback address to connect
-        from (127.0.0.2, say), so that the server sees another host."""
+        from (127.0.0.2, say), so that the server sees another host.
+        `timeout`: seconds to wait for the connection."""
         host, port = addr.rsplit(":", 1)
         self.authority = addr
         self.encoding = encoding
         self.sock = socket.create_connection(
-            (host, int(port)), timeout=10,
+            (host, int(port)), timeout=timeout,
             source_address=(source, 0) if source else None)
         config = h2.config.H2Configuration(client_side=True,
                                            header_encoding="utf-8",
