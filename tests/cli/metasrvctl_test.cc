@@ -2,9 +2,6 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -447,17 +444,10 @@ TEST(MetasrvctlTest, SilentReplicasInAddrCostOneTimeoutTogether) {
   std::vector<int> silent;
   std::vector<std::string> addrs;
   for (int i = 0; i < 3; ++i) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT_GE(fd, 0);
-    sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)), 0);
-    ASSERT_EQ(listen(fd, 16), 0);
-    socklen_t len = sizeof(sin);
-    ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len), 0);
-    silent.push_back(fd);
-    addrs.push_back(absl::StrCat("127.0.0.1:", ntohs(sin.sin_port)));
+    int port = 0;
+    silent.push_back(ListenSilently(&port));
+    ASSERT_GE(silent.back(), 0);
+    addrs.push_back(absl::StrCat("127.0.0.1:", port));
   }
   ServerProcess server(std::vector<std::string>{});
   Report(server.channel(), 1, 7, 700);

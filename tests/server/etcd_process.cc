@@ -48,8 +48,6 @@ EtcdProcess::EtcdProcess(Options options) : options_(std::move(options)) {
     return;
   }
   data_dir_ = dir;
-  endpoint_ = absl::StrCat("127.0.0.1:", FreePort());
-  peer_url_ = absl::StrCat("http://127.0.0.1:", FreePort());
   if (!options_.jwt_ttl.empty()) {
     const std::string key = data_dir_ + "/jwt.key";
     const std::string pub = data_dir_ + "/jwt.pub";
@@ -62,7 +60,15 @@ EtcdProcess::EtcdProcess(Options options) : options_(std::move(options)) {
         absl::StrCat("--auth-token=jwt,pub-key=", pub, ",priv-key=", key,
                      ",sign-method=RS256,ttl=", options_.jwt_ttl));
   }
-  Start();
+  // A port FreePort picked can be taken by another test before etcd binds
+  // it; etcd then exits at once, and new ports are tried.
+  bool up = false;
+  for (int attempt = 0; attempt < 3 && !up; ++attempt) {
+    endpoint_ = absl::StrCat("127.0.0.1:", FreePort());
+    peer_url_ = absl::StrCat("http://127.0.0.1:", FreePort());
+    up = Launch();
+  }
+  EXPECT_TRUE(up) << "etcd exited at start three times";
   if (!options_.root_password.empty()) {
     EXPECT_TRUE(Etcdctl({"user", "add", "root:" + options_.root_password}));
     EXPECT_TRUE(Etcdctl({"auth", "enable"}));
@@ -116,6 +122,10 @@ EtcdProcess::~EtcdProcess() {
 }
 
 void EtcdProcess::Start() {
+  EXPECT_TRUE(Launch()) << "etcd exited at start on " << endpoint_;
+}
+
+bool EtcdProcess::Launch() {
   const bool tls = !options_.cert.empty();
   const std::string client_url = (tls ? "https://" : "http://") + endpoint_;
   std::vector<std::string> argv = {"/usr/bin/etcd",
@@ -140,9 +150,19 @@ void EtcdProcess::Start() {
               options_.extra_args.end());
   process_ = std::make_unique<ChildProcess>(argv);
   const auto creds = Credentials();
-  EXPECT_TRUE(
-      WaitFor([&] { return Answers(endpoint_, creds); }, absl::Seconds(30)))
-      << "etcd did not come up on " << endpoint_;
+  bool exited = false;
+  const bool answered = WaitFor(
+      [&] {
+        exited = process_->Wait(absl::ZeroDuration()).has_value();
+        return exited || Answers(endpoint_, creds);
+      },
+      absl::Seconds(30));
+  if (exited) {
+    process_.reset();
+    return false;
+  }
+  EXPECT_TRUE(answered) << "etcd did not come up on " << endpoint_;
+  return true;
 }
 
 void EtcdProcess::Stop() {

@@ -59,6 +59,9 @@ class EtcdProcess final : public StoreProcess {
   void Start() override;
 
  private:
+  // Starts it on endpoint_/peer_url_ and waits until it answers; false
+  // (and not running) when it exited first, e.g. a port was taken.
+  bool Launch();
   // Runs etcdctl against it; whether it exited 0.
   bool Etcdctl(const std::vector<std::string>& args);
   // Credentials that reach it (TLS as configured; no auth token).

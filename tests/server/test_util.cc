@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -39,6 +40,24 @@ int FreePort() {
   absl::StatusOr<int> port = server::PickFreePort("127.0.0.1");
   EXPECT_TRUE(port.ok()) << port.status();
   return port.value_or(0);
+}
+
+int ListenSilently(int* port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd < 0 ||
+      bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(fd, 16) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ADD_FAILURE() << "no listening socket: " << strerror(errno);
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
 }
 
 meta::HeartbeatRequest Request(meta::Role role, uint64_t member_id) {

@@ -33,6 +33,11 @@ bool WaitFor(const std::function<bool()>& done,
 // A free loopback port.
 int FreePort();
 
+// A socket listening on a free loopback port that never accepts: a port
+// someone holds, a peer that stays silent. Its fd (the caller closes it),
+// and the port in `*port`; -1 (a test failure) if none could be had.
+int ListenSilently(int* port);
+
 // A heartbeat request with a header of `role` and `member_id`.
 meta::HeartbeatRequest Request(meta::Role role, uint64_t member_id);
 

@@ -1,7 +1,5 @@
 // The real binary's command line: help, version, exit codes, the TOML config
 // file and GREPTIMEDB_METASRV__* environment, and their precedence.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -206,16 +204,11 @@ TEST(CommandLineTest, SettingsThatCannotWorkExitTwo) {
   for (const std::vector<std::string>& args : cases) exits_two(args, {});
   // Before listening: on a port that is taken, a bad setting still exits 2
   // (binding first would exit 1, "cannot listen").
-  const int taken = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(bind(taken, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(taken, 1), 0);
-  ASSERT_EQ(getsockname(taken, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  int taken_port = 0;
+  const int taken = ListenSilently(&taken_port);
+  ASSERT_GE(taken, 0);
   const std::string bind_taken =
-      absl::StrCat("--bind_addr=127.0.0.1:", ntohs(addr.sin_port));
+      absl::StrCat("--bind_addr=127.0.0.1:", taken_port);
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{
            {"--tls_cert=" + cert},
@@ -449,15 +442,9 @@ TEST(CommandLineTest, CommandLineErrorsAreJsonInJsonFormat) {
 
 // A port taken by someone else: the server says which flag to change.
 TEST(CommandLineTest, MetricsPortTakenNamesTheFlag) {
-  const int taken = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(taken, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(taken, 1), 0);
-  socklen_t len = sizeof(addr);
-  getsockname(taken, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
+  int port = 0;
+  const int taken = ListenSilently(&port);
+  ASSERT_GE(taken, 0);
   // Its stderr into the stdout this test reads.
   ChildProcess child(
       {"/bin/sh", "-c",
