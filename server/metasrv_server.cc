@@ -193,7 +193,8 @@ absl::Status MetasrvServer::StartSupport() {
       [this] {
         return election_ != nullptr ? election_->Health() : StoreHealth{};
       },
-      [this] { return flow_alerts_.Compute(options_.clock->Now()); }});
+      [this] { return flow_alerts_.Compute(options_.clock->Now()); }},
+      options_.clock);
   // The door first: the hub charges the states it shares through it.
   AdminAuth auth;
   if (!options_.admin_token_file.empty()) {

@@ -251,8 +251,9 @@ prometheus::Counter* Single(prometheus::Registry* registry, const char* name,
 
 }  // namespace
 
-Metrics::Metrics(Sources sources)
-    : registry_(std::make_shared<prometheus::Registry>()),
+Metrics::Metrics(Sources sources, const core::Clock* clock)
+    : clock_(clock),
+      registry_(std::make_shared<prometheus::Registry>()),
       gauges_(std::make_shared<Gauges>(std::move(sources))),
       calls_(std::make_unique<CallMetrics>(registry_.get())),
       greptime_(std::make_unique<GreptimeMetrics>(registry_.get())) {
@@ -340,14 +341,14 @@ Metrics::~Metrics() = default;
 
 std::string Metrics::Scrape() const {
   absl::MutexLock lock(&scrape_mu_);
-  const absl::Time start = core::SystemClock()->Monotonic();
+  const absl::Time start = clock_->Monotonic();
   if (start < reuse_until_) return exposition_;
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
   std::vector<prometheus::MetricFamily> gauges = gauges_->Collect();
   families.insert(families.end(), std::make_move_iterator(gauges.begin()),
                   std::make_move_iterator(gauges.end()));
   exposition_ = prometheus::TextSerializer().Serialize(families);
-  const absl::Time end = core::SystemClock()->Monotonic();
+  const absl::Time end = clock_->Monotonic();
   if (end - start >= absl::Milliseconds(10)) {
     reuse_until_ = end + 20 * (end - start);
   }

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/clock.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
@@ -95,7 +96,11 @@ class Metrics {
     std::function<FlowAlerts()> flow_alerts;
   };
 
-  explicit Metrics(Sources sources);
+  // `clock` (borrowed; must outlive this) times the scrapes for the reuse
+  // below: the server's own, so that a test's manual clock never serves an
+  // exposition again that the test's time has moved past.
+  explicit Metrics(Sources sources,
+                   const core::Clock* clock = core::SystemClock());
   ~Metrics();
 
   // Metrics that nobody reads, for components built without any (tests, the
@@ -107,7 +112,7 @@ class Metrics {
   // a time. An exposition that took long to build (10 ms or more: ranking
   // many flows) is served again to the scrapes of the next 20 times that
   // long, so that a flood of scrapes costs at most a twentieth of a core;
-  // a quick one is always built afresh.
+  // a quick one is always built afresh. Times are the clock's Monotonic().
   std::string Scrape() const ABSL_LOCKS_EXCLUDED(scrape_mu_);
 
   // `role` is the request header's role (0 datanode, 1 frontend, 2 flownode).
@@ -144,6 +149,7 @@ class Metrics {
  private:
   class Gauges;
 
+  const core::Clock* const clock_;  // Times the scrapes; not owned.
   mutable absl::Mutex scrape_mu_;  // One scrape at a time; guards below.
   mutable std::string exposition_ ABSL_GUARDED_BY(scrape_mu_);  // The last.
   // Until when (monotonic) the last exposition is served again.
