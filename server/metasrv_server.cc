@@ -182,18 +182,19 @@ EtcdSecurity MetasrvServer::StoreSecurity() const {
 }
 
 absl::Status MetasrvServer::StartSupport() {
-  metrics_ = std::make_unique<Metrics>(Metrics::Sources{
-      [this] { return OpenOf(door_.get(), CallKind::kHeartbeat); },
-      [this] { return static_cast<double>(flow_state_.node_count()); },
-      [this] { return static_cast<double>(flow_state_.flow_count()); },
-      [this] { return leadership_->IsLeader() ? 1.0 : 0.0; },
-      [this] { return static_cast<double>(flow_state_.size()); },
-      [this] { return OpenOf(door_.get(), CallKind::kWatch); },
-      [this] { return leadership_->LeaderAddr().empty() ? 0.0 : 1.0; },
-      [this] {
-        return election_ != nullptr ? election_->Health() : StoreHealth{};
-      },
-      [this] { return flow_alerts_.Compute(options_.clock->Now()); }},
+  metrics_ = std::make_unique<Metrics>(
+      Metrics::Sources{
+          [this] { return OpenOf(door_.get(), CallKind::kHeartbeat); },
+          [this] { return static_cast<double>(flow_state_.node_count()); },
+          [this] { return static_cast<double>(flow_state_.flow_count()); },
+          [this] { return leadership_->IsLeader() ? 1.0 : 0.0; },
+          [this] { return static_cast<double>(flow_state_.size()); },
+          [this] { return OpenOf(door_.get(), CallKind::kWatch); },
+          [this] { return leadership_->LeaderAddr().empty() ? 0.0 : 1.0; },
+          [this] {
+            return election_ != nullptr ? election_->Health() : StoreHealth{};
+          },
+          [this] { return flow_alerts_.Compute(options_.clock->Now()); }},
       options_.clock);
   // The door first: the hub charges the states it shares through it.
   AdminAuth auth;
@@ -237,9 +238,9 @@ absl::Status MetasrvServer::StartSupport() {
 }
 
 absl::Status MetasrvServer::MakeServices() {
-  handler_ = std::make_unique<HeartbeatHandler>(
-      &flow_state_, leadership_.get(), options_.heartbeat, metrics_.get(),
-      &refused_);
+  handler_ = std::make_unique<HeartbeatHandler>(&flow_state_, leadership_.get(),
+                                                options_.heartbeat,
+                                                metrics_.get(), &refused_);
   CallLimits limits;
   limits.max_request_bytes = static_cast<size_t>(options_.max_message_bytes);
   limits.door = door_.get();
@@ -353,13 +354,13 @@ absl::Status MetasrvServer::Serve() {
   poller_ = std::make_unique<CqPoller>(std::move(cq), CqPoller::Options{});
   poller_->Start();
   watch_->OfferOn(poller_.get());
-  dispatcher_->SetConnectionCloser([acceptor = acceptor_.get(),
-                                    metrics = metrics_.get()](
-                                       const std::string& peer) {
-    if (!acceptor->Disconnect(peer)) return false;
-    metrics->ConnectionDropped(ConnectionDrop::kGrpcRapidReset);
-    return true;
-  });
+  dispatcher_->SetConnectionCloser(
+      [acceptor = acceptor_.get(),
+       metrics = metrics_.get()](const std::string& peer) {
+        if (!acceptor->Disconnect(peer)) return false;
+        metrics->ConnectionDropped(ConnectionDrop::kGrpcRapidReset);
+        return true;
+      });
   dispatcher_->Start(poller_->cq());
   port_ = acceptor_->port();
   GrpcAcceptor::Listeners listeners;

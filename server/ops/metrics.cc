@@ -321,9 +321,11 @@ Metrics::Metrics(Sources sources, const core::Clock* clock)
       "reason: past --max_calls or --max_calls_per_peer, a request later "
       "than --request_timeout, an answer past its peer's share of the reply "
       "budget or unread past --reply_stall_limit, a wrong admin token (and "
-      "of those, the ones answered late: auth_backoff), past --max_streams, ended to "
+      "of those, the ones answered late: auth_backoff), past --max_streams, "
+      "ended to "
       "make room for a host under its fair share (evicted), or a heartbeat "
-      "stream silent past --heartbeat_silence_limit, or cancelled by its client "
+      "stream silent past --heartbeat_silence_limit, or cancelled by its "
+      "client "
       "before its request came (reset_early) (docs/RELIABILITY.md).",
       "reason",
       {"calls", "peer_calls", "request_timeout", "reply_share", "reply_stalled",
@@ -406,8 +408,9 @@ void Metrics::TlsServing(double not_after) {
     // Registered only when TLS serves: a plaintext server has no such date.
     tls_expiry_ = &prometheus::BuildGauge()
                        .Name("metasrv_tls_certificate_expiry_timestamp_seconds")
-                       .Help("When the gRPC certificate served now expires "
-                             "(its notAfter), unix seconds.")
+                       .Help(
+                           "When the gRPC certificate served now expires "
+                           "(its notAfter), unix seconds.")
                        .Register(*registry_)
                        .Add({});
   }

@@ -58,9 +58,9 @@ enum class DoorRefusal {
   kAuthFailed,      // An admin call with no token or the wrong one.
   kAuthBackoff,     // A wrong admin token whose answer was delayed.
   kStreams,         // Past --max_streams of its kind open at once.
-  kEvicted,  // Ended to make room for a host under its fair share.
-  kSilent,   // A heartbeat stream silent past --heartbeat_silence_limit.
-  kResetEarly,  // Cancelled by its client before its request came.
+  kEvicted,         // Ended to make room for a host under its fair share.
+  kSilent,          // A heartbeat stream silent past --heartbeat_silence_limit.
+  kResetEarly,      // Cancelled by its client before its request came.
 };
 inline constexpr int kDoorRefusals = 11;
 
@@ -150,7 +150,7 @@ class Metrics {
   class Gauges;
 
   const core::Clock* const clock_;  // Times the scrapes; not owned.
-  mutable absl::Mutex scrape_mu_;  // One scrape at a time; guards below.
+  mutable absl::Mutex scrape_mu_;   // One scrape at a time; guards below.
   mutable std::string exposition_ ABSL_GUARDED_BY(scrape_mu_);  // The last.
   // Until when (monotonic) the last exposition is served again.
   mutable absl::Time reuse_until_ ABSL_GUARDED_BY(scrape_mu_) =
@@ -169,10 +169,10 @@ class Metrics {
   std::array<prometheus::Counter*, 5> dropped_;           // By ConnectionDrop.
   std::array<prometheus::Counter*, kDoorRefusals> door_;  // By DoorRefusal.
   std::array<prometheus::Counter*, 2> tls_rotations_;     // Installed, refused.
-  absl::Mutex tls_mu_;  // Guards tls_expiry_.
+  absl::Mutex tls_mu_;                                    // Guards tls_expiry_.
   // In registry_, once TLS serves.
   prometheus::Gauge* tls_expiry_ ABSL_GUARDED_BY(tls_mu_) = nullptr;
-  std::shared_ptr<Gauges> gauges_;                        // Scrape-time gauges.
+  std::shared_ptr<Gauges> gauges_;             // Scrape-time gauges.
   std::unique_ptr<CallMetrics> calls_;         // grpc_server_*; in registry_.
   std::unique_ptr<GreptimeMetrics> greptime_;  // greptime_meta_*; likewise.
 };
