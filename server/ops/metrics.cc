@@ -1,5 +1,7 @@
 #include "server/ops/metrics.h"
 
+#include <atomic>
+#include <cstdint>
 #include <iterator>
 #include <limits>
 #include <vector>
@@ -341,6 +343,18 @@ Metrics::Metrics(Sources sources, const core::Clock* clock)
 
 Metrics::~Metrics() = default;
 
+namespace {
+// SetScrapeReuseThreshold()'s value, in nanoseconds.
+std::atomic<int64_t> scrape_reuse_threshold_ns{10'000'000};
+}  // namespace
+
+void SetScrapeReuseThreshold(absl::Duration threshold) {
+  scrape_reuse_threshold_ns.store(threshold == absl::InfiniteDuration()
+                                      ? std::numeric_limits<int64_t>::max()
+                                      : absl::ToInt64Nanoseconds(threshold),
+                                  std::memory_order_relaxed);
+}
+
 std::string Metrics::Scrape() const {
   absl::MutexLock lock(&scrape_mu_);
   const absl::Time start = clock_->Monotonic();
@@ -351,7 +365,8 @@ std::string Metrics::Scrape() const {
                   std::make_move_iterator(gauges.end()));
   exposition_ = prometheus::TextSerializer().Serialize(families);
   const absl::Time end = clock_->Monotonic();
-  if (end - start >= absl::Milliseconds(10)) {
+  if (end - start >= absl::Nanoseconds(scrape_reuse_threshold_ns.load(
+                         std::memory_order_relaxed))) {
     reuse_until_ = end + 20 * (end - start);
   }
   return exposition_;

@@ -77,6 +77,11 @@ struct StoreHealth {
   std::string last_error;
 };
 
+// How long an exposition must take to build to be served again (see
+// Metrics::Scrape(); 10 ms unless set). Process-wide; for tests, which scrape
+// right after a change and want it seen: InfiniteDuration() turns reuse off.
+void SetScrapeReuseThreshold(absl::Duration threshold);
+
 // Counters and a histogram updated on the hot path, plus gauges read from
 // `Sources` when scraped. Thread safety: all methods are safe from any thread;
 // the hot-path ones take no lock.

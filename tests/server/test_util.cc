@@ -14,13 +14,14 @@
 #include <cstring>
 #include <thread>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "server/ops/metrics.h"
 #include "server/ops/net_util.h"
 
 extern char** environ;
@@ -326,7 +327,17 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_args) {
 
 namespace metasrv::testing {
 
+// Every test server's scrapes are built afresh: a test scrapes right after a
+// change, and an exposition slow to build under ASan or a loaded machine
+// would otherwise be served again (CI once read stale counts so). Set at
+// load, before any test starts a server.
+[[maybe_unused]] const bool kScrapesFresh = [] {
+  server::SetScrapeReuseThreshold(absl::InfiniteDuration());
+  return true;
+}();
+
 std::map<std::string, double> ScrapeMetrics(int port) {
+  server::SetScrapeReuseThreshold(absl::InfiniteDuration());
   std::map<std::string, double> out;
   const HttpResult got = HttpGet(port, "/metrics");
   EXPECT_EQ(got.status, 200);

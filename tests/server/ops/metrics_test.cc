@@ -20,6 +20,11 @@ namespace {
 // many flows would move the real one).
 class ScrapeReuseTest : public ::testing::Test {
  protected:
+  // This binary's other tests turn reuse off (tests/server/test_util.cc).
+  void SetUp() override { SetScrapeReuseThreshold(absl::Milliseconds(10)); }
+  void TearDown() override {
+    SetScrapeReuseThreshold(absl::InfiniteDuration());
+  }
   void Make(absl::Duration build) {
     Metrics::Sources sources;
     sources.flows = [this, build] {
