@@ -324,11 +324,10 @@ Metrics::Metrics(Sources sources, const core::Clock* clock)
       "than --request_timeout, an answer past its peer's share of the reply "
       "budget or unread past --reply_stall_limit, a wrong admin token (and "
       "of those, the ones answered late: auth_backoff), past --max_streams, "
-      "ended to "
-      "make room for a host under its fair share (evicted), or a heartbeat "
-      "stream silent past --heartbeat_silence_limit, or cancelled by its "
-      "client "
-      "before its request came (reset_early) (docs/RELIABILITY.md).",
+      "ended to make room for a host under its fair share (evicted), or a "
+      "heartbeat stream silent past --heartbeat_silence_limit, or cancelled "
+      "by its client before its request came (reset_early) "
+      "(docs/RELIABILITY.md).",
       "reason",
       {"calls", "peer_calls", "request_timeout", "reply_share", "reply_stalled",
        "auth_failed", "auth_backoff", "streams", "evicted", "silent",

@@ -329,7 +329,7 @@ namespace metasrv::testing {
 
 // Every test server's scrapes are built afresh: a test scrapes right after a
 // change, and an exposition slow to build under ASan or a loaded machine
-// would otherwise be served again (CI once read stale counts so). Set at
+// would otherwise be served again (a clean-clone .ci/run read stale counts so). Set at
 // load, before any test starts a server.
 [[maybe_unused]] const bool kScrapesFresh = [] {
   server::SetScrapeReuseThreshold(absl::InfiniteDuration());

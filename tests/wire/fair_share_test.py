@@ -126,7 +126,7 @@ class RapidResetTest(unittest.TestCase):
         # deadline. How soon and at what RSS are figures, not a rule this
         # test can hold: gRPC 1.51 parses HEADERS into queued calls before
         # the door sees them, and on a run where the attacker outpaces the
-        # door the honest calls wait for the queue (CI once: 11.1 s, RSS
+        # door the honest calls wait for the queue (a clean-clone .ci/run: 11.1 s, RSS
         # 23 -> 1,346 MiB; most runs 1.5 s and +32 MiB). They are printed
         # here and measured by bench/rapid_reset.py (docs/RELIABILITY.md).
         asked = time.monotonic()
