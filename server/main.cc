@@ -12,6 +12,7 @@
 #include "server/config/command_line.h"
 #include "server/metasrv_server.h"
 #include "server/ops/logging.h"
+#include "server/ops/metrics.h"
 #include "server/rpc/grpc_log.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -115,6 +116,7 @@ int main(int argc, char** argv) {
     return srv::kExitUsage;
   }
   srv::RouteGrpcLogsToSpdlog();
+  srv::SetScrapeReuseThreshold(checked->options().metrics_reuse_threshold);
   spdlog::info("{}", srv::VersionLine());
   if (!command_line.ignored_keys.empty()) {
     spdlog::warn("config: {}", command_line.ignored_keys);

@@ -129,6 +129,14 @@ void ServingRows(Rows* r) {
        true},
       &ServerOptions::metrics_addr, HostPort(true));
   Add(r,
+      {"metrics_reuse_threshold", nullptr,
+       "a /metrics exposition that took this long or more to build is "
+       "served again for twenty times as long, so that a flood of scrapes "
+       "costs a small part of a core; 0: every scrape is built afresh",
+       false},
+      &ServerOptions::metrics_reuse_threshold,
+      Between(absl::ZeroDuration(), absl::Seconds(10)));
+  Add(r,
       {"tls_cert", nullptr,
        "PEM certificate chain; with --tls_key, serve TLS only", true,
        &SettingFiles::tls_cert},

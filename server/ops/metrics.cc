@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cstdint>
 #include <iterator>
-#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -348,9 +347,7 @@ std::atomic<int64_t> scrape_reuse_threshold_ns{10'000'000};
 }  // namespace
 
 void SetScrapeReuseThreshold(absl::Duration threshold) {
-  scrape_reuse_threshold_ns.store(threshold == absl::InfiniteDuration()
-                                      ? std::numeric_limits<int64_t>::max()
-                                      : absl::ToInt64Nanoseconds(threshold),
+  scrape_reuse_threshold_ns.store(absl::ToInt64Nanoseconds(threshold),
                                   std::memory_order_relaxed);
 }
 
@@ -364,8 +361,9 @@ std::string Metrics::Scrape() const {
                   std::make_move_iterator(gauges.end()));
   exposition_ = prometheus::TextSerializer().Serialize(families);
   const absl::Time end = clock_->Monotonic();
-  if (end - start >= absl::Nanoseconds(scrape_reuse_threshold_ns.load(
-                         std::memory_order_relaxed))) {
+  const int64_t threshold_ns =
+      scrape_reuse_threshold_ns.load(std::memory_order_relaxed);
+  if (threshold_ns > 0 && end - start >= absl::Nanoseconds(threshold_ns)) {
     reuse_until_ = end + 20 * (end - start);
   }
   return exposition_;

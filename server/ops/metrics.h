@@ -78,8 +78,9 @@ struct StoreHealth {
 };
 
 // How long an exposition must take to build to be served again (see
-// Metrics::Scrape(); 10 ms unless set). Process-wide; for tests, which scrape
-// right after a change and want it seen: InfiniteDuration() turns reuse off.
+// Metrics::Scrape(); 10 ms unless set); ZeroDuration(): never. Process-wide:
+// main() sets it from --metrics_reuse_threshold, and tests, which scrape
+// right after a change and want it seen, turn it off.
 void SetScrapeReuseThreshold(absl::Duration threshold);
 
 // Counters and a histogram updated on the hot path, plus gauges read from

@@ -332,12 +332,12 @@ namespace metasrv::testing {
 // would otherwise be served again (a clean-clone .ci/run read stale counts so). Set at
 // load, before any test starts a server.
 [[maybe_unused]] const bool kScrapesFresh = [] {
-  server::SetScrapeReuseThreshold(absl::InfiniteDuration());
+  server::SetScrapeReuseThreshold(absl::ZeroDuration());
   return true;
 }();
 
 std::map<std::string, double> ScrapeMetrics(int port) {
-  server::SetScrapeReuseThreshold(absl::InfiniteDuration());
+  server::SetScrapeReuseThreshold(absl::ZeroDuration());
   std::map<std::string, double> out;
   const HttpResult got = HttpGet(port, "/metrics");
   EXPECT_EQ(got.status, 200);

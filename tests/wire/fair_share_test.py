@@ -315,7 +315,7 @@ class ScrapeFloodTest(unittest.TestCase):
     """Attack 8: keep-alive scrapers of /metrics, as fast as they can."""
 
     def test_a_flood_of_scrapes_costs_a_small_part_of_a_core(self):
-        server = Server(metrics=True)
+        server = Server(metrics=True, fresh_scrapes=False)
         self.addCleanup(server.stop)
         load_flows(server.addr, 3, 100_000)
         url = f"http://127.0.0.1:{server.metrics_port}/metrics"

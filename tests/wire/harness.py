@@ -74,16 +74,21 @@ class Server:
     """The metasrv binary on a free loopback port; its stderr in a file.
     With `metrics`, its /metrics on another (metric())."""
 
-    def __init__(self, *extra, metrics=False):
+    def __init__(self, *extra, metrics=False, fresh_scrapes=True):
         self.port = free_port()
         self.addr = f"127.0.0.1:{self.port}"
         self.metrics_port = free_port() if metrics else None
         metrics_addr = f"127.0.0.1:{self.metrics_port}" if metrics else ""
         self.log = tempfile.NamedTemporaryFile(prefix="metasrv-", suffix=".log",
                                                delete=False)
+        # A test reads /metrics right after a change and must see it: an
+        # exposition slow to build (ASan, a loaded machine) would otherwise
+        # be served again for twenty times as long (ScrapeFloodTest keeps
+        # the reuse, with fresh_scrapes=False).
+        fresh = ["--metrics_reuse_threshold=0"] if fresh_scrapes else []
         self.proc = subprocess.Popen(
             [BINARY, f"--bind_addr={self.addr}", f"--metrics_addr={metrics_addr}",
-             *extra],
+             *fresh, *extra],
             stdout=subprocess.DEVNULL, stderr=self.log)
         wait_for(lambda: accepts(self.port), what=f"metasrv on {self.addr}")
 

@@ -23,7 +23,7 @@ class ScrapeReuseTest : public ::testing::Test {
   // This binary's other tests turn reuse off (tests/server/test_util.cc).
   void SetUp() override { SetScrapeReuseThreshold(absl::Milliseconds(10)); }
   void TearDown() override {
-    SetScrapeReuseThreshold(absl::InfiniteDuration());
+    SetScrapeReuseThreshold(absl::ZeroDuration());
   }
   void Make(absl::Duration build) {
     Metrics::Sources sources;
@@ -79,6 +79,17 @@ TEST_F(ScrapeReuseTest, TimeThatDoesNotMoveNeverServesAnOldBuild) {
   flows_ = 8;
   EXPECT_TRUE(Shows(8));
   EXPECT_EQ(builds_, 2);
+}
+
+TEST_F(ScrapeReuseTest, AZeroThresholdBuildsEveryScrapeAfresh) {
+  // --metrics_reuse_threshold=0, as the wire tests run the binary.
+  SetScrapeReuseThreshold(absl::ZeroDuration());
+  Make(absl::Seconds(1));
+  for (int n = 1; n <= 3; ++n) {
+    flows_ = n;
+    EXPECT_TRUE(Shows(n));
+    EXPECT_EQ(builds_, n);
+  }
 }
 
 }  // namespace
