@@ -25,7 +25,7 @@ grpc::Status Describe(const Client& c,
 namespace {
 
 // What one replica says of itself.
-struct Row {
+struct ReplicaRow {
   std::string addr;                // As --addr names it.
   std::string health = "-";        // SERVING, NOT_SERVING, or the call's error.
   bool answered = false;           // Its health call succeeded.
@@ -51,7 +51,7 @@ const char* RoleName(metasrv::v1::ReplicaRole role) {
   }
 }
 
-void Ask(const Client& c, Row* row) {
+void Ask(const Client& c, ReplicaRow* row) {
   std::shared_ptr<grpc::Channel> channel = c.ChannelTo(row->addr);
   {
     auto stub = grpc::health::v1::Health::NewStub(channel);
@@ -105,11 +105,11 @@ void Ask(const Client& c, Row* row) {
   }
 }
 
-void PrintRows(const std::vector<Row>& rows, bool json) {
+void PrintRows(const std::vector<ReplicaRow>& rows, bool json) {
   if (json) {
     google::protobuf::Value out;
     auto* list = out.mutable_list_value();
-    for (const Row& row : rows) {
+    for (const ReplicaRow& row : rows) {
       auto* fields =
           list->add_values()->mutable_struct_value()->mutable_fields();
       (*fields)["addr"].set_string_value(row.addr);
@@ -134,7 +134,7 @@ void PrintRows(const std::vector<Row>& rows, bool json) {
   const char* kFormat = "%-22s %-12s %-10s %-22s %-10s %-10s %-7s %s\n";
   std::printf(kFormat, "ADDRESS", "HEALTH", "ROLE", "LEADER", "STORE",
               "VERSION", "NODES", "FLOWS");
-  for (const Row& row : rows) {
+  for (const ReplicaRow& row : rows) {
     std::printf(kFormat, row.addr.c_str(), row.health.c_str(),
                 row.role.c_str(), row.leader.c_str(), row.store.c_str(),
                 row.version.c_str(),
@@ -146,14 +146,14 @@ void PrintRows(const std::vector<Row>& rows, bool json) {
 }  // namespace
 
 int Status(const Client& c, const Flags& f) {
-  std::vector<Row> rows;
+  std::vector<ReplicaRow> rows;
   for (const std::string& addr : c.replicas()) {
     rows.emplace_back();
     rows.back().addr = addr;
   }
   bool any = false;
   std::set<std::string> leaders;  // The leaders the replicas name.
-  for (Row& row : rows) {
+  for (ReplicaRow& row : rows) {
     Ask(c, &row);
     any = any || row.answered;
     if (row.leader != "-") leaders.insert(row.leader);
@@ -166,7 +166,7 @@ int Status(const Client& c, const Flags& f) {
   // The cluster serves only with a leader that the replicas agree on.
   if (leaders.empty()) {
     std::fprintf(stderr, "metasrvctl status: no replica names a leader\n");
-    for (const Row& row : rows) {
+    for (const ReplicaRow& row : rows) {
       if (row.no_leader.empty()) continue;
       std::fprintf(stderr, "  %s: %s\n", row.addr.c_str(),
                    row.no_leader.c_str());

@@ -336,6 +336,10 @@ namespace metasrv::testing {
   return true;
 }();
 
+std::vector<uint32_t> FlowIds(const metasrv::v1::WatchFlowStateResponse& m) {
+  return {m.state().flow_ids().begin(), m.state().flow_ids().end()};
+}
+
 std::map<std::string, double> ScrapeMetrics(int port) {
   server::SetScrapeReuseThreshold(absl::ZeroDuration());
   std::map<std::string, double> out;

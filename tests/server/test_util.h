@@ -123,6 +123,9 @@ HttpResult HttpGet(int port, const std::string& path);
 // name and labels (`name{label="v"}`) -> its value.
 std::map<std::string, double> ScrapeMetrics(int port);
 
+// The flow ids of a WatchFlowState message's state, in its order.
+std::vector<uint32_t> FlowIds(const metasrv::v1::WatchFlowStateResponse& m);
+
 // A child process, killed when this object dies.
 class ChildProcess {
  public:

@@ -28,7 +28,7 @@ namespace metasrv::server {
 namespace {
 
 using ::metasrv::testing::WaitFor;
-using Call = UnaryCall<Request, Response>;
+using Call = UnaryCall<SmallRequest, SmallResponse>;
 
 // A method that answers at once: the request's flow ids, counted.
 // The runtime is tested on real rows of the method table (this one's
@@ -45,9 +45,9 @@ TEST(CallDispatcherTest, AnUnknownMethodIsUnimplementedAndCountedAsUnknown) {
   Runtime runtime;
   AddEcho(&runtime);
   runtime.Start();
-  Request request;
+  SmallRequest request;
   request.add_flow_ids(7);
-  Response answer;
+  SmallResponse answer;
   ASSERT_TRUE(
       runtime.Unary("/metasrv.v1.Admin/ForgetFlows", request, &answer).ok());
   EXPECT_EQ(answer.forgotten_flows(), 1u);
@@ -76,7 +76,7 @@ TEST(CallDispatcherTest, ACallOutlivesItsClientUntilItsMethodFinishes) {
       Method::kForgetNodes,
       Call::Factory({}, [&](Call* call) { parked.store(call); }));
   runtime.Start();
-  Request request;
+  SmallRequest request;
   grpc::Status status = runtime.Unary("/metasrv.v1.Admin/ForgetNodes", request,
                                       nullptr, absl::Milliseconds(200));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
@@ -110,14 +110,14 @@ TEST(CqPollerTest, AHandlerThatBlocksDoesNotStopTheQueue) {
   EXPECT_TRUE(WaitFor([&] { return runtime.poller().polling() == 1; }));
   std::thread blocked([&] {
     EXPECT_TRUE(
-        runtime.Unary("/metasrv.v1.Admin/ForgetNodes", Request(), nullptr)
+        runtime.Unary("/metasrv.v1.Admin/ForgetNodes", SmallRequest(), nullptr)
             .ok());
   });
   entered.WaitForNotification();
   // The one polling thread is stuck in the handler; a helper takes over.
-  Response answer;
+  SmallResponse answer;
   EXPECT_TRUE(
-      runtime.Unary("/metasrv.v1.Admin/ForgetFlows", Request(), &answer).ok());
+      runtime.Unary("/metasrv.v1.Admin/ForgetFlows", SmallRequest(), &answer).ok());
   EXPECT_GE(runtime.poller().wakeups(), 1u);
   release.Notify();
   blocked.join();
@@ -145,7 +145,7 @@ TEST(CqPollerTest, AHelperJoinsWhileTheQueueIsSaturatedAndLeavesAfter) {
     clients.emplace_back([&] {
       while (!stop.load()) {
         EXPECT_TRUE(
-            runtime.Unary("/metasrv.v1.Admin/ForgetNodes", Request(), nullptr)
+            runtime.Unary("/metasrv.v1.Admin/ForgetNodes", SmallRequest(), nullptr)
                 .ok());
         int now = runtime.poller().polling();
         int seen = most.load();

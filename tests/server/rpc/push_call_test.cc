@@ -53,7 +53,7 @@ class Calls {
 };
 
 // What the handlers saw, over all calls; and the open calls, to push to.
-struct Seen {
+struct PushSeen {
   std::atomic<int> closed{0};
   std::atomic<int> stalled{0};
   std::atomic<int> chosen{0};
@@ -82,7 +82,7 @@ std::shared_ptr<const PushItem> Item(uint64_t sequence,
 // sends whatever it is offered, first an item of sequence 1 (SERVING).
 class Pusher final : public PushCall::Handler {
  public:
-  explicit Pusher(Seen* seen) : seen_(seen) {}
+  explicit Pusher(PushSeen* seen) : seen_(seen) {}
   absl::Status OnRequest(const RawRequest& raw, PushCall* call) override {
     call_ = call;
     HealthCheckRequest request;
@@ -117,13 +117,13 @@ class Pusher final : public PushCall::Handler {
   }
 
  private:
-  Seen* const seen_;
+  PushSeen* const seen_;
   PushCall* call_ = nullptr;
   bool registered_ = false;
   std::unique_ptr<SharedMessage> message_;
 };
 
-void AddPusher(Runtime* runtime, Seen* seen, CallLimits limits = {}) {
+void AddPusher(Runtime* runtime, PushSeen* seen, CallLimits limits = {}) {
   runtime->dispatcher().Add(
       Method::kHealthWatch, PushCall::Factory(limits, [seen](ServerCall*) {
         return std::unique_ptr<PushCall::Handler>(new Pusher(seen));
@@ -131,7 +131,7 @@ void AddPusher(Runtime* runtime, Seen* seen, CallLimits limits = {}) {
 }
 
 // Offers `item` to every open call.
-void OfferAll(Seen* seen, const std::shared_ptr<const PushItem>& item) {
+void OfferAll(PushSeen* seen, const std::shared_ptr<const PushItem>& item) {
   seen->calls.ForEach([&](PushCall* call) { call->Offer(item); });
 }
 
@@ -142,7 +142,7 @@ HealthCheckRequest Service(const std::string& name) {
 }
 
 TEST(PushCallTest, ARefusedRequestEndsTheCallWithItsStatus) {
-  Seen seen;
+  PushSeen seen;
   Runtime runtime;
   AddPusher(&runtime, &seen);
   runtime.Start();
@@ -159,7 +159,7 @@ TEST(PushCallTest, ARefusedRequestEndsTheCallWithItsStatus) {
 }
 
 TEST(PushCallTest, PushesInOrderAndDropsWhatIsNotNewer) {
-  Seen seen;
+  PushSeen seen;
   Runtime runtime;
   AddPusher(&runtime, &seen);
   runtime.Start();
@@ -188,7 +188,7 @@ TEST(PushCallTest, PushesInOrderAndDropsWhatIsNotNewer) {
 }
 
 TEST(PushCallTest, AnAbortFromOutsideEndsEveryStreamOnce) {
-  Seen seen;
+  PushSeen seen;
   Runtime runtime;
   AddPusher(&runtime, &seen);
   runtime.Start();
@@ -232,7 +232,7 @@ class PushCallDoorTest : public ::testing::Test {
 
 TEST_F(PushCallDoorTest, AStreamWithoutItsRequestIsEndedAtItsDeadline) {
   CallDoor door(&leadership_, AdminAuth(), options_, &clock_, nullptr);
-  Seen seen;
+  PushSeen seen;
   Runtime runtime({}, &door);
   CallLimits limits;
   limits.door = &door;
@@ -265,7 +265,7 @@ TEST_F(PushCallDoorTest, AWriteStalledWhileTheBudgetIsExceededEndsItsStream) {
   options_.max_reply_bytes_in_flight = 1000;
   options_.reply_stall_limit = absl::Seconds(5);
   CallDoor door(&leadership_, AdminAuth(), options_, &clock_, nullptr);
-  Seen seen;
+  PushSeen seen;
   Runtime runtime({}, &door);
   CallLimits limits;
   limits.door = &door;

@@ -36,8 +36,8 @@ class TestLeadership final : public core::Leadership {
 };
 
 // A small request and answer: any message will do.
-using Request = metasrv::v1::ForgetFlowsRequest;
-using Response = metasrv::v1::ForgetFlowsResponse;
+using SmallRequest = metasrv::v1::ForgetFlowsRequest;
+using SmallResponse = metasrv::v1::ForgetFlowsResponse;
 
 // A gRPC server on loopback whose every call goes through a CallDispatcher
 // and a CqPoller, as the metasrv's do; methods are added before Start().
@@ -81,8 +81,8 @@ class Runtime {
   bool calls_ended() const { return calls_ended_; }
 
   // Calls `method` with `request`; the status, and the answer in `*out`.
-  grpc::Status Unary(const std::string& method, const Request& request,
-                     Response* out,
+  grpc::Status Unary(const std::string& method, const SmallRequest& request,
+                     SmallResponse* out,
                      absl::Duration deadline = absl::Seconds(10)) {
     grpc::GenericStub stub(channel_);
     grpc::ClientContext context;

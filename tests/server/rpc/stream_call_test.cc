@@ -24,7 +24,7 @@ namespace refl = grpc::reflection::v1;
 using Call = StreamCall<refl::ServerReflectionResponse>;
 
 // What the handlers saw, over all calls.
-struct Seen {
+struct StreamSeen {
   std::atomic<int> opened{0};
   std::atomic<int> closed{0};
   std::atomic<int> requests{0};
@@ -35,7 +35,7 @@ struct Seen {
 // "big" answers 4 KiB.
 class EchoHandler final : public Call::Handler {
  public:
-  explicit EchoHandler(Seen* seen) : seen_(seen) {}
+  explicit EchoHandler(StreamSeen* seen) : seen_(seen) {}
   absl::Status OnOpen(Call*) override {
     ++seen_->opened;
     return absl::OkStatus();
@@ -62,10 +62,10 @@ class EchoHandler final : public Call::Handler {
   void OnClose() override { ++seen_->closed; }
 
  private:
-  Seen* const seen_;
+  StreamSeen* const seen_;
 };
 
-void AddEcho(Runtime* runtime, Seen* seen, CallLimits limits = {}) {
+void AddEcho(Runtime* runtime, StreamSeen* seen, CallLimits limits = {}) {
   runtime->dispatcher().Add(
       Method::kReflectionV1, Call::Factory(limits, [=](ServerCall*) {
         return std::unique_ptr<Call::Handler>(new EchoHandler(seen));
@@ -79,7 +79,7 @@ refl::ServerReflectionRequest Host(const std::string& host) {
 }
 
 TEST(StreamCallTest, AnswersEveryRequestInOrderAndEndsOkWhenTheClientDoes) {
-  Seen seen;
+  StreamSeen seen;
   Runtime runtime;
   AddEcho(&runtime, &seen);
   runtime.Start();
@@ -100,7 +100,7 @@ TEST(StreamCallTest, AnswersEveryRequestInOrderAndEndsOkWhenTheClientDoes) {
 }
 
 TEST(StreamCallTest, AHandlerEndsTheStreamWithItsStatusOrAfterAnAnswer) {
-  Seen seen;
+  StreamSeen seen;
   Runtime runtime;
   AddEcho(&runtime, &seen);
   runtime.Start();
@@ -157,7 +157,7 @@ TEST(StreamCallTest, AHandlerEndsTheStreamWithItsStatusOrAfterAnAnswer) {
 }
 
 TEST(StreamCallTest, AClientThatGoesAwayClosesItsHandlerOnce) {
-  Seen seen;
+  StreamSeen seen;
   Runtime runtime;
   AddEcho(&runtime, &seen);
   runtime.Start();
@@ -178,7 +178,7 @@ TEST(StreamCallTest, AClientThatGoesAwayClosesItsHandlerOnce) {
 }
 
 TEST(StreamCallTest, TheLedgerEndsTheStreamBehindItsAnswer) {
-  Seen seen;
+  StreamSeen seen;
   TestLeadership leadership;
   DoorOptions options;
   options.peers.max_open[static_cast<int>(CallKind::kReflection)] = 2;
@@ -244,7 +244,7 @@ class StreamCallDoorTest : public ::testing::Test {
 
   TestLeadership leadership_;
   DoorOptions options_;
-  Seen seen_;
+  StreamSeen seen_;
   std::unique_ptr<CallDoor> door_;
   std::unique_ptr<Runtime> runtime_;
   std::unique_ptr<refl::ServerReflection::Stub> stub_;
@@ -257,7 +257,7 @@ class StreamCallDoorTest : public ::testing::Test {
 TEST_F(StreamCallDoorTest, AStreamWithoutARequestIsEndedAtItsDeadline) {
   Start();
   CallDoor& door = *door_;
-  Seen& seen = seen_;
+  StreamSeen& seen = seen_;
   auto& stream = stream_;
   refl::ServerReflectionResponse answer;
   EXPECT_FALSE(stream->Read(&answer));  // Sent nothing; waits.
@@ -273,7 +273,7 @@ TEST_F(StreamCallDoorTest, AStreamWithoutARequestIsEndedAtItsDeadline) {
 TEST_F(StreamCallDoorTest, EveryAnswerIsChargedAtTheDoorUntilItIsTaken) {
   Start();
   CallDoor& door = *door_;
-  Seen& seen = seen_;
+  StreamSeen& seen = seen_;
   auto& stream = stream_;
   refl::ServerReflectionResponse answer;
   for (int i = 0; i < 10; ++i) {

@@ -21,10 +21,6 @@ using metasrv::v1::WatchFlowStateResponse;
 using ::testing::ElementsAre;
 using Messages = std::vector<WatchFlowStateResponse>;
 
-std::vector<uint32_t> FlowIds(const WatchFlowStateResponse& m) {
-  return {m.state().flow_ids().begin(), m.state().flow_ids().end()};
-}
-
 class WatchDeltaTest : public InProcessServerTest {
  protected:
   server::ServerOptions Options() override {

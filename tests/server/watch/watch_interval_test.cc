@@ -46,10 +46,6 @@ TEST(WatchTierTest, AnIntervalIsRoundedUpToTheServersTimesAPowerOfTwo) {
       server::WatchHub::kTiers - 1);
 }
 
-std::vector<uint32_t> FlowIds(const WatchFlowStateResponse& m) {
-  return {m.state().flow_ids().begin(), m.state().flow_ids().end()};
-}
-
 // The server's interval is a minute on a manual clock that only the test
 // moves, so what each watcher is sent, and when, is exact.
 class WatchIntervalTest : public InProcessServerTest {
