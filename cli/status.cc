@@ -135,9 +135,8 @@ void PrintRows(const std::vector<ReplicaRow>& rows, bool json) {
   std::printf(kFormat, "ADDRESS", "HEALTH", "ROLE", "LEADER", "STORE",
               "VERSION", "NODES", "FLOWS");
   for (const ReplicaRow& row : rows) {
-    std::printf(kFormat, row.addr.c_str(), row.health.c_str(),
-                row.role.c_str(), row.leader.c_str(), row.store.c_str(),
-                row.version.c_str(),
+    std::printf(kFormat, row.addr.c_str(), row.health.c_str(), row.role.c_str(),
+                row.leader.c_str(), row.store.c_str(), row.version.c_str(),
                 row.nodes >= 0 ? std::to_string(row.nodes).c_str() : "-",
                 row.flows >= 0 ? std::to_string(row.flows).c_str() : "-");
   }

@@ -329,8 +329,8 @@ namespace metasrv::testing {
 
 // Every test server's scrapes are built afresh: a test scrapes right after a
 // change, and an exposition slow to build under ASan or a loaded machine
-// would otherwise be served again (a clean-clone .ci/run read stale counts so). Set at
-// load, before any test starts a server.
+// would otherwise be served again (a clean-clone .ci/run read stale counts so).
+// Set at load, before any test starts a server.
 [[maybe_unused]] const bool kScrapesFresh = [] {
   server::SetScrapeReuseThreshold(absl::ZeroDuration());
   return true;

@@ -86,10 +86,10 @@ TEST_F(CallDoorTest, AnAdminCallNeedsTheTokenAndAWrongOneIsAnsweredLate) {
   EXPECT_TRUE(Enter(door, Method::kGetFlowState, "ipv4:10.1.1.1:5", &t).ok());
   t.reset();
   absl::Time at = absl::InfinitePast();
-  EXPECT_EQ(door.Enter(RowOf(Method::kLeaderChange), "ipv4:10.1.1.1:5", "",
-                       &t, &at)
-                .code(),
-            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(
+      door.Enter(RowOf(Method::kLeaderChange), "ipv4:10.1.1.1:5", "", &t, &at)
+          .code(),
+      absl::StatusCode::kUnauthenticated);
   EXPECT_EQ(at, door.Now());  // The first failure is free: answered now.
   // A refused call still holds its charge while it lives.
   EXPECT_TRUE(t.has_value());

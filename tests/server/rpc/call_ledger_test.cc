@@ -51,8 +51,7 @@ TEST(CallLedgerTest, AHostIsThePeerWithoutItsPort) {
 
 TEST(CallLedgerTest, AFixedCapPerHostAndTheTotalBoundHoldWithoutIdleCalls) {
   core::ManualClock clock;
-  CallLedger ledger({/*max_calls=*/5, /*max_calls_per_peer=*/3, 0, {}},
-                    &clock);
+  CallLedger ledger({/*max_calls=*/5, /*max_calls_per_peer=*/3, 0, {}}, &clock);
   std::vector<CallLedger::Ticket> held;  // Unary calls: none can be ended.
   for (int port = 1; port <= 3; ++port) {
     auto ticket =
@@ -172,8 +171,8 @@ TEST(CallLedgerTest, SilentCallsOfAKindAreEndedAndClosedKindsRefused) {
   core::ManualClock clock;
   CallLedger ledger({}, &clock);
   Held held;
-  for (CallKind kind : {CallKind::kHeartbeat, CallKind::kHeartbeat,
-                        CallKind::kWatch}) {
+  for (CallKind kind :
+       {CallKind::kHeartbeat, CallKind::kHeartbeat, CallKind::kWatch}) {
     auto ticket = ledger.Enter("ipv4:127.0.0.1:1", kind);
     ASSERT_TRUE(ticket.ok());
     held.Add(*std::move(ticket));
@@ -233,9 +232,9 @@ TEST(CallLedgerTest, ManyThreadsEnterEvictAndLeaveWithinTheBounds) {
     threads.emplace_back([&, t] {
       std::deque<std::pair<CallLedger::Ticket, std::unique_ptr<Ended>>> mine;
       for (int i = 0; i < kRounds; ++i) {
-        auto ticket = ledger.Enter(absl::StrCat("ipv4:10.0.0.", (t + i) % 5,
-                                                ":", i),
-                                   CallKind::kHeartbeat);
+        auto ticket =
+            ledger.Enter(absl::StrCat("ipv4:10.0.0.", (t + i) % 5, ":", i),
+                         CallKind::kHeartbeat);
         if (ticket.ok()) {
           admitted.fetch_add(1);
           auto call = std::make_unique<Ended>();

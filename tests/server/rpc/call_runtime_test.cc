@@ -117,7 +117,8 @@ TEST(CqPollerTest, AHandlerThatBlocksDoesNotStopTheQueue) {
   // The one polling thread is stuck in the handler; a helper takes over.
   SmallResponse answer;
   EXPECT_TRUE(
-      runtime.Unary("/metasrv.v1.Admin/ForgetFlows", SmallRequest(), &answer).ok());
+      runtime.Unary("/metasrv.v1.Admin/ForgetFlows", SmallRequest(), &answer)
+          .ok());
   EXPECT_GE(runtime.poller().wakeups(), 1u);
   release.Notify();
   blocked.join();
@@ -145,7 +146,8 @@ TEST(CqPollerTest, AHelperJoinsWhileTheQueueIsSaturatedAndLeavesAfter) {
     clients.emplace_back([&] {
       while (!stop.load()) {
         EXPECT_TRUE(
-            runtime.Unary("/metasrv.v1.Admin/ForgetNodes", SmallRequest(), nullptr)
+            runtime
+                .Unary("/metasrv.v1.Admin/ForgetNodes", SmallRequest(), nullptr)
                 .ok());
         int now = runtime.poller().polling();
         int seen = most.load();

@@ -37,12 +37,13 @@ TEST(MethodTableTest, EveryRowIsFoundByItsPathAndNamesItsOwnMethod) {
 
 // Reflection lists the services the rows name, each once, in their order.
 TEST(MethodTableTest, TheServicesAreThoseThePathsName) {
-  EXPECT_EQ(ServiceNames(),
-            (std::vector<std::string>{
-                "greptime.v1.meta.Heartbeat", "greptime.v1.meta.Cluster",
-                "metasrv.v1.FlowState", "metasrv.v1.Admin", "metasrv.v1.Replica",
-                "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
-                "grpc.reflection.v1alpha.ServerReflection"}));
+  EXPECT_EQ(
+      ServiceNames(),
+      (std::vector<std::string>{
+          "greptime.v1.meta.Heartbeat", "greptime.v1.meta.Cluster",
+          "metasrv.v1.FlowState", "metasrv.v1.Admin", "metasrv.v1.Replica",
+          "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+          "grpc.reflection.v1alpha.ServerReflection"}));
 }
 
 TEST(MethodTableTest, ALeaderServesEveryMethodUnderItsTerm) {

@@ -202,9 +202,8 @@ TEST(PushCallTest, AnAbortFromOutsideEndsEveryStreamOnce) {
     ASSERT_TRUE(readers.back()->Read(&response));
   }
   ASSERT_TRUE(WaitFor([&] { return seen.calls.size() == 5u; }));
-  seen.calls.ForEach([](PushCall* call) {
-    call->Abort(absl::AbortedError("stepped down"));
-  });
+  seen.calls.ForEach(
+      [](PushCall* call) { call->Abort(absl::AbortedError("stepped down")); });
   for (auto& reader : readers) {
     HealthCheckResponse response;
     EXPECT_FALSE(reader->Read(&response));

@@ -204,8 +204,8 @@ TEST(StreamCallTest, TheLedgerEndsTheStreamBehindItsAnswer) {
   s3->Write(Host("x"));
   EXPECT_FALSE(s3->Read(&answer));
   EXPECT_EQ(s3->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  ASSERT_TRUE(WaitFor(
-      [&] { return door.ledger().open(CallKind::kReflection) == 2u; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return door.ledger().open(CallKind::kReflection) == 2u; }));
   door.ledger().AbortAll(CallKind::kReflection,
                          absl::AbortedError("stepped down"));
   for (auto* s : {s1.get(), s2.get()}) {
