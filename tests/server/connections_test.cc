@@ -26,7 +26,8 @@ std::unique_ptr<ChildProcess> StartLimited(int nofile, const std::string& addr,
   auto process = std::make_unique<ChildProcess>(std::vector<std::string>{
       kPrlimit, absl::StrCat("--nofile=", nofile, ":", nofile), METASRV_BINARY,
       "--bind_addr=" + addr,
-      absl::StrCat("--metrics_addr=127.0.0.1:", http_port)});
+      absl::StrCat("--metrics_addr=127.0.0.1:", http_port),
+      "--metrics_reuse_threshold=0"});
   EXPECT_TRUE(WaitFor([&] { return AcceptsTcp(addr); }, absl::Seconds(20)));
   EXPECT_TRUE(
       WaitFor([&] { return IsServing(ConnectOwn(addr)); }, absl::Seconds(20)));

@@ -306,8 +306,9 @@ std::optional<int> ChildProcess::Wait(absl::Duration timeout) {
 
 ServerProcess::ServerProcess(std::vector<std::string> extra_args) {
   addr_ = absl::StrCat("127.0.0.1:", FreePort());
-  std::vector<std::string> argv = {METASRV_BINARY,
-                                   "--metrics_addr=127.0.0.1:0"};
+  // Every scrape built afresh, as in-process test servers do (above).
+  std::vector<std::string> argv = {METASRV_BINARY, "--metrics_addr=127.0.0.1:0",
+                                   "--metrics_reuse_threshold=0"};
   for (const std::string& arg : extra_args) {
     if (absl::StartsWith(arg, "--bind_addr=")) addr_ = arg.substr(12);
   }
