@@ -116,7 +116,6 @@ int main(int argc, char** argv) {
     return srv::kExitUsage;
   }
   srv::RouteGrpcLogsToSpdlog();
-  srv::SetScrapeReuseThreshold(checked->options().metrics_reuse_threshold);
   spdlog::info("{}", srv::VersionLine());
   if (!command_line.ignored_keys.empty()) {
     spdlog::warn("config: {}", command_line.ignored_keys);

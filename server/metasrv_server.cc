@@ -195,7 +195,7 @@ absl::Status MetasrvServer::StartSupport() {
             return election_ != nullptr ? election_->Health() : StoreHealth{};
           },
           [this] { return flow_alerts_.Compute(options_.clock->Now()); }},
-      options_.clock);
+      options_.metrics_reuse_threshold, options_.clock);
   // The door first: the hub charges the states it shares through it.
   AdminAuth auth;
   if (!options_.admin_token_file.empty()) {

@@ -58,8 +58,7 @@ struct ServerOptions {
   // "" or a port-0 address.
   std::string metrics_addr = "127.0.0.1:4000";
   // A /metrics exposition that took this long or more to build is served
-  // again for twenty times as long; 0: never. main() sets it process-wide
-  // (SetScrapeReuseThreshold); the server itself does not.
+  // again for twenty times as long; 0: never (ops/metrics.h).
   absl::Duration metrics_reuse_threshold = absl::Milliseconds(10);
   // PEM files. With cert and key, gRPC is served over TLS only; with a
   // client CA too, clients must present a certificate it signed (mTLS).

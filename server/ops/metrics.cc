@@ -1,6 +1,5 @@
 #include "server/ops/metrics.h"
 
-#include <atomic>
 #include <cstdint>
 #include <iterator>
 #include <vector>
@@ -252,8 +251,10 @@ prometheus::Counter* Single(prometheus::Registry* registry, const char* name,
 
 }  // namespace
 
-Metrics::Metrics(Sources sources, const core::Clock* clock)
-    : clock_(clock),
+Metrics::Metrics(Sources sources, absl::Duration reuse_threshold,
+                 const core::Clock* clock)
+    : reuse_threshold_(reuse_threshold),
+      clock_(clock),
       registry_(std::make_shared<prometheus::Registry>()),
       gauges_(std::make_shared<Gauges>(std::move(sources))),
       calls_(std::make_unique<CallMetrics>(registry_.get())),
@@ -341,16 +342,6 @@ Metrics::Metrics(Sources sources, const core::Clock* clock)
 
 Metrics::~Metrics() = default;
 
-namespace {
-// SetScrapeReuseThreshold()'s value, in nanoseconds.
-std::atomic<int64_t> scrape_reuse_threshold_ns{10'000'000};
-}  // namespace
-
-void SetScrapeReuseThreshold(absl::Duration threshold) {
-  scrape_reuse_threshold_ns.store(absl::ToInt64Nanoseconds(threshold),
-                                  std::memory_order_relaxed);
-}
-
 std::string Metrics::Scrape() const {
   absl::MutexLock lock(&scrape_mu_);
   const absl::Time start = clock_->Monotonic();
@@ -361,9 +352,8 @@ std::string Metrics::Scrape() const {
                   std::make_move_iterator(gauges.end()));
   exposition_ = prometheus::TextSerializer().Serialize(families);
   const absl::Time end = clock_->Monotonic();
-  const int64_t threshold_ns =
-      scrape_reuse_threshold_ns.load(std::memory_order_relaxed);
-  if (threshold_ns > 0 && end - start >= absl::Nanoseconds(threshold_ns)) {
+  if (reuse_threshold_ > absl::ZeroDuration() &&
+      end - start >= reuse_threshold_) {
     reuse_until_ = end + 20 * (end - start);
   }
   return exposition_;
@@ -435,7 +425,7 @@ void Metrics::DoorRefused(DoorRefusal why) {
 
 Metrics* Metrics::OrDiscard(Metrics* metrics) {
   if (metrics != nullptr) return metrics;
-  static Metrics* const discard = new Metrics(Sources{});
+  static Metrics* const discard = new Metrics(Sources{}, absl::ZeroDuration());
   return discard;
 }
 

@@ -77,12 +77,6 @@ struct StoreHealth {
   std::string last_error;
 };
 
-// How long an exposition must take to build to be served again (see
-// Metrics::Scrape(); 10 ms unless set); ZeroDuration(): never. Process-wide:
-// main() sets it from --metrics_reuse_threshold, and tests, which scrape
-// right after a change and want it seen, turn it off.
-void SetScrapeReuseThreshold(absl::Duration threshold);
-
 // Counters and a histogram updated on the hot path, plus gauges read from
 // `Sources` when scraped. Thread safety: all methods are safe from any thread;
 // the hot-path ones take no lock.
@@ -102,11 +96,13 @@ class Metrics {
     std::function<FlowAlerts()> flow_alerts;
   };
 
-  // `clock` (borrowed; must outlive this) times the scrapes for the reuse
-  // below: the server's own, so that a test's manual clock never serves an
-  // exposition again that the test's time has moved past.
-  explicit Metrics(Sources sources,
-                   const core::Clock* clock = core::SystemClock());
+  // `reuse_threshold` is how long an exposition must take to build to be
+  // served again (see Scrape(); --metrics_reuse_threshold); ZeroDuration():
+  // never, every scrape is built afresh. `clock` (borrowed; must outlive
+  // this) times the scrapes: the server's own, so that a test's manual clock
+  // never serves an exposition again that the test's time has moved past.
+  Metrics(Sources sources, absl::Duration reuse_threshold,
+          const core::Clock* clock = core::SystemClock());
   ~Metrics();
 
   // Metrics that nobody reads, for components built without any (tests, the
@@ -115,10 +111,11 @@ class Metrics {
   static Metrics* OrDiscard(Metrics* metrics);
 
   // Everything, in Prometheus' text format (what /metrics answers). One at
-  // a time. An exposition that took long to build (10 ms or more: ranking
-  // many flows) is served again to the scrapes of the next 20 times that
-  // long, so that a flood of scrapes costs at most a twentieth of a core;
-  // a quick one is always built afresh. Times are the clock's Monotonic().
+  // a time. An exposition that took long to build (the reuse threshold or
+  // more: ranking many flows) is served again to the scrapes of the next 20
+  // times that long, so that a flood of scrapes costs at most a twentieth of a
+  // core; a quick one is always built afresh. Times are the clock's
+  // Monotonic().
   std::string Scrape() const ABSL_LOCKS_EXCLUDED(scrape_mu_);
 
   // `role` is the request header's role (0 datanode, 1 frontend, 2 flownode).
@@ -155,8 +152,9 @@ class Metrics {
  private:
   class Gauges;
 
-  const core::Clock* const clock_;  // Times the scrapes; not owned.
-  mutable absl::Mutex scrape_mu_;   // One scrape at a time; guards below.
+  const absl::Duration reuse_threshold_;  // ZeroDuration(): no reuse.
+  const core::Clock* const clock_;        // Times the scrapes; not owned.
+  mutable absl::Mutex scrape_mu_;         // One scrape at a time; guards below.
   mutable std::string exposition_ ABSL_GUARDED_BY(scrape_mu_);  // The last.
   // Until when (monotonic) the last exposition is served again.
   mutable absl::Time reuse_until_ ABSL_GUARDED_BY(scrape_mu_) =

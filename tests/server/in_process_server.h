@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "server/metasrv_server.h"
 #include "tests/server/test_util.h"
@@ -16,6 +17,10 @@ inline server::ServerOptions LoopbackOptions() {
   server::ServerOptions options;
   options.bind_addr = "127.0.0.1:0";
   options.metrics_addr = "";
+  // Every scrape built afresh: a test scrapes right after a change, and an
+  // exposition slow to build under ASan or on a loaded machine would
+  // otherwise be served again (a clean-clone .ci/run read stale counts so).
+  options.metrics_reuse_threshold = absl::ZeroDuration();
   return options;
 }
 

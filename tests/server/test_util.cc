@@ -328,21 +328,11 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_args) {
 
 namespace metasrv::testing {
 
-// Every test server's scrapes are built afresh: a test scrapes right after a
-// change, and an exposition slow to build under ASan or a loaded machine
-// would otherwise be served again (a clean-clone .ci/run read stale counts so).
-// Set at load, before any test starts a server.
-[[maybe_unused]] const bool kScrapesFresh = [] {
-  server::SetScrapeReuseThreshold(absl::ZeroDuration());
-  return true;
-}();
-
 std::vector<uint32_t> FlowIds(const metasrv::v1::WatchFlowStateResponse& m) {
   return {m.state().flow_ids().begin(), m.state().flow_ids().end()};
 }
 
 std::map<std::string, double> ScrapeMetrics(int port) {
-  server::SetScrapeReuseThreshold(absl::ZeroDuration());
   std::map<std::string, double> out;
   const HttpResult got = HttpGet(port, "/metrics");
   EXPECT_EQ(got.status, 200);

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "core/clock.h"
 #include "gtest/gtest.h"
+#include "server/config/server_options.h"
 
 namespace metasrv::server {
 namespace {
@@ -20,19 +21,17 @@ namespace {
 // many flows would move the real one).
 class ScrapeReuseTest : public ::testing::Test {
  protected:
-  // This binary's other tests turn reuse off (tests/server/test_util.cc).
-  void SetUp() override { SetScrapeReuseThreshold(absl::Milliseconds(10)); }
-  void TearDown() override {
-    SetScrapeReuseThreshold(absl::ZeroDuration());
-  }
-  void Make(absl::Duration build) {
+  // --metrics_reuse_threshold's default unless a test says otherwise.
+  void Make(absl::Duration build, absl::Duration threshold =
+                                      ServerOptions().metrics_reuse_threshold) {
     Metrics::Sources sources;
     sources.flows = [this, build] {
       clock_.Advance(build);
       ++builds_;
       return static_cast<double>(flows_);
     };
-    metrics_ = std::make_unique<Metrics>(std::move(sources), &clock_);
+    metrics_ =
+        std::make_unique<Metrics>(std::move(sources), threshold, &clock_);
   }
   // Whether a scrape now shows metasrv_flows `n`.
   bool Shows(int n) const {
@@ -83,8 +82,7 @@ TEST_F(ScrapeReuseTest, TimeThatDoesNotMoveNeverServesAnOldBuild) {
 
 TEST_F(ScrapeReuseTest, AZeroThresholdBuildsEveryScrapeAfresh) {
   // --metrics_reuse_threshold=0, as the wire tests run the binary.
-  SetScrapeReuseThreshold(absl::ZeroDuration());
-  Make(absl::Seconds(1));
+  Make(absl::Seconds(1), absl::ZeroDuration());
   for (int n = 1; n <= 3; ++n) {
     flows_ = n;
     EXPECT_TRUE(Shows(n));
