@@ -33,6 +33,16 @@ std::vector<std::string> StartReplicas(
   return addrs;
 }
 
+// Whether `status --json` of the replicas in `all` (an --addr flag) exits 0
+// within the default wait, as it does once they name a leader; the last run
+// in `status`.
+bool StatusOnceALeaderIsNamed(const std::string& all, CtlRun* status) {
+  return WaitFor([&] {
+    *status = Ctl({all, "status", "--json"});
+    return status->exit_code == 0;
+  });
+}
+
 // Three replicas on a real etcd: with all of them in --addr, in any order,
 // commands go to the leader; with the leader killed, to the next one.
 TEST(MetasrvctlHaTest, FollowsTheLeaderAcrossReplicasAndAFailover) {
@@ -176,10 +186,7 @@ TEST(MetasrvctlHaTest, ReplicasAdvertisingNamesThisHostCannotResolve) {
   }
   const std::string all = "--addr=" + absl::StrJoin(addrs, ",");
   CtlRun status;
-  ASSERT_TRUE(WaitFor([&] {
-    status = Ctl({all, "status", "--json"});
-    return status.exit_code == 0;
-  })) << status.out;
+  ASSERT_TRUE(StatusOnceALeaderIsNamed(all, &status)) << status.out;
   int leader = -1;
   const google::protobuf::Value rows = ParseJson(status.out);
   for (int i = 0; i < rows.list_value().values_size(); ++i) {
@@ -213,10 +220,7 @@ TEST(MetasrvctlHaTest, DuringAStoreOutageStatusAndLeaderSayWhy) {
   const std::vector<std::string> addrs = StartReplicas(etcd, &replicas);
   const std::string all = "--addr=" + absl::StrJoin(addrs, ",");
   CtlRun status;
-  ASSERT_TRUE(WaitFor([&] {
-    status = Ctl({all, "status", "--json"});
-    return status.exit_code == 0;
-  })) << status.out;
+  ASSERT_TRUE(StatusOnceALeaderIsNamed(all, &status)) << status.out;
   const google::protobuf::Value healthy = ParseJson(status.out);
   for (const auto& value : healthy.list_value().values()) {
     EXPECT_EQ(value.struct_value().fields().at("store").string_value(), "ok");
