@@ -123,5 +123,8 @@ int main(int argc, char** argv) {
   for (const std::string& line : command_line.overridden) {
     spdlog::info("config: {}", line);
   }
+  for (const std::string& line : checked->cautions()) {
+    spdlog::warn("config: {}", line);
+  }
   return Serve(*checked, argc, argv, env);
 }

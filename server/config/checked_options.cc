@@ -15,6 +15,7 @@
 #include "server/ops/small_file.h"
 #include "server/ops/store_address.h"
 #include "server/ops/tls_identity.h"
+#include "server/services/heartbeat_handler.h"
 
 namespace metasrv::server {
 namespace {
@@ -181,12 +182,15 @@ void Resolve(ServerOptions* o) {
        {CallKind::kHeartbeat, CallKind::kWatch, CallKind::kHealthWatch}) {
     peers.max_open[static_cast<int>(kind)] = o->max_streams;
   }
-  // A flownode is dead after a few missed heartbeats, as upstream's lease
-  // would take it.
-  if (o->door.heartbeat_silence_limit == absl::ZeroDuration()) {
-    o->door.heartbeat_silence_limit = 3 * o->heartbeat.heartbeat_interval +
-                                      o->heartbeat.retry_interval;
-  }
+  // Each heartbeat stream's silence limit follows what its handshake told
+  // it (CallDoor::SilenceLimitFor); the sweep looks often enough for the
+  // shortest: a flownode's, or a stream's before its handshake.
+  const absl::Duration shortest = std::min(
+      o->door.request_timeout,
+      std::max(3 * o->heartbeat.heartbeat_interval + o->heartbeat.retry_interval,
+               o->door.heartbeat_silence_limit));
+  o->door.sweep_period = std::clamp(shortest / 4, absl::Milliseconds(10),
+                                    absl::Seconds(1));
   // GreptimeDB's node_max_idle_time as upstream applies it: its node expiry
   // listener is registered only when there is an election
   // (src/meta-srv/src/metasrv.rs, Metasrv::try_start), so standalone never
@@ -196,7 +200,53 @@ void Resolve(ServerOptions* o) {
   }
 }
 
+// The silence a stream told `interval` may keep.
+absl::Duration Told(const ServerOptions& o, absl::Duration interval) {
+  return SilenceLimit(o.door, interval, o.heartbeat.retry_interval);
+}
+
+// Expiries shorter than the silence a node at upstream's cadence may keep:
+// they work, and drop honest nodes.
+std::vector<std::string> Cautions(const ServerOptions& o) {
+  std::vector<std::string> out;
+  const absl::Duration flownode = Told(o, o.heartbeat.heartbeat_interval);
+  const absl::Duration frontend = Told(
+      o, o.heartbeat.heartbeat_interval * kFrontendIntervalFactor);
+  const absl::Duration ttl = o.flow_state.node_report_ttl;
+  if (ttl > absl::ZeroDuration() && ttl < flownode) {
+    out.push_back(absl::StrCat(
+        "--node_report_ttl=", absl::FormatDuration(ttl),
+        " is shorter than a flownode's heartbeat silence limit (",
+        absl::FormatDuration(flownode),
+        "): a flownode one heartbeat late loses its flows"));
+  }
+  const absl::Duration idle = o.flow_state.node_max_idle_time;
+  if (idle > absl::ZeroDuration() && idle < frontend) {
+    out.push_back(absl::StrCat(
+        "--node_max_idle_time=", absl::FormatDuration(idle),
+        " is shorter than a frontend's heartbeat silence limit (",
+        absl::FormatDuration(frontend),
+        "): frontends heartbeating at their told interval leave the cluster "
+        "info between heartbeats"));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string SilenceRules(const ServerOptions& o) {
+  const absl::Duration interval = o.heartbeat.heartbeat_interval;
+  return absl::StrCat(
+      "# heartbeat streams end when silent past 3 x the interval told + "
+      "retry_interval, at least heartbeat_silence_limit: flownodes and "
+      "datanodes (told ",
+      absl::FormatDuration(interval), ") ",
+      absl::FormatDuration(Told(o, interval)), ", frontends (told ",
+      absl::FormatDuration(interval * kFrontendIntervalFactor), ") ",
+      absl::FormatDuration(Told(o, interval * kFrontendIntervalFactor)),
+      "; before the handshake, request_timeout (",
+      absl::FormatDuration(o.door.request_timeout), ")\n");
+}
 
 absl::StatusOr<CheckedOptions> CheckOptions(ServerOptions options) {
   for (const std::unique_ptr<Setting>& setting : Settings()) {
@@ -218,6 +268,7 @@ absl::StatusOr<CheckedOptions> CheckOptions(ServerOptions options) {
     return read;
   }
   Resolve(&options);
+  checked.cautions_ = Cautions(options);
   checked.options_ = std::move(options);
   return checked;
 }

@@ -2,6 +2,9 @@
 #ifndef METASRV_SERVER_CONFIG_CHECKED_OPTIONS_H_
 #define METASRV_SERVER_CONFIG_CHECKED_OPTIONS_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "server/config/server_options.h"
 
@@ -13,6 +16,10 @@ class CheckedOptions {
  public:
   const ServerOptions& options() const { return options_; }
   const SettingFiles& files() const { return files_; }
+  // Settings that work but that a node doing exactly what upstream's
+  // client does would suffer from (an expiry shorter than the silence its
+  // told interval allows): one line each, for the log and --print_config.
+  const std::vector<std::string>& cautions() const { return cautions_; }
 
  private:
   friend absl::StatusOr<CheckedOptions> CheckOptions(ServerOptions options);
@@ -21,6 +28,7 @@ class CheckedOptions {
 
   ServerOptions options_;  // As checked, the backend decided.
   SettingFiles files_;     // What the named files hold.
+  std::vector<std::string> cautions_;
 };
 
 // Checks `options` whole: each setting's own check, then the rules that tie
@@ -35,6 +43,10 @@ class CheckedOptions {
 // idle nodes only where there is one).
 // kInvalidArgument naming the setting for anything that cannot work.
 absl::StatusOr<CheckedOptions> CheckOptions(ServerOptions options);
+
+// The heartbeat silence limits `options` put in force, by role, as one
+// TOML comment line (--print_config).
+std::string SilenceRules(const ServerOptions& options);
 
 }  // namespace metasrv::server
 

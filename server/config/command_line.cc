@@ -313,9 +313,13 @@ int PrintChecked(const Parsed& parsed, const CommandLine& result) {
   if (!checked.ok()) {
     return UsageError(std::string(checked.status().message()));
   }
-  std::printf("%s", EffectiveConfigToml(checked->options()).c_str());
+  std::printf("%s%s", EffectiveConfigToml(checked->options()).c_str(),
+              SilenceRules(checked->options()).c_str());
   if (!result.ignored_keys.empty()) {
     Say("warning", absl::StrCat("config: ", result.ignored_keys));
+  }
+  for (const std::string& line : checked->cautions()) {
+    Say("warning", absl::StrCat("config: ", line));
   }
   if (parsed.check_config && !result.unknown_keys.empty()) {
     // A deploy step must not pass a file whose misspelled key leaves a

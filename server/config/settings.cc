@@ -386,9 +386,11 @@ void LimitRows(Rows* r) {
         InRange<int>(0, 1 << 20));
   AddIn(r,
         {"heartbeat_silence_limit", nullptr,
-         "a heartbeat stream with no request this long is ended as a dead "
-         "flownode's, giving back its call (0: 3 x --heartbeat_interval + "
-         "--retry_interval; --print_config shows the value in force)",
+         "the least silence that ends a heartbeat stream, a floor under its "
+         "own limit: 3 x the interval its handshake answer told it (a "
+         "frontend 6 x --heartbeat_interval, other nodes 1 x) + "
+         "--retry_interval; before its handshake, --request_timeout "
+         "(--print_config shows the limits in force)",
          false},
         &ServerOptions::door, &DoorOptions::heartbeat_silence_limit,
         Between(absl::ZeroDuration(), kDay));

@@ -172,15 +172,9 @@ void CallDispatcher::Start(grpc::ServerCompletionQueue* cq) {
   for (const std::unique_ptr<Acceptor>& acceptor : acceptors_) {
     acceptor->Request();
   }
-  const absl::Duration limit =
-      door_ == nullptr ? absl::ZeroDuration()
-                       : door_->options().heartbeat_silence_limit;
-  if (limit > absl::ZeroDuration()) {
-    // A silent stream ends at most a quarter of its limit (or a second)
-    // late.
-    sweeper_ = std::make_unique<Sweeper>(
-        door_, cq,
-        std::clamp(limit / 4, absl::Milliseconds(10), absl::Seconds(1)));
+  if (door_ != nullptr && door_->options().sweep_period > absl::ZeroDuration()) {
+    sweeper_ = std::make_unique<Sweeper>(door_, cq,
+                                         door_->options().sweep_period);
     sweeper_->Arm();
   }
 }

@@ -150,17 +150,18 @@ bool CallDoor::ResetEarly(absl::string_view peer) {
 }
 
 void CallDoor::Sweep() {
-  const absl::Duration limit = options_.heartbeat_silence_limit;
-  if (limit <= absl::ZeroDuration()) return;
   const int ended = ledger_.AbortSilent(
-      CallKind::kHeartbeat, limit,
-      absl::DeadlineExceededError(absl::StrCat(
-          "no heartbeat for ", absl::FormatDuration(limit),
-          " (--heartbeat_silence_limit): the flownode is taken for dead")));
+      CallKind::kHeartbeat, UntoldSilenceLimit(), [](absl::Duration limit) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "no heartbeat for ", absl::FormatDuration(limit),
+            ", this stream's limit (3 x the interval its handshake answer "
+            "told + the retry interval; --request_timeout before that): the "
+            "node is taken for dead"));
+      });
   for (int i = 0; i < ended; ++i) metrics_->DoorRefused(DoorRefusal::kSilent);
   if (ended > 0) {
-    spdlog::warn("ended {} heartbeat streams silent for over {}", ended,
-                 absl::FormatDuration(limit));
+    spdlog::warn("ended {} heartbeat streams silent past their limits",
+                 ended);
   }
 }
 

@@ -11,6 +11,7 @@
 #ifndef METASRV_SERVER_RPC_CALL_DOOR_H_
 #define METASRV_SERVER_RPC_CALL_DOOR_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,9 +41,13 @@ struct DoorOptions {
   PeerLimits peers;  // Calls open, in all and per peer; a peer's replies.
   // A call whose (first) request has not arrived by then is ended.
   absl::Duration request_timeout = absl::Seconds(10);
-  // A heartbeat stream with no request for this long is ended as a dead
-  // flownode's (0: never; the settings derive it from the intervals).
+  // The least silence that ends a heartbeat stream told its interval
+  // (SilenceLimitFor); 0: the rule alone.
   absl::Duration heartbeat_silence_limit = absl::ZeroDuration();
+  // How often silent heartbeat streams are looked for: a quarter of the
+  // shortest limit a stream can have, within [10 ms, 1 s] (the settings
+  // decide it); 0: never.
+  absl::Duration sweep_period = absl::ZeroDuration();
   // An answer the client has not taken by then is cancelled.
   absl::Duration reply_stall_limit = absl::Seconds(5);
   AuthBackoff::Options auth_backoff;  // Failed admin attempts.
@@ -54,6 +59,16 @@ struct DoorOptions {
   // a second, before it is closed (a rapid reset); a host four times that.
   int max_early_resets = 2000;
 };
+
+// How long a heartbeat stream may be silent once its handshake answer told
+// its client to send every `interval` and to retry after `retry`: three
+// missed heartbeats and a retry, as upstream's lease counts them, and never
+// less than DoorOptions::heartbeat_silence_limit.
+inline absl::Duration SilenceLimit(const DoorOptions& options,
+                                   absl::Duration interval,
+                                   absl::Duration retry) {
+  return std::max(3 * interval + retry, options.heartbeat_silence_limit);
+}
 
 // Thread-safe: the admin rights may be replaced while calls come.
 class CallDoor {
@@ -122,8 +137,17 @@ class CallDoor {
   }
   // The door's time (monotonic), to time writes by.
   absl::Time Now() const { return clock_->Monotonic(); }
-  // Ends the heartbeat streams silent past --heartbeat_silence_limit;
-  // called periodically (the dispatcher's sweep).
+  // SilenceLimit() under this door's options.
+  absl::Duration SilenceLimitFor(absl::Duration interval,
+                                 absl::Duration retry) const {
+    return SilenceLimit(options_, interval, retry);
+  }
+  // Before its handshake is answered a stream has been told nothing: its
+  // first request is due within --request_timeout, as every call's is.
+  absl::Duration UntoldSilenceLimit() const { return options_.request_timeout; }
+  // Ends the heartbeat streams silent past their own limits (set by
+  // StreamCall::Told, else UntoldSilenceLimit()); called periodically (the
+  // dispatcher's sweep).
   void Sweep();
 
   // A call from `peer` was cancelled by its client before its request came

@@ -262,16 +262,21 @@ bool CallLedger::MakeReplyRoom(const Ticket& asker, uint64_t limit,
   return true;
 }
 
-int CallLedger::AbortSilent(CallKind kind, absl::Duration limit,
-                            const absl::Status& status) {
-  const int64_t since = NowNs() - absl::ToInt64Nanoseconds(limit);
+int CallLedger::AbortSilent(
+    CallKind kind, absl::Duration limit,
+    absl::FunctionRef<absl::Status(absl::Duration)> status) {
+  const int64_t now = NowNs();
+  const int64_t fallback = absl::ToInt64Nanoseconds(limit);
   int ended = 0;
   absl::MutexLock lock(&mu_);
   for (Call* call : attached_[static_cast<int>(kind)]) {
-    if (call->told || call->active.load(std::memory_order_relaxed) >= since) {
+    const int64_t own = call->silence_ns.load(std::memory_order_relaxed);
+    const int64_t mine = own > 0 ? own : fallback;
+    if (call->told ||
+        call->active.load(std::memory_order_relaxed) >= now - mine) {
       continue;
     }
-    Tell(call, status);
+    Tell(call, status(absl::Nanoseconds(mine)));
     ++ended;
   }
   return ended;

@@ -109,10 +109,13 @@ class CallLedger {
   // host holding the most answers' bytes, over its share (set in `*note`).
   bool MakeReplyRoom(const Ticket& asker, uint64_t limit, EnterNote* note)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Ends the calls of `kind` not touched for longer than `limit`; returns
-  // how many.
+  // Ends the calls of `kind` not touched for longer than their own silence
+  // limit (Ticket::SetSilenceLimit), or `limit` for a call that has none,
+  // each with `status(its limit)` (called under the lock); returns how
+  // many.
   int AbortSilent(CallKind kind, absl::Duration limit,
-                  const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
+                  absl::FunctionRef<absl::Status(absl::Duration)> status)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   int64_t open_calls() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t open(CallKind kind) const ABSL_LOCKS_EXCLUDED(mu_);
@@ -130,6 +133,8 @@ class CallLedger {
     bool told = false;               // Told to end; guarded by mu_.
     bool evicted = false;            // For another host; guarded by mu_.
     std::atomic<int64_t> active;     // Last touched, in ns of the clock.
+    // Silent past this many ns, it is ended (0: AbortSilent's default).
+    std::atomic<int64_t> silence_ns{0};
     std::atomic<uint64_t> reply_bytes{0};  // Its answers in flight.
   };
   struct Host {
@@ -195,6 +200,12 @@ class CallLedger::Ticket {
     call_->active.store(ledger_->NowNs(), std::memory_order_relaxed);
   }
   CallKind kind() const { return call_->kind; }
+  // From now on the call is silent once untouched for `limit` (what its
+  // client was told to keep to), whatever AbortSilent's default.
+  void SetSilenceLimit(absl::Duration limit) {
+    call_->silence_ns.store(absl::ToInt64Nanoseconds(limit),
+                            std::memory_order_relaxed);
+  }
 
   // Takes `bytes` of the host's reply share if they fit; false (nothing
   // taken) if they do not.

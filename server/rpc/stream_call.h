@@ -108,6 +108,15 @@ class StreamCall final : public CallHandler, public AbortableCall {
   // The client's address, as gRPC gives it ("ipv4:10.0.0.1:5000").
   const std::string& peer() const { return call_->peer(); }
 
+  // Its client was told to send a request every `interval` and to retry
+  // after `retry` (a handshake answer): from now on the stream is silent,
+  // and ended by the door's sweep, past CallDoor::SilenceLimitFor of them.
+  void Told(absl::Duration interval, absl::Duration retry) {
+    CallLedger::Ticket* ticket = call_->ticket();
+    if (ticket == nullptr || limits_.door == nullptr) return;
+    ticket->SetSilenceLimit(limits_.door->SilenceLimitFor(interval, retry));
+  }
+
   void Start() override {
     absl::Status opened = Attach();
     if (opened.ok()) opened = handler_->OnOpen(this);

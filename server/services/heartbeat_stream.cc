@@ -1,6 +1,7 @@
 #include "server/services/heartbeat_stream.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "server/ops/log_limit.h"
 #include "server/ops/logging.h"
 #include "spdlog/spdlog.h"
@@ -35,6 +36,13 @@ StreamStep HeartbeatStream::OnRequest(
   }
   absl::Status handled = handler_->Handle(&request_, handshake_, answer);
   handshake_ = false;
+  if (answer->has_heartbeat_config()) {
+    // What the node was told is what its silence is measured against: a
+    // frontend, told six intervals, is not cut at a flownode's limit.
+    const auto& told = answer->heartbeat_config();
+    call_->Told(absl::Milliseconds(told.heartbeat_interval_ms()),
+                absl::Milliseconds(told.retry_interval_ms()));
+  }
   if (first && flownode_.has_value() &&
       request.header().role() == greptime::v1::meta::FLOWNODE) {
     // Logged once handled: a follower's refusal is a refusal, not a

@@ -336,7 +336,11 @@ TEST(CommandLineTest, PrintConfigPrintsTheValuesInForce) {
   EXPECT_THAT(ran.out, HasSubstr("node_max_idle_time = '0s'"));
   EXPECT_THAT(ran.out, HasSubstr("max_calls = 1024\n"));
   EXPECT_THAT(ran.out, HasSubstr("max_calls_per_peer = 0\n"));
-  EXPECT_THAT(ran.out, HasSubstr("heartbeat_silence_limit = '12s'\n"));
+  EXPECT_THAT(ran.out, HasSubstr("heartbeat_silence_limit = '0s'\n"));
+  // The rule, with the limits it gives each role.
+  EXPECT_THAT(ran.out, HasSubstr("flownodes and datanodes (told 3s) 12s, "
+                                 "frontends (told 18s) 57s; before the "
+                                 "handshake, request_timeout (10s)\n"));
   EXPECT_THAT(ran.out, HasSubstr("max_reply_bytes_per_peer = "));
   EXPECT_THAT(ran.out, Not(HasSubstr("max_reply_bytes_per_peer = 0\n")));
   unlink(file.c_str());

@@ -183,6 +183,43 @@ TEST(SettingsTest, NodeMaxIdleTimeRunsOnlyWithAnElection) {
   }
 }
 
+// Each heartbeat stream's limit is the rule over what it was told; an
+// expiry shorter than the silence a node at its told cadence may keep is
+// said (not refused: it works, and drops honest nodes).
+TEST(SettingsTest, ExpiriesShorterThanAToldNodesSilenceAreCautioned) {
+  ServerOptions o;
+  o.store_addrs = {"127.0.0.1:2379"};  // node_max_idle_time runs.
+  absl::StatusOr<CheckedOptions> fine = CheckOptions(o);
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_TRUE(fine->cautions().empty());
+  EXPECT_EQ(SilenceLimit(fine->options().door, absl::Seconds(18),
+                         absl::Seconds(3)),
+            absl::Seconds(57));
+  o.flow_state.node_report_ttl = absl::Seconds(5);
+  o.flow_state.node_max_idle_time = absl::Seconds(30);
+  o.door.heartbeat_silence_limit = absl::Seconds(60);  // A floor.
+  absl::StatusOr<CheckedOptions> tight = CheckOptions(o);
+  ASSERT_TRUE(tight.ok()) << tight.status();
+  EXPECT_EQ(SilenceLimit(tight->options().door, absl::Seconds(3),
+                         absl::Seconds(3)),
+            absl::Seconds(60));
+  ASSERT_EQ(tight->cautions().size(), 2u);
+  EXPECT_NE(tight->cautions()[0].find("--node_report_ttl=5s is shorter than "
+                                      "a flownode's heartbeat silence limit "
+                                      "(1m)"),
+            std::string::npos)
+      << tight->cautions()[0];
+  EXPECT_NE(tight->cautions()[1].find("--node_max_idle_time=30s"),
+            std::string::npos);
+  // The sweep looks often enough for the shortest limit.
+  o.heartbeat.heartbeat_interval = absl::Milliseconds(100);
+  o.heartbeat.retry_interval = absl::Milliseconds(100);
+  o.door.heartbeat_silence_limit = absl::ZeroDuration();
+  absl::StatusOr<CheckedOptions> fast = CheckOptions(o);
+  ASSERT_TRUE(fast.ok()) << fast.status();
+  EXPECT_EQ(fast->options().door.sweep_period, absl::Milliseconds(100));
+}
+
 // The options a server starts from hold the values in force: every bound
 // left to a rule is decided once, by CheckOptions.
 TEST(SettingsTest, DerivedBoundsAreDecidedOnceByTheCheck) {
@@ -201,9 +238,11 @@ TEST(SettingsTest, DerivedBoundsAreDecidedOnceByTheCheck) {
     EXPECT_EQ(peers.max_open[static_cast<int>(kind)], 123u);
   }
   EXPECT_EQ(peers.max_open[static_cast<int>(CallKind::kUnary)], 0u);
-  // Three heartbeats and a retry (3 s each by default).
+  // No floor: each stream's limit follows what it was told; the sweep
+  // looks at least every second.
   EXPECT_EQ(checked->options().door.heartbeat_silence_limit,
-            absl::Seconds(12));
+            absl::ZeroDuration());
+  EXPECT_EQ(checked->options().door.sweep_period, absl::Seconds(1));
   // Given values stay as given.
   o.door.peers.max_calls = 10;
   o.door.peers.max_calls_per_peer = 7;

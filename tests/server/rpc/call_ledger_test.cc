@@ -167,6 +167,44 @@ TEST(CallLedgerTest, EachKindIsBoundedFairlyToo) {
             std::string::npos);
 }
 
+absl::Status Silent(absl::Duration limit) {
+  return absl::DeadlineExceededError(
+      absl::StrCat("silent for ", absl::FormatDuration(limit)));
+}
+
+// Each call is silent past its own limit: a frontend told 18 s keeps its
+// stream at 13 s of silence, where a flownode's default of 12 s ends.
+TEST(CallLedgerTest, EachCallIsSilentPastItsOwnLimit) {
+  core::ManualClock clock;
+  CallLedger ledger({}, &clock);
+  Held held;
+  for (int i = 0; i < 3; ++i) {
+    auto ticket = ledger.Enter("ipv4:127.0.0.1:1", CallKind::kHeartbeat);
+    ASSERT_TRUE(ticket.ok());
+    held.Add(*std::move(ticket));
+  }
+  held.tickets[0]->SetSilenceLimit(absl::Seconds(57));  // A frontend.
+  held.tickets[1]->SetSilenceLimit(absl::Seconds(4));   // Told less.
+  clock.Advance(absl::Seconds(5));
+  EXPECT_EQ(ledger.AbortSilent(CallKind::kHeartbeat, absl::Seconds(12), Silent),
+            1);
+  EXPECT_EQ(held.calls[1]->told, 1);
+  EXPECT_EQ(held.calls[1]->last.message(), "silent for 4s");
+  clock.Advance(absl::Seconds(8));  // 13 s.
+  EXPECT_EQ(ledger.AbortSilent(CallKind::kHeartbeat, absl::Seconds(12), Silent),
+            1);
+  EXPECT_EQ(held.calls[2]->last.message(), "silent for 12s");
+  EXPECT_EQ(held.calls[0]->told, 0);
+  clock.Advance(absl::Seconds(44));  // 57 s: the limit itself is not past.
+  EXPECT_EQ(ledger.AbortSilent(CallKind::kHeartbeat, absl::Seconds(12), Silent),
+            0);
+  held.tickets[0]->Touch();  // A heartbeat: silent from now on.
+  clock.Advance(absl::Seconds(57) + absl::Milliseconds(1));
+  EXPECT_EQ(ledger.AbortSilent(CallKind::kHeartbeat, absl::Seconds(12), Silent),
+            1);
+  EXPECT_EQ(held.calls[0]->last.message(), "silent for 57s");
+}
+
 TEST(CallLedgerTest, SilentCallsOfAKindAreEndedAndClosedKindsRefused) {
   core::ManualClock clock;
   CallLedger ledger({}, &clock);
@@ -180,15 +218,13 @@ TEST(CallLedgerTest, SilentCallsOfAKindAreEndedAndClosedKindsRefused) {
   clock.Advance(absl::Seconds(10));
   held.tickets[1]->Touch();
   clock.Advance(absl::Seconds(3));
-  EXPECT_EQ(ledger.AbortSilent(CallKind::kHeartbeat, absl::Seconds(12),
-                               absl::DeadlineExceededError("silent")),
+  EXPECT_EQ(ledger.AbortSilent(CallKind::kHeartbeat, absl::Seconds(12), Silent),
             1);
   EXPECT_EQ(held.calls[0]->told, 1);
   EXPECT_EQ(held.calls[1]->told, 0);  // Touched 3 s ago.
   EXPECT_EQ(held.calls[2]->told, 0);  // Another kind.
   // Told once only.
-  EXPECT_EQ(ledger.AbortSilent(CallKind::kHeartbeat, absl::Seconds(12),
-                               absl::DeadlineExceededError("silent")),
+  EXPECT_EQ(ledger.AbortSilent(CallKind::kHeartbeat, absl::Seconds(12), Silent),
             0);
   ledger.AbortAll(CallKind::kWatch, absl::AbortedError("stepped down"));
   EXPECT_EQ(held.calls[2]->told, 1);
