@@ -325,9 +325,9 @@ Metrics::Metrics(Sources sources, absl::Duration reuse_threshold,
       "budget or unread past --reply_stall_limit, a wrong admin token (and "
       "of those, the ones answered late: auth_backoff), past --max_streams, "
       "ended to make room for a host under its fair share (evicted), or a "
-      "heartbeat stream silent past --heartbeat_silence_limit, or cancelled "
-      "by its client before its request came (reset_early) "
-      "(docs/RELIABILITY.md).",
+      "heartbeat stream silent past its limit (3 x its told interval + "
+      "retry), or cancelled by its client before its request came "
+      "(reset_early) (docs/RELIABILITY.md).",
       "reason",
       {"calls", "peer_calls", "request_timeout", "reply_share", "reply_stalled",
        "auth_failed", "auth_backoff", "streams", "evicted", "silent",

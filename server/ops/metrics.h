@@ -59,7 +59,7 @@ enum class DoorRefusal {
   kAuthBackoff,     // A wrong admin token whose answer was delayed.
   kStreams,         // Past --max_streams of its kind open at once.
   kEvicted,         // Ended to make room for a host under its fair share.
-  kSilent,          // A heartbeat stream silent past --heartbeat_silence_limit.
+  kSilent,          // A heartbeat stream silent past its limit (3 x its told interval + retry).
   kResetEarly,      // Cancelled by its client before its request came.
 };
 inline constexpr int kDoorRefusals = 11;
