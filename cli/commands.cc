@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "core/inert_text.h"
 #include "greptime/v1/meta/cluster.grpc.pb.h"
 #include "greptime/v1/meta/heartbeat.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -25,6 +26,12 @@ namespace metasrvctl {
 namespace {
 
 namespace meta = greptime::v1::meta;
+
+// A string from the server as a table cell: inert on a terminal (a node's
+// address or host name is whatever it sent), "-" when empty.
+std::string Shown(const std::string& text) {
+  return text.empty() ? std::string("-") : metasrv::core::Inert(text);
+}
 
 }  // namespace
 
@@ -49,7 +56,7 @@ int Fail(const grpc::Status& s, bool token_given) {
   const int code = static_cast<int>(s.error_code());
   std::fprintf(stderr, "metasrvctl: %s: %s\n",
                code >= 0 && code <= 16 ? kNames[code] : "error",
-               s.error_message().c_str());
+               metasrv::core::Inert(s.error_message()).c_str());
   // What usually causes it.
   if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
       s.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
@@ -190,9 +197,8 @@ std::string FindLeader(const std::vector<std::string>& replicas,
       metasrv::v1::DescribeReplicaResponse self;
       const grpc::Status described = Describe(probe, probe.channel(), &self);
       if (described.ok()) {
-        answers[i].leads =
-            self.role() == metasrv::v1::REPLICA_ROLE_LEADER ||
-            self.role() == metasrv::v1::REPLICA_ROLE_STANDALONE;
+        answers[i].leads = self.role() == metasrv::v1::REPLICA_ROLE_LEADER ||
+                           self.role() == metasrv::v1::REPLICA_ROLE_STANDALONE;
         answers[i].named = self.leader_addr();
       } else if (described.error_code() !=
                      grpc::StatusCode::DEADLINE_EXCEEDED &&
@@ -236,7 +242,7 @@ bool Follow::Lost(const grpc::Status& s) {
   if (lost_since_ == absl::InfiniteFuture()) {
     lost_since_ = now;
     std::fprintf(stderr, "metasrvctl %s: %s; following the leader\n", command_,
-                 s.error_message().c_str());
+                 metasrv::core::Inert(s.error_message()).c_str());
   }
   if (now - lost_since_ > kFollowFor) return false;
   absl::SleepFor(absl::Milliseconds(500));
@@ -315,7 +321,7 @@ int Leader(const Client& c, const Flags& f) {
     if (!Describe(c, c.channel(), &self).ok()) return Fail(s);
     std::fprintf(stderr, "metasrvctl leader: no leader is known%s%s\n",
                  self.no_leader_reason().empty() ? "" : ": ",
-                 self.no_leader_reason().c_str());
+                 metasrv::core::Inert(self.no_leader_reason()).c_str());
     return kError;
   }
   if (FlagOn(f, "json")) {
@@ -324,7 +330,7 @@ int Leader(const Client& c, const Flags& f) {
         leader);
     return PrintJson(out);
   }
-  std::printf("%s\n", leader.c_str());
+  std::printf("%s\n", metasrv::core::Inert(leader).c_str());
   return kOk;
 }
 
@@ -342,7 +348,7 @@ int Peers(const Client& c, const Flags& f) {
   if (resp.header().has_error()) {
     std::fprintf(stderr,
                  "metasrvctl peers: %s (ask the leader: metasrvctl leader)\n",
-                 resp.header().error().err_msg().c_str());
+                 metasrv::core::Inert(resp.header().error().err_msg()).c_str());
     return kError;
   }
   if (FlagOn(f, "json")) {
@@ -356,9 +362,11 @@ int Peers(const Client& c, const Flags& f) {
     return PrintJson(out);
   }
   if (resp.has_leader())
-    std::printf("leader    %s\n", resp.leader().peer().addr().c_str());
+    std::printf("leader    %s\n",
+                metasrv::core::Inert(resp.leader().peer().addr()).c_str());
   for (const auto& follower : resp.followers())
-    std::printf("follower  %s\n", follower.peer().addr().c_str());
+    std::printf("follower  %s\n",
+                metasrv::core::Inert(follower.peer().addr()).c_str());
   return kOk;
 }
 
@@ -409,15 +417,14 @@ int Nodes(const Client& c, const Flags& f) {
             ? std::string("-")
             : absl::StrCat(n.refused_reports(), ", latest ",
                            when(n.last_refused_ms()), ": ", n.refused());
-    std::printf("%-10llu %-22s %-24s %-24s %-7llu %-16s %-10s %s\n",
-                static_cast<unsigned long long>(n.node_id()),
-                n.peer_addr().empty() ? "-" : n.peer_addr().c_str(),
-                when(n.last_heartbeat_ms()).c_str(),
-                when(n.last_report_ms()).c_str(),
-                static_cast<unsigned long long>(n.flow_count()),
-                n.info().hostname().empty() ? "-" : n.info().hostname().c_str(),
-                n.info().version().empty() ? "-" : n.info().version().c_str(),
-                refused.c_str());
+    std::printf(
+        "%-10llu %-22s %-24s %-24s %-7llu %-16s %-10s %s\n",
+        static_cast<unsigned long long>(n.node_id()),
+        Shown(n.peer_addr()).c_str(), when(n.last_heartbeat_ms()).c_str(),
+        when(n.last_report_ms()).c_str(),
+        static_cast<unsigned long long>(n.flow_count()),
+        Shown(n.info().hostname()).c_str(), Shown(n.info().version()).c_str(),
+        metasrv::core::Inert(refused).c_str());
   }
   return kOk;
 }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "core/inert_text.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
 
@@ -135,8 +136,10 @@ void PrintRows(const std::vector<ReplicaRow>& rows, bool json) {
   std::printf(kFormat, "ADDRESS", "HEALTH", "ROLE", "LEADER", "STORE",
               "VERSION", "NODES", "FLOWS");
   for (const ReplicaRow& row : rows) {
-    std::printf(kFormat, row.addr.c_str(), row.health.c_str(), row.role.c_str(),
-                row.leader.c_str(), row.store.c_str(), row.version.c_str(),
+    using metasrv::core::Inert;
+    std::printf(kFormat, Inert(row.addr).c_str(), Inert(row.health).c_str(),
+                Inert(row.role).c_str(), Inert(row.leader).c_str(),
+                Inert(row.store).c_str(), Inert(row.version).c_str(),
                 row.nodes >= 0 ? std::to_string(row.nodes).c_str() : "-",
                 row.flows >= 0 ? std::to_string(row.flows).c_str() : "-");
   }
@@ -167,8 +170,8 @@ int Status(const Client& c, const Flags& f) {
     std::fprintf(stderr, "metasrvctl status: no replica names a leader\n");
     for (const ReplicaRow& row : rows) {
       if (row.no_leader.empty()) continue;
-      std::fprintf(stderr, "  %s: %s\n", row.addr.c_str(),
-                   row.no_leader.c_str());
+      std::fprintf(stderr, "  %s: %s\n", metasrv::core::Inert(row.addr).c_str(),
+                   metasrv::core::Inert(row.no_leader).c_str());
     }
     return kError;
   }

@@ -33,6 +33,13 @@ struct FlowStateLimits {
   // node_max_idle_time). Zero: never.
   absl::Duration node_max_idle_time = absl::Hours(24);
 
+  // A flownode that reported within this long is live: at max_nodes it is
+  // never forgotten to make room for a new one (FlowStateStore::Evictable).
+  // The server sets it to the silence limit of a flownode's stream, three
+  // of its told intervals and a retry (checked_options.cc), so a flownode
+  // restarting faster than that keeps its flows.
+  absl::Duration live_report_window = absl::Seconds(12);
+
   // No bound and no expiry (tests and benchmarks that measure the core
   // itself).
   static FlowStateLimits None() {

@@ -29,17 +29,6 @@ void FlowStateManager::Notify() const {
   if (listener != nullptr) listener->OnFlowStateChanged();
 }
 
-void FlowStateManager::StreamOpened(uint64_t node_id) {
-  MutexLock lock(&mu_);
-  ++streams_[node_id];
-}
-
-void FlowStateManager::StreamClosed(uint64_t node_id) {
-  MutexLock lock(&mu_);
-  auto it = streams_.find(node_id);
-  if (it != streams_.end() && --it->second <= 0) streams_.erase(it);
-}
-
 absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
                                          NodeHeartbeat heartbeat,
                                          std::optional<uint64_t> term,
@@ -56,12 +45,8 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
                        "since term ",
                        *term, " (leadership changed)"));
     }
-    if (store_.AtNodeBound(node_id) && streams_.contains(node_id)) {
-      const std::optional<uint64_t> victim =
-          store_.LongestSilent([this](uint64_t node)
-                                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                                     return streams_.contains(node);
-                                   });
+    if (store_.AtNodeBound(node_id)) {
+      const std::optional<uint64_t> victim = store_.Evictable(mono);
       if (victim.has_value()) {
         store_.ForgetNodes({*victim});
         changed = true;

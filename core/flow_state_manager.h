@@ -78,19 +78,15 @@ class FlowStateManager final : public kv::KvBackend {
   // since means it stepped down. kResourceExhausted (naming the limit;
   // nothing written) past FlowStateLimits::max_nodes or max_total_flows.
   //
-  // At max_nodes, a new flownode with a heartbeat stream open
-  // (StreamOpened()) gets in by forgetting the node heard from longest ago
-  // that has none open (as ForgetNodes() would; `*evicted`, when given, is
-  // set to it). Below the bound nothing is forgotten: upstream keeps silent
-  // nodes' reports.
+  // At max_nodes, a new flownode gets in by forgetting a node that is not
+  // live by its reports (FlowStateStore::Evictable: one that never
+  // reported, else the one whose last report is oldest and older than
+  // FlowStateLimits::live_report_window), as ForgetNodes() would;
+  // `*evicted`, when given, is set to it. Below the bound nothing is
+  // forgotten: upstream keeps silent nodes' reports.
   absl::Status Heartbeat(uint64_t node_id, NodeHeartbeat heartbeat,
                          std::optional<uint64_t> term = std::nullopt,
                          std::optional<uint64_t>* evicted = nullptr);
-
-  // A heartbeat stream of flownode `node_id` opened (its handshake came) or
-  // closed. Counted across leadership changes; thread-safe.
-  void StreamOpened(uint64_t node_id);
-  void StreamClosed(uint64_t node_id);
 
   // Heartbeat() with only a report. For tests and benchmarks: the server
   // records every report through Heartbeat().
@@ -119,7 +115,8 @@ class FlowStateManager final : public kv::KvBackend {
   std::vector<uint64_t> ExpireSilentNodes();
 
   // Removes the cluster info and flownode records of nodes idle for longer
-  // than FlowStateLimits::node_max_idle_time (reports stay). Nothing when it is zero.
+  // than FlowStateLimits::node_max_idle_time (reports stay). Nothing when it is
+  // zero.
   IdleExpiry ExpireIdleNodes();
 
   // Drops all state and every key (a leadership change) in one step, and
@@ -208,8 +205,6 @@ class FlowStateManager final : public kv::KvBackend {
   std::atomic<FlowStateListener*> listener_{nullptr};  // Told of changes.
   mutable Mutex mu_;                           // Guards the store and the term.
   FlowStateStore store_ ABSL_GUARDED_BY(mu_);  // The state.
-  // Heartbeat streams open, by flownode (only those with one).
-  absl::flat_hash_map<uint64_t, int> streams_ ABSL_GUARDED_BY(mu_);
   uint64_t term_ ABSL_GUARDED_BY(mu_) = 0;     // Resets so far.
 };
 

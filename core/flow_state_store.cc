@@ -1,6 +1,7 @@
 #include "core/flow_state_store.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -149,7 +150,10 @@ absl::Status FlowStateStore::Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
   if (!entry.record.has_value()) entry.record.emplace();
   FlownodeRecord& record = *entry.record;
   record.last_heartbeat_ms = now_ms;
-  if (has_report) record.last_report_ms = now_ms;
+  if (has_report) {
+    record.last_report_ms = now_ms;
+    entry.report_mono = mono_ms;
+  }
   if (!heartbeat.peer_addr.empty()) {
     record.peer_addr = std::move(heartbeat.peer_addr);
   }
@@ -160,19 +164,23 @@ absl::Status FlowStateStore::Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
   return absl::OkStatus();
 }
 
-std::optional<uint64_t> FlowStateStore::LongestSilent(
-    absl::FunctionRef<bool(uint64_t)> live) const {
-  std::optional<uint64_t> found;
-  int64_t oldest = 0;
+std::optional<uint64_t> FlowStateStore::Evictable(int64_t mono_ms) const {
+  // Ordered by (reported at all, when: its last report, or, never having
+  // reported, its last heartbeat, id): the least is the victim.
+  std::optional<std::tuple<bool, int64_t, uint64_t>> best;
   for (const auto& [node, entry] : nodes_) {
-    const bool older =
-        !found.has_value() || entry.heartbeat_mono < oldest ||
-        (entry.heartbeat_mono == oldest && node < *found);
-    if (!older || live(node)) continue;
-    found = node;
-    oldest = entry.heartbeat_mono;
+    const bool reported = entry.report_mono != kNever;
+    const auto key = std::make_tuple(
+        reported, reported ? entry.report_mono : entry.heartbeat_mono, node);
+    if (!best.has_value() || key < *best) best = key;
   }
-  return found;
+  if (!best.has_value()) return std::nullopt;
+  const auto [reported, when, node] = *best;
+  if (reported &&
+      when > mono_ms - absl::ToInt64Milliseconds(limits_.live_report_window)) {
+    return std::nullopt;  // The quietest node reported lately: all are live.
+  }
+  return node;
 }
 
 ForgetResult FlowStateStore::ForgetFlows(
@@ -193,8 +201,7 @@ void FlowStateStore::RemoveNode(
   const uint64_t node = it->first;
   NodeEntry& entry = it->second;
   if (track_silence_) by_silence_.erase({entry.heartbeat_mono, node});
-  if (track_idle_)
-    records_by_silence_.erase({entry.heartbeat_mono, node});
+  if (track_idle_) records_by_silence_.erase({entry.heartbeat_mono, node});
   total_flows_ -= ReportOf(entry).flows().size();
   aggregate_.Replace(node, ReportOf(entry), FlowStateValue());
   node_keys_.Apply(FlowStateNodeKey(node), nullptr);

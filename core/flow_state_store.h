@@ -101,10 +101,12 @@ class FlowStateStore {
     return limits_.max_nodes != 0 && nodes_.size() >= limits_.max_nodes &&
            !nodes_.contains(node);
   }
-  // The flownode heard from longest ago of those `live` says are not, the
-  // lowest id among equals; nullopt when none. O(nodes).
-  std::optional<uint64_t> LongestSilent(
-      absl::FunctionRef<bool(uint64_t)> live) const;
+  // The flownode to forget at max_nodes for a new one, at `mono_ms`: one
+  // that never reported (silent longest first), else the one whose last
+  // report is oldest if that is past FlowStateLimits::live_report_window;
+  // the lowest id among equals. nullopt when every node is live: a node is
+  // live by its reports, whatever streams are open. O(nodes).
+  std::optional<uint64_t> Evictable(int64_t mono_ms) const;
 
   // Removes the flows of `sorted_ids` (ascending, unique) from every report.
   ForgetResult ForgetFlows(const std::vector<uint32_t>& sorted_ids);
@@ -152,11 +154,13 @@ class FlowStateStore {
     // Its latest report (null if none), shared with its KV value, which
     // encodes it when read.
     std::shared_ptr<const FlowStateValue> report;
-    int64_t heartbeat_mono = 0;  // Its last heartbeat, monotonic ms.
+    int64_t heartbeat_mono = 0;    // Its last heartbeat, monotonic ms.
+    int64_t report_mono = kNever;  // Its last report, monotonic ms.
     // Its report key's slot in node_keys_ (KvStore::Slot); null until
     // written.
     kv::Bytes* report_slot = nullptr;
   };
+  static constexpr int64_t kNever = INT64_MIN;  // No report yet.
   // One node's cluster info, by (role, key id).
   using ClusterId = std::pair<int32_t, uint64_t>;
   struct ClusterEntry {

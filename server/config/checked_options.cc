@@ -186,11 +186,15 @@ void Resolve(ServerOptions* o) {
   // it (CallDoor::SilenceLimitFor); the sweep looks often enough for the
   // shortest: a flownode's, or a stream's before its handshake.
   const absl::Duration shortest = std::min(
-      o->door.request_timeout,
-      std::max(3 * o->heartbeat.heartbeat_interval + o->heartbeat.retry_interval,
-               o->door.heartbeat_silence_limit));
-  o->door.sweep_period = std::clamp(shortest / 4, absl::Milliseconds(10),
-                                    absl::Seconds(1));
+      o->door.request_timeout, std::max(3 * o->heartbeat.heartbeat_interval +
+                                            o->heartbeat.retry_interval,
+                                        o->door.heartbeat_silence_limit));
+  // A flownode that reported within its stream's silence limit is live:
+  // never forgotten at --max_nodes for a new one.
+  o->flow_state.live_report_window = SilenceLimit(
+      o->door, o->heartbeat.heartbeat_interval, o->heartbeat.retry_interval);
+  o->door.sweep_period =
+      std::clamp(shortest / 4, absl::Milliseconds(10), absl::Seconds(1));
   // GreptimeDB's node_max_idle_time as upstream applies it: its node expiry
   // listener is registered only when there is an election
   // (src/meta-srv/src/metasrv.rs, Metasrv::try_start), so standalone never
@@ -210,15 +214,15 @@ absl::Duration Told(const ServerOptions& o, absl::Duration interval) {
 std::vector<std::string> Cautions(const ServerOptions& o) {
   std::vector<std::string> out;
   const absl::Duration flownode = Told(o, o.heartbeat.heartbeat_interval);
-  const absl::Duration frontend = Told(
-      o, o.heartbeat.heartbeat_interval * kFrontendIntervalFactor);
+  const absl::Duration frontend =
+      Told(o, o.heartbeat.heartbeat_interval * kFrontendIntervalFactor);
   const absl::Duration ttl = o.flow_state.node_report_ttl;
   if (ttl > absl::ZeroDuration() && ttl < flownode) {
-    out.push_back(absl::StrCat(
-        "--node_report_ttl=", absl::FormatDuration(ttl),
-        " is shorter than a flownode's heartbeat silence limit (",
-        absl::FormatDuration(flownode),
-        "): a flownode one heartbeat late loses its flows"));
+    out.push_back(
+        absl::StrCat("--node_report_ttl=", absl::FormatDuration(ttl),
+                     " is shorter than a flownode's heartbeat silence limit (",
+                     absl::FormatDuration(flownode),
+                     "): a flownode one heartbeat late loses its flows"));
   }
   const absl::Duration idle = o.flow_state.node_max_idle_time;
   if (idle > absl::ZeroDuration() && idle < frontend) {

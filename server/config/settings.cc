@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/inert_text.h"
 #include "server/config/units.h"
 #include "server/ops/logging.h"
 #include "server/ops/net_util.h"
@@ -102,7 +103,7 @@ absl::Status KeyText(const std::string& s) {
   if (s.find('\0') != std::string::npos) {
     return absl::InvalidArgumentError("must not hold NUL");
   }
-  if (!IsValidUtf8(s)) return absl::InvalidArgumentError("must be UTF-8");
+  if (!core::IsValidUtf8(s)) return absl::InvalidArgumentError("must be UTF-8");
   return absl::OkStatus();
 }
 
@@ -342,16 +343,17 @@ void LimitRows(Rows* r) {
                    ? absl::OkStatus()
                    : absl::InvalidArgumentError("must be 0 or at least 16 MiB");
       });
-  AddIn(r,
-        {"max_calls", nullptr,
-         "calls of any kind (heartbeat streams included) open at once, each "
-         "charged from its first HEADERS frame; past it, a host under its fair "
-         "share (the bound over the hosts holding calls) takes the longest-idle "
-         "stream of the host holding the most, others get RESOURCE_EXHAUSTED "
-         "(0: --grpc_memory_limit / 20 KiB, what a call costs gRPC; no limit "
-         "if that is 0 too; --print_config shows the value in force)",
-         false},
-        &ServerOptions::door, &DoorOptions::peers, &PeerLimits::max_calls);
+  AddIn(
+      r,
+      {"max_calls", nullptr,
+       "calls of any kind (heartbeat streams included) open at once, each "
+       "charged from its first HEADERS frame; past it, a host under its fair "
+       "share (the bound over the hosts holding calls) takes the longest-idle "
+       "stream of the host holding the most, others get RESOURCE_EXHAUSTED "
+       "(0: --grpc_memory_limit / 20 KiB, what a call costs gRPC; no limit "
+       "if that is 0 too; --print_config shows the value in force)",
+       false},
+      &ServerOptions::door, &DoorOptions::peers, &PeerLimits::max_calls);
   AddIn(r,
         {"max_calls_per_peer", nullptr,
          "a fixed cap on calls open at once from one client host (every "
@@ -368,6 +370,15 @@ void LimitRows(Rows* r) {
          false},
         &ServerOptions::door, &DoorOptions::peers,
         &PeerLimits::max_reply_bytes_per_peer);
+  AddIn(r,
+        {"peer_ipv4_prefix", nullptr,
+         "IPv4 clients count as one host per prefix of this many bits in "
+         "every fair share and back-off (32: each address; fewer groups a "
+         "range one party holds); IPv6 clients count per /64, what one "
+         "machine is given",
+         false},
+        &ServerOptions::door, &DoorOptions::peers,
+        &PeerLimits::ipv4_prefix_bits, InRange(8, 32));
   AddIn(r,
         {"request_timeout", nullptr,
          "a unary call whose request has not arrived this long after its "

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <list>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/str_cat.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/synchronization/mutex.h"
 
 namespace metasrv::server {
@@ -33,6 +35,11 @@ struct Bucket {
   }
 };
 
+// Per event: its subjects, the most recently seen first, at most
+// kLogSubjects (past it the least recently seen is forgotten); lines about
+// subjects it knows share one bucket, and first lines about subjects it
+// does not know another, so that subjects kept fresh by the thousand never
+// silence the first line about a new one, of this event or any other.
 class RateLimit {
  public:
   bool Admit(absl::string_view event, absl::string_view subject,
@@ -43,21 +50,26 @@ class RateLimit {
       *left_out = 0;
       return true;
     }
-    std::string key = absl::StrCat(event, "\n", subject);
-    auto it = subjects_.find(key);
-    if (it == subjects_.end()) {
-      if (subjects_.size() >= static_cast<size_t>(kLogSubjects)) Forget(now);
-      if (subjects_.size() >= static_cast<size_t>(kLogSubjects)) {
-        return Suppress(nullptr);
+    Event& e = events_[event];
+    auto it = e.index.find(subject);
+    const bool known = it != e.index.end();
+    if (known) {
+      e.recent.splice(e.recent.begin(), e.recent, it->second);
+    } else {
+      if (e.index.size() >= static_cast<size_t>(kLogSubjects)) {
+        e.index.erase(e.recent.back().name);
+        e.recent.pop_back();
       }
-      it = subjects_.emplace(std::move(key), Subject()).first;
+      e.recent.emplace_front();
+      e.recent.front().name = std::string(subject);
+      e.index.emplace(e.recent.front().name, e.recent.begin());
     }
-    Subject& s = it->second;
+    Subject& s = e.recent.front();
     // The subject's own limit first: a subject over it spends nothing of
     // the event's.
     if (!s.bucket.Take(now, interval_, kLogLineBurst, 1)) return Suppress(&s);
-    if (!events_[event].Take(now, interval_, kLogLinesPerEvent,
-                             kLogLinesPerEvent)) {
+    Bucket& shared = known ? e.known : e.first;
+    if (!shared.Take(now, interval_, kLogLinesPerEvent, kLogLinesPerEvent)) {
       s.bucket.tokens += 1;  // Not written: its own line is not spent.
       return Suppress(&s);
     }
@@ -67,44 +79,41 @@ class RateLimit {
   void set_interval(absl::Duration d) {
     absl::MutexLock lock(&mu_);
     interval_ = d;
-    subjects_.clear();
     events_.clear();
   }
   void set_clock(const core::Clock* clock) {
     absl::MutexLock lock(&mu_);
     clock_ = clock != nullptr ? clock : core::SystemClock();
-    subjects_.clear();
     events_.clear();
   }
   uint64_t suppressed_total() const { return suppressed_total_.load(); }
 
  private:
   struct Subject {
+    std::string name;         // The node or host the lines are about.
     Bucket bucket;            // Its lines.
     uint64_t suppressed = 0;  // Left out since its last line.
   };
+  struct Event {
+    Bucket known;  // Lines about subjects it knows.
+    Bucket first;  // Lines about subjects it does not know (yet, again).
+    std::list<Subject> recent;  // The most recently seen first.
+    // Into `recent`, by name (the key views the element's name).
+    absl::flat_hash_map<absl::string_view, std::list<Subject>::iterator> index;
+  };
 
   bool Suppress(Subject* s) {
-    if (s != nullptr) ++s->suppressed;
+    ++s->suppressed;
     suppressed_total_.fetch_add(1, std::memory_order_relaxed);
     return false;
-  }
-  // Drops the subjects whose bucket has refilled (idle for a burst's
-  // worth of intervals): a line about them would be admitted anyway.
-  void Forget(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const absl::Duration idle = kLogLineBurst * interval_;
-    absl::erase_if(subjects_, [&](const auto& entry) {
-      return now - entry.second.bucket.refilled >= idle;
-    });
   }
 
   absl::Mutex mu_;  // Guards the fields below.
   absl::Duration interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(10);
   const core::Clock* clock_ ABSL_GUARDED_BY(mu_) = core::SystemClock();
-  // By "event\nsubject"; at most kLogSubjects.
-  absl::flat_hash_map<std::string, Subject> subjects_ ABSL_GUARDED_BY(mu_);
-  // By event; bounded by the code's call sites (gRPC's file:line and ours).
-  absl::flat_hash_map<std::string, Bucket> events_ ABSL_GUARDED_BY(mu_);
+  // By event; bounded by the code's call sites (gRPC's file:line and ours),
+  // each of at most kLogSubjects subjects.
+  absl::node_hash_map<std::string, Event> events_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> suppressed_total_{0};  // All left out, ever.
 };
 

@@ -21,8 +21,10 @@ namespace metasrv::server {
 inline constexpr int kLogLineBurst = 3;
 // Lines of one event per interval over all its subjects.
 inline constexpr int kLogLinesPerEvent = 100;
-// Subjects remembered at once over all events; past it, the idle are
-// forgotten, and a line about a new one waits until there is room.
+// Subjects remembered at once per event; past it, the least recently seen
+// is forgotten. Lines about subjects an event does not know have a bucket
+// of their own (kLogLinesPerEvent too): the first lines about a new node or
+// host get out whatever others keep fresh.
 inline constexpr int kLogSubjects = 4096;
 
 // Whether a line of `event` about `subject` ("" when it is about nothing in

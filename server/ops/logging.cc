@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/inert_text.h"
 #include "spdlog/pattern_formatter.h"
 #include "spdlog/sinks/hourly_file_sink.h"
 #include "spdlog/spdlog.h"
@@ -53,8 +54,8 @@ class EscapedMessage final : public spdlog::custom_flag_formatter {
   void format(const spdlog::details::log_msg& msg, const std::tm&,
               spdlog::memory_buf_t& dest) override {
     std::string line;
-    AppendLogSafe(absl::string_view(msg.payload.data(), msg.payload.size()),
-                  /*json=*/false, &line);
+    core::AppendInert(absl::string_view(msg.payload.data(), msg.payload.size()),
+                      /*json=*/false, &line);
     dest.append(line.data(), line.data() + line.size());
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
@@ -64,80 +65,10 @@ class EscapedMessage final : public spdlog::custom_flag_formatter {
 
 }  // namespace
 
-size_t Utf8SequenceAt(absl::string_view text, size_t i) {
-  const unsigned char c = static_cast<unsigned char>(text[i]);
-  if (c < 0x80) return 1;
-  int extra = 0;
-  uint32_t cp = 0;
-  if ((c & 0xE0) == 0xC0) {
-    extra = 1;
-    cp = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    extra = 2;
-    cp = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    extra = 3;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + extra >= text.size()) return 0;  // Cut short.
-  for (int k = 1; k <= extra; ++k) {
-    const unsigned char n = static_cast<unsigned char>(text[i + k]);
-    if ((n & 0xC0) != 0x80) return 0;
-    cp = cp << 6 | (n & 0x3F);
-  }
-  static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    return 0;  // Overlong, past Unicode, or a surrogate.
-  }
-  return extra + 1;
-}
-
-bool IsValidUtf8(absl::string_view text) {
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = Utf8SequenceAt(text, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
-void AppendLogSafe(absl::string_view text, bool json, std::string* out) {
-  for (size_t i = 0; i < text.size();) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    const size_t n = Utf8SequenceAt(text, i);
-    if (n > 1) {  // Well-formed UTF-8 beyond ASCII: as it is.
-      out->append(text.data() + i, n);
-      i += n;
-      continue;
-    }
-    ++i;
-    if (json && c == '"') {
-      out->append("\\\"");
-    } else if (json && c == '\\') {
-      out->append("\\\\");
-    } else if (json && c == '\n') {
-      out->append("\\n");
-    } else if (json && c == '\t') {
-      out->append("\\t");
-    } else if (n == 1 && c >= 0x20 && c != 0x7f) {
-      out->push_back(static_cast<char>(c));
-    } else if (json) {
-      // A control byte, DEL, or a byte of broken UTF-8: as the code point of
-      // its value, so the line stays valid JSON.
-      absl::StrAppendFormat(out, "\\u%04x", c);
-    } else {
-      // No byte can end the line or move the terminal's cursor.
-      absl::StrAppendFormat(out, "\\x%02x", c);
-    }
-  }
-}
-
 std::string JsonEscape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  AppendLogSafe(text, /*json=*/true, &out);
+  core::AppendInert(text, /*json=*/true, &out);
   return out;
 }
 

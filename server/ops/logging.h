@@ -52,16 +52,8 @@ class LogFields {
 // whatever a client put into the message.
 std::string JsonEscape(const std::string& text);
 
-// Appends `text` to `out` with every byte that could forge or garble a log
-// line escaped: control bytes (a newline would start a forged line), DEL,
-// and bytes of broken UTF-8; as JSON string content with `json`, else as
-// \xNN. Well-formed UTF-8 stays as it is. Both formats go through it.
-void AppendLogSafe(absl::string_view text, bool json, std::string* out);
-
-// The length of the well-formed UTF-8 sequence at `text[i]`, or 0 (an
-// overlong form, a surrogate, past U+10FFFF, cut short).
-size_t Utf8SequenceAt(absl::string_view text, size_t i);
-bool IsValidUtf8(absl::string_view text);
+// Every message and field value goes through core::AppendInert (a newline
+// would start a forged line; C1 controls and broken UTF-8 are escaped too).
 
 }  // namespace metasrv::server
 

@@ -151,7 +151,7 @@ void CallDispatcher::SetConnectionCloser(
   book_.on_early_reset = [door = door_,
                           close = std::move(close)](const std::string& peer) {
     if (!door->ResetEarly(peer) || !close(peer)) return;
-    LogLimited(spdlog::level::warn, "rapid_reset", CallLedger::HostOf(peer),
+    LogLimited(spdlog::level::warn, "rapid_reset", door->ledger().HostOf(peer),
                "closed the connection of {}: it cancelled more than {} calls "
                "in a second before sending their requests (a rapid reset)",
                peer, door->options().max_early_resets);
@@ -172,9 +172,10 @@ void CallDispatcher::Start(grpc::ServerCompletionQueue* cq) {
   for (const std::unique_ptr<Acceptor>& acceptor : acceptors_) {
     acceptor->Request();
   }
-  if (door_ != nullptr && door_->options().sweep_period > absl::ZeroDuration()) {
-    sweeper_ = std::make_unique<Sweeper>(door_, cq,
-                                         door_->options().sweep_period);
+  if (door_ != nullptr &&
+      door_->options().sweep_period > absl::ZeroDuration()) {
+    sweeper_ =
+        std::make_unique<Sweeper>(door_, cq, door_->options().sweep_period);
     sweeper_->Arm();
   }
 }

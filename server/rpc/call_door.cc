@@ -41,12 +41,12 @@ absl::Status CallDoor::Enter(const MethodRow& row, absl::string_view peer,
   }
   if (!entered.ok()) {
     using Refusal = EnterNote::Refusal;
-    metrics_->DoorRefused(note.why == Refusal::kPeerCalls ? DoorRefusal::kPeerCalls
-                          : note.why == Refusal::kKind    ? DoorRefusal::kStreams
-                                                          : DoorRefusal::kCalls);
-    LogLimited(spdlog::level::warn, "door_calls_refused",
-               CallLedger::HostOf(peer), "call {} from {} refused: {}",
-               row.name, std::string(peer),
+    metrics_->DoorRefused(note.why == Refusal::kPeerCalls
+                              ? DoorRefusal::kPeerCalls
+                          : note.why == Refusal::kKind ? DoorRefusal::kStreams
+                                                       : DoorRefusal::kCalls);
+    LogLimited(spdlog::level::warn, "door_calls_refused", ledger_.HostOf(peer),
+               "call {} from {} refused: {}", row.name, std::string(peer),
                std::string(entered.status().message()));
     return entered.status();
   }
@@ -60,7 +60,7 @@ absl::Status CallDoor::CheckAdmin(const MethodRow& row,
                                   absl::string_view authorization,
                                   absl::Time* answer_at) {
   const std::string peer(peer_view);
-  const absl::string_view host = CallLedger::HostOf(peer);
+  const std::string host = ledger_.HostOf(peer);
   absl::Status allowed;
   {
     absl::MutexLock lock(&auth_mu_);
@@ -141,7 +141,7 @@ bool CallDoor::ResetEarly(absl::string_view peer) {
   }
   // A connection's count under its peer string, its host's under the host
   // (no port): one map, bounded by what one second brings.
-  const int host = ++resets_[CallLedger::HostOf(peer)];
+  const int host = ++resets_[ledger_.HostOf(peer)];
   int& mine = resets_[peer];  // No insertion after: the reference holds.
   if (limit <= 0 || mine < 0) return false;  // Told already (-1).
   if (++mine <= limit && host <= 4 * limit) return false;
@@ -160,8 +160,7 @@ void CallDoor::Sweep() {
       });
   for (int i = 0; i < ended; ++i) metrics_->DoorRefused(DoorRefusal::kSilent);
   if (ended > 0) {
-    spdlog::warn("ended {} heartbeat streams silent past their limits",
-                 ended);
+    spdlog::warn("ended {} heartbeat streams silent past their limits", ended);
   }
 }
 

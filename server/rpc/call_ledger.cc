@@ -1,10 +1,17 @@
 #include "server/rpc/call_ledger.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 
 namespace metasrv::server {
 namespace {
@@ -39,20 +46,50 @@ const char* CallKindName(CallKind kind) {
 CallLedger::CallLedger(PeerLimits limits, const core::Clock* clock)
     : limits_(limits), clock_(clock) {}
 
-absl::string_view CallLedger::HostOf(absl::string_view peer) {
+std::string CallLedger::HostOf(absl::string_view peer, int ipv4_prefix_bits) {
   // gRPC writes "ipv4:A.B.C.D:PORT", "ipv6:[ADDR]:PORT" (or with the
   // brackets percent-encoded) and "unix:PATH": the port follows the last
   // colon of an IP peer.
-  if (peer.substr(0, 5) == "unix:") return "unix";
+  if (absl::StartsWith(peer, "unix:")) return "unix";
   const size_t colon = peer.rfind(':');
-  if (colon == absl::string_view::npos || colon < 5) return peer;
-  return peer.substr(0, colon);
+  if (colon == absl::string_view::npos || colon < 5) return std::string(peer);
+  absl::string_view host = peer.substr(0, colon);
+  unsigned char bytes[16] = {};
+  auto v4 = [&](const unsigned char* a) {
+    const int bits = std::clamp(ipv4_prefix_bits, 0, 32);
+    const uint32_t addr = uint32_t{a[0]} << 24 | uint32_t{a[1]} << 16 |
+                          uint32_t{a[2]} << 8 | a[3];
+    const uint32_t net = bits == 0 ? 0 : addr & ~uint32_t{0} << (32 - bits);
+    std::string out = absl::StrCat("ipv4:", net >> 24, ".", net >> 16 & 255,
+                                   ".", net >> 8 & 255, ".", net & 255);
+    if (bits < 32) absl::StrAppend(&out, "/", bits);
+    return out;
+  };
+  if (absl::ConsumePrefix(&host, "ipv4:")) {
+    if (inet_pton(AF_INET, std::string(host).c_str(), bytes) == 1) {
+      return v4(bytes);
+    }
+  } else if (absl::ConsumePrefix(&host, "ipv6:")) {
+    std::string bare(host);
+    absl::StrReplaceAll({{"%5B", ""}, {"%5D", ""}, {"[", ""}, {"]", ""}},
+                        &bare);
+    if (inet_pton(AF_INET6, bare.c_str(), bytes) == 1) {
+      static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0,   0,
+                                                    0, 0, 0, 0, 255, 255};
+      if (std::equal(kMapped, kMapped + 12, bytes)) return v4(bytes + 12);
+      std::fill(bytes + 8, bytes + 16, 0);
+      char text[INET6_ADDRSTRLEN];
+      inet_ntop(AF_INET6, bytes, text, sizeof(text));
+      return absl::StrCat("ipv6:[", text, "]/64");
+    }
+  }
+  return std::string(peer.substr(0, colon));
 }
 
 absl::StatusOr<CallLedger::Ticket> CallLedger::Enter(absl::string_view peer,
                                                      CallKind kind,
                                                      EnterNote* note) {
-  const absl::string_view key = HostOf(peer);
+  const std::string key = HostOf(peer);
   const int k = static_cast<int>(kind);
   EnterNote unused;
   if (note == nullptr) note = &unused;
@@ -83,8 +120,10 @@ absl::StatusOr<CallLedger::Ticket> CallLedger::Enter(absl::string_view peer,
     note->why = EnterNote::Refusal::kCalls;
     const int64_t mine = host == nullptr ? 0 : host->calls;
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the server has ", calls_, " calls open, its limit (--max_calls), "
-        "and this host holds ", mine,
+        "the server has ", calls_,
+        " calls open, its limit (--max_calls), "
+        "and this host holds ",
+        mine,
         mine >= share ? absl::StrCat(", its fair share ", share, " or more")
                       : absl::StrCat(" (its fair share is ", share,
                                      "; calls of others are being ended)"),
@@ -111,49 +150,69 @@ absl::StatusOr<CallLedger::Ticket> CallLedger::Enter(absl::string_view peer,
 
 bool CallLedger::MakeRoom(const Host* asker, int kind, uint64_t limit,
                           int64_t* share, EnterNote* note) {
-  int64_t hosts = kind < 0 ? static_cast<int64_t>(hosts_.size())
-                           : hosts_by_kind_[kind];
+  int64_t hosts =
+      kind < 0 ? static_cast<int64_t>(hosts_.size()) : hosts_by_kind_[kind];
   const int64_t mine =
       asker == nullptr ? 0 : CountOf(asker->by_kind, asker->calls, kind);
   if (mine == 0) ++hosts;
   *share = std::max<int64_t>(1, static_cast<int64_t>(limit) / hosts);
   if (mine >= *share || evicting_ >= kMaxEvicting) return false;
   Host* top = nullptr;
-  int64_t most = *share;
+  int64_t most = 0;
+  // The hosts over their share, the one holding the most first: the first
+  // with a call that may be ended gives it back (live heartbeat streams
+  // are never ended for another host).
+  std::vector<std::pair<int64_t, Host*>> over;
   for (const auto& [key, host] : hosts_) {
     const int64_t held = CountOf(host->by_kind, host->calls, kind);
-    if (host.get() != asker && held > most) {
-      most = held;
-      top = host.get();
-    }
+    if (host.get() != asker && held > *share)
+      over.emplace_back(held, host.get());
   }
-  if (top == nullptr) return false;  // Nobody holds more than a share.
+  std::sort(over.begin(), over.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  const int64_t now = NowNs();
   Call* victim = nullptr;
-  int64_t oldest = std::numeric_limits<int64_t>::max();
-  for (const auto& [call, owned] : top->open) {
-    if (call->abort == nullptr || call->told) continue;
-    if (kind >= 0 && static_cast<int>(call->kind) != kind) continue;
-    const int64_t active = call->active.load(std::memory_order_relaxed);
-    if (active < oldest) {
-      oldest = active;
-      victim = call;
-    }
+  for (const auto& [held, host] : over) {
+    victim = IdlestOf(*host, kind, now);
+    if (victim == nullptr) continue;
+    top = host;
+    most = held;
+    break;
   }
-  if (victim == nullptr) return false;  // Only calls in progress.
+  if (victim == nullptr) return false;  // Only calls in progress, or live.
   victim->evicted = true;
   note->made_room = true;
   ++evicting_;
   evicted_.fetch_add(1);
   note->cut_host = top->key;
   note->cut_reason = absl::StrCat(
-                   "ended to make room for another client host: this host "
-                   "held ",
-                   most, " of the ", limit, " ",
-                   kind < 0 ? "calls" : CallKindName(CallKind(kind)),
-                   " the server allows, more than its fair share of ", *share,
-                   "; retry later");
+      "ended to make room for another client host: this host "
+      "held ",
+      most, " of the ", limit, " ",
+      kind < 0 ? "calls" : CallKindName(CallKind(kind)),
+      " the server allows, more than its fair share of ", *share,
+      "; retry later");
   Tell(victim, absl::ResourceExhaustedError(note->cut_reason));
   return true;
+}
+
+CallLedger::Call* CallLedger::IdlestOf(const Host& host, int kind,
+                                       int64_t now) {
+  Call* victim = nullptr;
+  int64_t oldest = std::numeric_limits<int64_t>::max();
+  for (const auto& [call, owned] : host.open) {
+    if (call->abort == nullptr || call->told) continue;
+    if (kind >= 0 && static_cast<int>(call->kind) != kind) continue;
+    const int64_t active = call->active.load(std::memory_order_relaxed);
+    if (now - active < call->live_ns.load(std::memory_order_relaxed)) {
+      continue;  // A heartbeat stream at its cadence.
+    }
+    if (active < oldest) {
+      oldest = active;
+      victim = call;
+    }
+  }
+  return victim;
 }
 
 void CallLedger::Tell(Call* call, const absl::Status& status) {
@@ -230,11 +289,13 @@ bool CallLedger::MakeReplyRoom(const Ticket& asker, uint64_t limit,
       top = host.get();
     }
   }
-  const uint64_t share = limit / static_cast<uint64_t>(std::max<int64_t>(1, hosts));
+  const uint64_t share =
+      limit / static_cast<uint64_t>(std::max<int64_t>(1, hosts));
   if (mine->reply_bytes.load(std::memory_order_relaxed) >= share ||
       top == nullptr || most <= share) {
     return false;
   }
+  const int64_t now = NowNs();
   Call* victim = nullptr;
   int64_t oldest = std::numeric_limits<int64_t>::max();
   for (const auto& [call, owned] : top->open) {
@@ -243,6 +304,9 @@ bool CallLedger::MakeReplyRoom(const Ticket& asker, uint64_t limit,
       continue;
     }
     const int64_t active = call->active.load(std::memory_order_relaxed);
+    if (now - active < call->live_ns.load(std::memory_order_relaxed)) {
+      continue;  // A heartbeat stream at its cadence.
+    }
     if (active < oldest) {
       oldest = active;
       victim = call;

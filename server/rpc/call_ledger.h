@@ -55,6 +55,8 @@ struct PeerLimits {
   // Calls of each kind open at once (by CallKind): --max_streams for
   // heartbeat streams and watchers.
   std::array<uint64_t, kCallKinds> max_open{};
+  // IPv4 peers are one host per prefix of this many bits (HostOf).
+  int ipv4_prefix_bits = 32;
 };
 
 // What Enter() did besides, for the door's counters and logs.
@@ -77,10 +79,16 @@ class CallLedger {
   CallLedger(const CallLedger&) = delete;
   CallLedger& operator=(const CallLedger&) = delete;
 
-  // The host part of gRPC's peer string ("ipv4:10.0.0.1:5000" ->
-  // "ipv4:10.0.0.1", "ipv6:[::1]:5000" -> "ipv6:[::1]"): every connection
-  // from one host is one peer.
-  static absl::string_view HostOf(absl::string_view peer);
+  // The host a peer string of gRPC's counts as, for every share and
+  // back-off: its address without the port, grouped by prefix: IPv4 by
+  // PeerLimits::ipv4_prefix_bits ("ipv4:10.0.0.1:5000" -> "ipv4:10.0.0.1"
+  // at /32, "ipv4:10.0.0.0/24" at /24), IPv6 by /64 ("ipv6:[2001:db8::1]:5"
+  // -> "ipv6:[2001:db8::]/64"; an IPv4-mapped one as IPv4), since one
+  // machine holds a whole /64; "unix" for a socket path.
+  static std::string HostOf(absl::string_view peer, int ipv4_prefix_bits);
+  std::string HostOf(absl::string_view peer) const {
+    return HostOf(peer, limits_.ipv4_prefix_bits);
+  }
 
   // Charges a new call of `kind` from `peer` (gRPC's peer string). At a
   // bound, a host under its fair share still gets in: the host holding the
@@ -135,11 +143,14 @@ class CallLedger {
     std::atomic<int64_t> active;     // Last touched, in ns of the clock.
     // Silent past this many ns, it is ended (0: AbortSilent's default).
     std::atomic<int64_t> silence_ns{0};
+    // Touched within this many ns it is live: never ended to make room
+    // for another host (0: never live, as a call told no interval).
+    std::atomic<int64_t> live_ns{0};
     std::atomic<uint64_t> reply_bytes{0};  // Its answers in flight.
   };
   struct Host {
-    std::string key;                       // Its key in hosts_.
-    int64_t calls = 0;                     // Open; guarded by mu_.
+    std::string key;                            // Its key in hosts_.
+    int64_t calls = 0;                          // Open; guarded by mu_.
     std::array<int64_t, kCallKinds> by_kind{};  // Open; guarded by mu_.
     // Its calls, owned; guarded by mu_.
     absl::flat_hash_map<Call*, std::unique_ptr<Call>> open;
@@ -152,6 +163,10 @@ class CallLedger {
   // the most. `*share` is set to the fair share.
   bool MakeRoom(const Host* asker, int kind, uint64_t limit, int64_t* share,
                 EnterNote* note) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The longest-idle call of `host` that can be ended to make room: of
+  // `kind` (-1: any), attached, not told yet, and not live (Ticket::SetTold)
+  // at `now`; null when none.
+  static Call* IdlestOf(const Host& host, int kind, int64_t now);
   // Ends `call` with `status`, at most once.
   static void Tell(Call* call, const absl::Status& status);
   void Leave(Call* call) ABSL_LOCKS_EXCLUDED(mu_);
@@ -200,9 +215,13 @@ class CallLedger::Ticket {
     call_->active.store(ledger_->NowNs(), std::memory_order_relaxed);
   }
   CallKind kind() const { return call_->kind; }
-  // From now on the call is silent once untouched for `limit` (what its
-  // client was told to keep to), whatever AbortSilent's default.
-  void SetSilenceLimit(absl::Duration limit) {
+  // Its client was told to send every `interval`: from now on the call is
+  // live while touched within two intervals (never ended to make room for
+  // another host: a heartbeat stream at its cadence), and silent once
+  // untouched for `limit`, whatever AbortSilent's default.
+  void SetTold(absl::Duration interval, absl::Duration limit) {
+    call_->live_ns.store(absl::ToInt64Nanoseconds(2 * interval),
+                         std::memory_order_relaxed);
     call_->silence_ns.store(absl::ToInt64Nanoseconds(limit),
                             std::memory_order_relaxed);
   }

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "server/ops/log_limit.h"
-#include "server/rpc/grpc_status.h"
 #include "server/rpc/call_ledger.h"
+#include "server/rpc/grpc_status.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -149,7 +149,8 @@ void PushCall::EndStalled() {
   call_->Finishing(GRPC_STATUS_RESOURCE_EXHAUSTED);
   limits_.door->metrics()->DoorRefused(DoorRefusal::kReplyStalled);
   handler_->OnStalled();
-  LogLimited(spdlog::level::warn, "push_stalled", CallLedger::HostOf(peer()),
+  LogLimited(spdlog::level::warn, "push_stalled",
+             limits_.door->ledger().HostOf(peer()),
              "ended a {} stream from {}: its write was in flight for over "
              "--reply_stall_limit ({}) while answers exceeded "
              "--max_reply_bytes_in_flight",

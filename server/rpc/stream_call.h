@@ -114,7 +114,7 @@ class StreamCall final : public CallHandler, public AbortableCall {
   void Told(absl::Duration interval, absl::Duration retry) {
     CallLedger::Ticket* ticket = call_->ticket();
     if (ticket == nullptr || limits_.door == nullptr) return;
-    ticket->SetSilenceLimit(limits_.door->SilenceLimitFor(interval, retry));
+    ticket->SetTold(interval, limits_.door->SilenceLimitFor(interval, retry));
   }
 
   void Start() override {

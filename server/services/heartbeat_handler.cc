@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
-#include "server/rpc/method_table.h"
 #include "server/ops/log_limit.h"
+#include "server/rpc/method_table.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -63,13 +63,14 @@ absl::StatusOr<MergeResult> HeartbeatHandler::MergeFlowStat(
   }
   const absl::Time start = absl::Now();
   std::optional<uint64_t> evicted;
-  absl::Status recorded = flow_state_->Heartbeat(
-      *node, *std::move(heartbeat), state_term, &evicted);
+  absl::Status recorded = flow_state_->Heartbeat(*node, *std::move(heartbeat),
+                                                 state_term, &evicted);
   if (evicted.has_value()) {
     metrics_->NodeEvicted();
     LogLimited(spdlog::level::warn, "node_evicted", "",
-               "flownode {} (no stream open, silent longest) forgotten to make "
-               "room for flownode {}: --max_nodes is reached",
+               "flownode {} (no report within its silence limit, the "
+               "quietest) forgotten to make room for flownode {}: "
+               "--max_nodes is reached",
                *evicted, *node);
   }
   if (!recorded.ok()) {

@@ -80,12 +80,6 @@ class HeartbeatHandler {
       ParsedHeartbeat parsed,
       std::optional<uint64_t> state_term = std::nullopt);
 
-  // A flownode's heartbeat stream opened (its handshake came) or closed: at
-  // --max_nodes a new flownode with one open gets in by evicting the node
-  // silent longest that has none (FlowStateManager::Heartbeat).
-  void StreamOpened(uint64_t node) { flow_state_->StreamOpened(node); }
-  void StreamClosed(uint64_t node) { flow_state_->StreamClosed(node); }
-
  private:
   // The heartbeat interval to tell a node of `role`.
   uint64_t IntervalFor(int role) const;
@@ -93,7 +87,7 @@ class HeartbeatHandler {
   core::FlowStateManager* const flow_state_;  // Where reports go; borrowed.
   const core::Leadership* const leadership_;  // Whether we lead; borrowed.
   const Options options_;                     // Handshake config, limits.
-  Metrics* const metrics_;  // Borrowed; never null (Metrics::OrDiscard).
+  Metrics* const metrics_;         // Borrowed; never null (Metrics::OrDiscard).
   RefusedReports* const refused_;  // Borrowed; or null.
 
   // A flownode's report was refused for `reason`: counted, logged

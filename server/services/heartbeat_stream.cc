@@ -30,9 +30,6 @@ StreamStep HeartbeatStream::OnRequest(
   const bool first = handshake_;
   if (first && request.header().role() == greptime::v1::meta::FLOWNODE) {
     flownode_ = request_.node_id();
-    // Live from its handshake on: at --max_nodes it may take the place of
-    // a node with no stream.
-    if (flownode_.has_value()) handler_->StreamOpened(*flownode_);
   }
   absl::Status handled = handler_->Handle(&request_, handshake_, answer);
   handshake_ = false;
@@ -77,7 +74,6 @@ StreamStep HeartbeatStream::OnRequest(
 
 void HeartbeatStream::OnClose() {
   if (flownode_.has_value()) {
-    handler_->StreamClosed(*flownode_);
     const LogFields fields({{"node_id", absl::StrCat(*flownode_)},
                             {"peer", call_->peer()},
                             {"role", "flownode"}});

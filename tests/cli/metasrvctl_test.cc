@@ -3,6 +3,7 @@
 #include <google/protobuf/struct.pb.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -141,7 +142,7 @@ TEST(MetasrvctlTest, NodesShowsRefusedReportsAndTheLimit) {
     const bool merged = client.Call(FlowReport(node, entries)).has_value();
     return std::make_pair(merged, client.Close());
   };
-  // Nodes 1 and 3 keep their streams open: live, they cannot be evicted.
+  // Nodes 1 and 3 report: live for 12 s, they cannot be evicted.
   HeartbeatClient one(server.channel());
   ASSERT_TRUE(one.Call(FlowReport(1, {{1, 100, 1}, {2, 100, 1}})).has_value());
   auto [merged, refused] = report(2, {3, 4});  // 4 flows in all: past 3.
@@ -178,7 +179,9 @@ TEST(MetasrvctlTest, NodesShowsRefusedReportsAndTheLimit) {
   // Node 1 drops a flow; node 2 reports within the limit: merged, no
   // longer refused.
   ASSERT_TRUE(one.Call(FlowReport(1, {{1, 100, 1}})).has_value());
-  three.Close().IgnoreError();  // Node 2 may take node 3's place.
+  // Node 3 gone for good, forgotten: node 2 takes its place.
+  three.Close().IgnoreError();
+  ASSERT_EQ(Ctl({addr, "forget", "--node=3"}).exit_code, 0);
   ASSERT_TRUE(report(2, {3}).first);
   const google::protobuf::Value after =
       ParseJson(Ctl({addr, "nodes", "--json"}).out);
@@ -188,6 +191,46 @@ TEST(MetasrvctlTest, NodesShowsRefusedReportsAndTheLimit) {
     EXPECT_EQ(node.count("refused"), 0u);
     EXPECT_EQ(node.at("flow_count").number_value(), 1);
   }
+}
+
+// Issue 59: one unauthenticated heartbeat whose peer.addr and hostname hold
+// a newline, a forged row and escape sequences (a window title, a clear
+// screen, a C1 CSI) prints as one inert row; --json stays exact.
+TEST(MetasrvctlTest, NodesPrintsWhatANodeSentInertly) {
+  ServerProcess server;
+  const std::string addr = "--addr=" + server.addr();
+  const std::string forged_addr =
+      "10.0.0.1:4001\n666 10.6.6.6:4001 forged-row\x1b[2J";
+  const std::string forged_host =
+      "h\x1b]0;pwned\x07\xc2\x9b"
+      "1m\x7f";
+  meta::HeartbeatRequest req = FlowReport(5, {{1, 100, 1}});
+  req.mutable_peer()->set_addr(forged_addr);
+  req.mutable_info()->set_hostname(forged_host);
+  HeartbeatClient client(server.channel());
+  ASSERT_TRUE(client.Call(req).has_value());
+  CtlRun table = Ctl({addr, "nodes"});
+  ASSERT_EQ(table.exit_code, 0);
+  for (char c : table.out) {
+    const unsigned char b = static_cast<unsigned char>(c);
+    EXPECT_TRUE(b == '\n' || (b >= 0x20 && b != 0x7f && b < 0x80))
+        << "byte " << static_cast<int>(b) << " in " << table.out;
+  }
+  EXPECT_EQ(std::count(table.out.begin(), table.out.end(), '\n'), 2)
+      << table.out;  // The header and one row: no forged row.
+  EXPECT_NE(table.out.find("10.0.0.1:4001\\x0a666 10.6.6.6:4001 "
+                           "forged-row\\x1b[2J"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("h\\x1b]0;pwned\\x07\\u009b1m\\x7f"),
+            std::string::npos)
+      << table.out;
+  // JSON carries the strings exactly, escaped as JSON.
+  const google::protobuf::Value list =
+      ParseJson(Ctl({addr, "nodes", "--json"}).out);
+  ASSERT_EQ(list.list_value().values_size(), 1);
+  const auto& node = list.list_value().values(0).struct_value().fields();
+  EXPECT_EQ(node.at("peer_addr").string_value(), forged_addr);
 }
 
 TEST(MetasrvctlTest, ResetSendsTheTokenFromAFile) {

@@ -238,8 +238,8 @@ TEST(FlowStateManagerClockTest, AWallClockStepExpiresNobody) {
 // GreptimeDB's node_max_idle_time: an idle node's cluster info and record
 // go, its flow state stays; a heartbeat brings the record back.
 TEST_F(FlowStateManagerNodesTest, IdleNodesLoseClusterInfoAndRecordNotFlows) {
-  FlowStateManager manager(
-      Limits(absl::ZeroDuration(), 0, absl::Seconds(60)), &clock_);
+  FlowStateManager manager(Limits(absl::ZeroDuration(), 0, absl::Seconds(60)),
+                           &clock_);
   NodeHeartbeat hb;
   hb.report = Report({{1, 100, 10}});
   hb.cluster_node.emplace();
@@ -361,58 +361,59 @@ TEST_F(FlowStateManagerNodesTest, ConcurrentChangesKeepTheAggregateExact) {
 // At --max_nodes a new flownode with a stream open takes the place of the
 // node silent longest that has none; below it, and without a stream,
 // nothing changes.
-TEST(FlowStateManagerEvictionTest, ALiveNewNodeTakesTheSilentLongestPlace) {
+// A node is live by its reports, whatever streams are open: at the bound a
+// new node takes the place of one that never reported, else of the one
+// whose last report is oldest once that is past the live window; never of
+// one that reported within it (a flownode restarting keeps its flows).
+TEST(FlowStateManagerEvictionTest, ANewNodeTakesTheQuietestPlaceNeverALiveOne) {
   ManualClock clock;
-  FlowStateManager manager(Limits(absl::ZeroDuration(), /*max_nodes=*/3),
-                           &clock);
-  auto report = [&](uint64_t node, uint32_t flow) {
+  FlowStateLimits limits = Limits(absl::ZeroDuration(), /*max_nodes=*/3);
+  limits.live_report_window = absl::Seconds(10);
+  FlowStateManager manager(limits, &clock);
+  auto beat = [&](uint64_t node, std::optional<uint32_t> flow) {
     NodeHeartbeat heartbeat;
-    heartbeat.report = Report({{flow, flow * 10, 1}});
+    if (flow.has_value()) heartbeat.report = Report({{*flow, *flow * 10, 1}});
     std::optional<uint64_t> evicted;
-    absl::Status status = manager.Heartbeat(node, heartbeat, std::nullopt,
-                                            &evicted);
+    absl::Status status =
+        manager.Heartbeat(node, heartbeat, std::nullopt, &evicted);
     return std::make_pair(status, evicted);
   };
+  auto flows = [&] {
+    std::vector<uint32_t> ids;
+    const std::vector<AggregateFlow> read = manager.Read({}).value();
+    for (const AggregateFlow& flow : read) ids.push_back(flow.stat.flow_id);
+    return ids;
+  };
   for (uint64_t node = 1; node <= 3; ++node) {
-    ASSERT_TRUE(report(node, node).first.ok());
+    ASSERT_TRUE(beat(node, node).first.ok());
     clock.Advance(absl::Seconds(1));
   }
-  manager.StreamOpened(1);  // Node 1 is silent longest, but live.
-  ASSERT_TRUE(report(3, 3).first.ok());  // Node 3 heard from again.
-  // A new node without a stream is refused, as before.
-  auto [refused, none] = report(4, 4);
+  // t = 3 s: everyone reported within 10 s: the new node is refused.
+  auto [refused, none] = beat(4, 4);
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_FALSE(none.has_value());
-  // With one, it takes node 2's place: silent longest of those without.
-  manager.StreamOpened(4);
-  auto [ok, evicted] = report(4, 4);
-  ASSERT_TRUE(ok.ok()) << ok;
-  EXPECT_EQ(evicted, std::optional<uint64_t>(2));
-  std::vector<uint32_t> flows;
-  const std::vector<AggregateFlow> read = manager.Read({}).value();
-  for (const AggregateFlow& flow : read) {
-    flows.push_back(flow.stat.flow_id);
-  }
-  EXPECT_EQ(flows, (std::vector<uint32_t>{1, 3, 4}));
-  // Every other node live: a new live one is refused, nobody evicted.
-  manager.StreamOpened(3);
-  manager.StreamOpened(5);
-  auto [full, nobody] = report(5, 5);
-  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_FALSE(nobody.has_value());
-  // A stream closed: its node can be taken.
-  manager.StreamClosed(3);
-  auto [in, taken] = report(5, 5);
-  ASSERT_TRUE(in.ok());
-  EXPECT_EQ(taken, std::optional<uint64_t>(3));
-  // Counts survive a reset (a leader change): node 1 is still live.
-  manager.Reset();
-  // Nodes 6 and 7 report at the same instant: the lower id goes first.
-  for (uint64_t node : {7, 1, 6}) ASSERT_TRUE(report(node, node).first.ok());
-  manager.StreamOpened(8);
-  auto [after, which] = report(8, 8);
-  ASSERT_TRUE(after.ok());
-  EXPECT_EQ(which, std::optional<uint64_t>(6));
+  // t = 11 s: node 2 reports again (a restart, say); node 1's report is
+  // 11 s old: the new node takes its place, not node 2's.
+  clock.Advance(absl::Seconds(8));
+  ASSERT_TRUE(beat(2, 2).first.ok());
+  auto [in, evicted] = beat(4, 4);
+  ASSERT_TRUE(in.ok()) << in;
+  EXPECT_EQ(evicted, std::optional<uint64_t>(1));
+  EXPECT_EQ(flows(), (std::vector<uint32_t>{2, 3, 4}));
+  // A node that never reported goes first, however lately it heartbeated.
+  ASSERT_EQ(manager.ForgetNodes({3}).value(), 1u);
+  ASSERT_TRUE(beat(6, std::nullopt).first.ok());
+  auto [next, quiet] = beat(7, 7);
+  ASSERT_TRUE(next.ok()) << next;
+  EXPECT_EQ(quiet, std::optional<uint64_t>(6));
+  // Heartbeats without reports keep nobody live: 10 s on, node 2's report
+  // (at 11 s) is the oldest.
+  clock.Advance(absl::Seconds(10) + absl::Milliseconds(1));
+  ASSERT_TRUE(beat(4, std::nullopt).first.ok());
+  auto [last, oldest] = beat(8, 8);
+  ASSERT_TRUE(last.ok()) << last;
+  EXPECT_EQ(oldest, std::optional<uint64_t>(2));
+  EXPECT_EQ(flows(), (std::vector<uint32_t>{4, 7, 8}));
 }
 
 }  // namespace

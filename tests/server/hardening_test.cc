@@ -81,11 +81,14 @@ TEST(HardeningLimitsTest, FlowsPerReportCountsDistinctIdsOverTheThreeMaps) {
   EXPECT_EQ(GetFlowState(channel).flows.size(), 3u);
 }
 
-// Past --max_nodes a new node is refused while every known node holds its
-// stream; once one lets its stream go, a new live node takes its place.
+// Past --max_nodes a new node is refused while every known node is live by
+// its reports; once one has been silent past a flownode's limit (here
+// 3 x 250 ms + 250 ms), a new node takes its place.
 TEST(HardeningLimitsTest, MaxNodesRefusesOnlyTheNewNodeWhileTheOthersLive) {
   ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.flow_state.max_nodes = 2;
+  options.heartbeat.heartbeat_interval = absl::Milliseconds(250);
+  options.heartbeat.retry_interval = absl::Milliseconds(250);
   auto server = Start(options);
   ASSERT_NE(server, nullptr);
   auto channel = Connect(server->advertised_addr());
@@ -105,10 +108,13 @@ TEST(HardeningLimitsTest, MaxNodesRefusesOnlyTheNewNodeWhileTheOthersLive) {
   EXPECT_EQ(state.flows[0].state_size, 11u);
   EXPECT_EQ(state.flows[1].state_size, 20u);
   EXPECT_EQ(server->flow_state_for_test().node_count(), 2u);
-  // Node 2 lets its stream go: node 3, live, takes its place.
+  // Node 2 falls silent (its stream open or not); node 1 keeps reporting:
+  // past node 2's limit, node 3 takes its place.
   EXPECT_TRUE(two.Close().ok());
-  ASSERT_TRUE(
-      WaitFor([&] { return SendOnce(channel, FlowReport(3, {{3, 30, 3}})).ok(); }));
+  ASSERT_TRUE(WaitFor([&] {
+    return one.Call(FlowReport(1, {{1, 11, 1}})).has_value() &&
+           SendOnce(channel, FlowReport(3, {{3, 30, 3}})).ok();
+  }));
   state = GetFlowState(channel);
   ASSERT_EQ(state.flows.size(), 2u);
   EXPECT_EQ(state.flows[0].state_size, 11u);

@@ -77,22 +77,49 @@ TEST_F(LogLimitTest, AnEventIsBoundedOverAllItsSubjects) {
   EXPECT_TRUE(Admit("flownode_refused", "1"));
 }
 
-TEST_F(LogLimitTest, TheSubjectsRememberedAreBounded) {
-  SetLogLineInterval(absl::Hours(1));
-  // kLogSubjects distinct subjects fill the table; none idle yet, so a
-  // new one is counted, not remembered.
-  int written = 0;
-  // (Events of 100 subjects each, so that no event's bound applies.)
-  for (int i = 0; i < kLogSubjects + 10; ++i) {
-    written += Admit(absl::StrCat("e", i / kLogLinesPerEvent), absl::StrCat(i))
-                   ? 1
-                   : 0;
+// Issue 59's log blinding: 2,100 made-up ids kept fresh (a handshake each
+// every interval) must not silence the first lines about new flownodes, nor
+// any other event's (wrong admin tokens from new hosts).
+TEST_F(LogLimitTest, SubjectsKeptFreshNeverSilenceTheFirstLineAboutANewOne) {
+  for (int round = 0; round < 4; ++round) {
+    for (int id = 0; id < 2100; ++id) {
+      Admit("flownode_connected", absl::StrCat("made-up-", id));
+    }
+    // The first round makes them known (their first lines take that
+    // interval's share of first lines); from then on they are kept fresh.
+    for (int host = 0; host < 4 && round > 0; ++host) {
+      const std::string honest = absl::StrCat("honest-", round, "-", host);
+      EXPECT_TRUE(Admit("flownode_connected", honest)) << honest;
+      EXPECT_TRUE(Admit("admin_call_refused", honest)) << honest;
+    }
+    clock_.Advance(absl::Seconds(10));
   }
-  EXPECT_EQ(written, kLogSubjects);
-  // Once idle for a burst's worth of intervals, they are forgotten and
-  // new subjects are written again.
-  clock_.Advance(kLogLineBurst * absl::Hours(1));
-  EXPECT_TRUE(Admit("e0", "new"));
+  // The made-up ids' own lines stay bounded: 100 per interval once known.
+  int written = 0;
+  for (int id = 0; id < 2100; ++id) {
+    written += Admit("flownode_connected", absl::StrCat("made-up-", id));
+  }
+  EXPECT_EQ(written, kLogLinesPerEvent);
+}
+
+// The table of an event is bounded: past kLogSubjects the least recently
+// seen subject is forgotten (its next line is a first line again).
+TEST_F(LogLimitTest, AFullTableForgetsTheLeastRecentlySeen) {
+  SetLogLineInterval(absl::Hours(1));
+  for (int i = 0; i < kLogLineBurst; ++i) EXPECT_TRUE(Admit("e", "old"));
+  EXPECT_FALSE(Admit("e", "old"));  // Its burst is spent.
+  int written = 0;
+  for (int i = 0; i < kLogSubjects; ++i) {
+    written += Admit("e", absl::StrCat(i)) ? 1 : 0;
+  }
+  // The event's bound on first lines holds over all of them ("old" took
+  // one).
+  EXPECT_EQ(written, kLogLinesPerEvent - 1);
+  // "old" was the least recently seen: forgotten, it is new again, and
+  // its first line waits only for the event's bound on first lines.
+  clock_.Advance(absl::Hours(1));
+  EXPECT_TRUE(Admit("e", "old"));
+  EXPECT_TRUE(Admit("e", "old"));
 }
 
 TEST_F(LogLimitTest, AZeroIntervalLimitsNothing) {

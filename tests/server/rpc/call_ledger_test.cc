@@ -41,12 +41,20 @@ struct Held {
   }
 };
 
-TEST(CallLedgerTest, AHostIsThePeerWithoutItsPort) {
-  EXPECT_EQ(CallLedger::HostOf("ipv4:10.0.0.1:5000"), "ipv4:10.0.0.1");
-  EXPECT_EQ(CallLedger::HostOf("ipv6:[::1]:5000"), "ipv6:[::1]");
-  EXPECT_EQ(CallLedger::HostOf("ipv6:%5B::1%5D:5000"), "ipv6:%5B::1%5D");
-  EXPECT_EQ(CallLedger::HostOf("unix:/run/metasrv.sock"), "unix");
-  EXPECT_EQ(CallLedger::HostOf("weird"), "weird");
+TEST(CallLedgerTest, AHostIsThePeersPrefixWithoutItsPort) {
+  EXPECT_EQ(CallLedger::HostOf("ipv4:10.0.0.1:5000", 32), "ipv4:10.0.0.1");
+  EXPECT_EQ(CallLedger::HostOf("ipv4:10.0.7.1:5000", 24), "ipv4:10.0.7.0/24");
+  EXPECT_EQ(CallLedger::HostOf("ipv4:10.0.7.1:5000", 8), "ipv4:10.0.0.0/8");
+  // IPv6 by /64, whatever the IPv4 prefix; brackets as gRPC writes them.
+  EXPECT_EQ(CallLedger::HostOf("ipv6:[2001:db8:1:2:3:4:5:6]:5000", 32),
+            "ipv6:[2001:db8:1:2::]/64");
+  EXPECT_EQ(CallLedger::HostOf("ipv6:%5B2001:db8:1:2::9%5D:5000", 32),
+            "ipv6:[2001:db8:1:2::]/64");
+  EXPECT_EQ(CallLedger::HostOf("ipv6:[::1]:5000", 32), "ipv6:[::]/64");
+  EXPECT_EQ(CallLedger::HostOf("ipv6:[::ffff:10.0.0.9]:5000", 32),
+            "ipv4:10.0.0.9");
+  EXPECT_EQ(CallLedger::HostOf("unix:/run/metasrv.sock", 32), "unix");
+  EXPECT_EQ(CallLedger::HostOf("weird", 32), "weird");
 }
 
 TEST(CallLedgerTest, AFixedCapPerHostAndTheTotalBoundHoldWithoutIdleCalls) {
@@ -167,6 +175,45 @@ TEST(CallLedgerTest, EachKindIsBoundedFairlyToo) {
             std::string::npos);
 }
 
+// Issue 59: flownodes behind one address (a NAT), each on a stream at its
+// cadence, are never ended for another host: the next host over its share
+// with an idle call gives one back instead; once silent, they may go.
+TEST(CallLedgerTest, LiveHeartbeatStreamsAreNeverEndedForAnotherHost) {
+  core::ManualClock clock;
+  CallLedger ledger({/*max_calls=*/7, 0, 0, {}}, &clock);
+  Held nat, idle;
+  for (int i = 0; i < 4; ++i) {
+    auto stream =
+        ledger.Enter(absl::StrCat("ipv4:10.0.0.1:", i), CallKind::kHeartbeat);
+    ASSERT_TRUE(stream.ok());
+    nat.Add(*std::move(stream));
+    nat.tickets.back()->SetTold(absl::Seconds(1), absl::Seconds(4));
+    if (i == 3) continue;
+    auto held =
+        ledger.Enter(absl::StrCat("ipv4:10.0.0.2:", i), CallKind::kUnary);
+    ASSERT_TRUE(held.ok());
+    idle.Add(*std::move(held));
+  }
+  clock.Advance(absl::Milliseconds(1500));
+  for (auto& ticket : nat.tickets) ticket->Touch();  // At their cadence.
+  // A third host: share 2; the NAT holds 4 but all live, the idle host 3.
+  EnterNote note;
+  auto in = ledger.Enter("ipv4:10.0.0.3:1", CallKind::kUnary, &note);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(note.cut_host, "ipv4:10.0.0.2");
+  int told = 0;
+  for (const auto& call : idle.calls) told += call->told;
+  EXPECT_EQ(told, 1);
+  for (const auto& call : nat.calls) EXPECT_EQ(call->told, 0);
+  // The NAT's streams fall silent: past two intervals they may be ended,
+  // the host holding the most first (share 1 now).
+  clock.Advance(absl::Milliseconds(2001));
+  EnterNote later;
+  auto next = ledger.Enter("ipv4:10.0.0.4:1", CallKind::kUnary, &later);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(later.cut_host, "ipv4:10.0.0.1");
+}
+
 absl::Status Silent(absl::Duration limit) {
   return absl::DeadlineExceededError(
       absl::StrCat("silent for ", absl::FormatDuration(limit)));
@@ -183,8 +230,8 @@ TEST(CallLedgerTest, EachCallIsSilentPastItsOwnLimit) {
     ASSERT_TRUE(ticket.ok());
     held.Add(*std::move(ticket));
   }
-  held.tickets[0]->SetSilenceLimit(absl::Seconds(57));  // A frontend.
-  held.tickets[1]->SetSilenceLimit(absl::Seconds(4));   // Told less.
+  held.tickets[0]->SetTold(absl::Seconds(18), absl::Seconds(57));
+  held.tickets[1]->SetTold(absl::Seconds(1), absl::Seconds(4));
   clock.Advance(absl::Seconds(5));
   EXPECT_EQ(ledger.AbortSilent(CallKind::kHeartbeat, absl::Seconds(12), Silent),
             1);
