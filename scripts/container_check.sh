@@ -27,8 +27,8 @@ cd "$(dirname "$0")/.."
 stage() { echo "-- $(date -u +%H:%M:%S) $*"; }
 
 # netavark with aardvark-dns: container names resolve on a network of ours
-# (the replicas find etcd by its name).
-packages=(podman runc debootstrap podman-compose netavark aardvark-dns)
+# (the replicas find etcd by its name); iptables for netavark's firewall.
+packages=(podman runc debootstrap podman-compose netavark aardvark-dns iptables)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

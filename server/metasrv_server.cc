@@ -14,8 +14,7 @@
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.pb.h"
 #include "server/election/lease_election.h"
-#include "server/election/mysql_lease_store.h"
-#include "server/election/postgres_lease_store.h"
+#include "server/election/sql_lease_store.h"
 #include "server/ops/log_limit.h"
 #include "server/ops/net_util.h"
 #include "spdlog/spdlog.h"
@@ -152,12 +151,9 @@ absl::StatusOr<std::unique_ptr<Election>> MetasrvServer::MakeElection() {
   store.cert_path = options_.store_tls_cert;
   store.key_path = options_.store_tls_key;
   store.password = files_.store_password;
-  std::unique_ptr<LeaseStore> lease_store;
-  if (postgres) {
-    lease_store = std::make_unique<PostgresLeaseStore>(std::move(store));
-  } else {
-    lease_store = std::make_unique<MysqlLeaseStore>(std::move(store));
-  }
+  std::unique_ptr<LeaseStore> lease_store =
+      postgres ? MakePostgresLeaseStore(std::move(store))
+               : MakeMysqlLeaseStore(std::move(store));
   LeaseElectionOptions election;
   election.store_name = postgres ? "PostgreSQL" : "MySQL";
   election.name = election_key;

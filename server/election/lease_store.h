@@ -1,5 +1,6 @@
 // One session with a SQL database that keeps leases in a table: the store
-// under LeaseElection. PostgresLeaseStore and MysqlLeaseStore implement it.
+// under LeaseElection. SqlLeaseStore implements it over PostgreSQL and
+// MySQL sessions (sql_lease_store.h).
 #ifndef METASRV_SERVER_ELECTION_LEASE_STORE_H_
 #define METASRV_SERVER_ELECTION_LEASE_STORE_H_
 

@@ -11,8 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "server/election/mysql_lease_store.h"
-#include "server/election/postgres_lease_store.h"
+#include "server/election/sql_lease_store.h"
 #include "server/metasrv_server.h"
 #include "tests/server/certs.h"
 #include "tests/server/in_process_server.h"
@@ -53,10 +52,8 @@ class LeaseStoreTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<LeaseStore> NewStore(const std::string& address) {
     LeaseStoreOptions options;
     options.address = address;
-    if (GetParam() == "postgres_store") {
-      return std::make_unique<PostgresLeaseStore>(options);
-    }
-    return std::make_unique<MysqlLeaseStore>(options);
+    return GetParam() == "postgres_store" ? MakePostgresLeaseStore(options)
+                                          : MakeMysqlLeaseStore(options);
   }
   std::unique_ptr<LeaseStore> NewStore() {
     return NewStore(server_->address());
@@ -258,12 +255,9 @@ TEST_P(LeaseStoreTest, TlsVerifiesTheServerAgainstTheGivenCa) {
     options.address = server->address();
     options.tls_mode = mode;
     options.ca_path = ca.empty() ? "" : certs.Path(ca);
-    std::unique_ptr<LeaseStore> store;
-    if (GetParam() == "postgres_store") {
-      store = std::make_unique<PostgresLeaseStore>(options);
-    } else {
-      store = std::make_unique<MysqlLeaseStore>(options);
-    }
+    std::unique_ptr<LeaseStore> store = GetParam() == "postgres_store"
+                                            ? MakePostgresLeaseStore(options)
+                                            : MakeMysqlLeaseStore(options);
     return store->Open(kTimeout);
   };
   EXPECT_TRUE(open("verify_full", "ca1.pem").ok())
