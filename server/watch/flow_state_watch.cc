@@ -8,7 +8,6 @@
 #include "metasrv/v1/metasrv.pb.h"
 #include "server/codec/flow_state_columns.h"
 #include "server/codec/flow_state_response.h"
-#include "server/watch/watch_stream.h"
 
 namespace metasrv::server {
 
@@ -54,7 +53,7 @@ void WatchHub::OnFlowStateChanged() {
   ++changes_;
 }
 
-absl::Status WatchHub::Add(WatchStream* stream) {
+absl::Status WatchHub::Add(Watcher* stream) {
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the server is shutting down");
@@ -65,7 +64,7 @@ absl::Status WatchHub::Add(WatchStream* stream) {
   return absl::OkStatus();
 }
 
-void WatchHub::Remove(WatchStream* stream) {
+void WatchHub::Remove(Watcher* stream) {
   {
     absl::MutexLock lock(&buckets_mu_);
     Bucket& bucket = buckets_[stream->tier()][stream->ordinal() % kMaxWaves];
@@ -350,7 +349,7 @@ void WatchHub::OfferWave(int tier, CqPoller* poller) {
                 waves = pub.waves] {
     absl::MutexLock lock(&buckets_mu_);
     for (uint64_t b = wave; b < kMaxWaves; b += waves) {
-      for (WatchStream* watcher : buckets_[tier][b]) watcher->Offer(snapshot);
+      for (Watcher* watcher : buckets_[tier][b]) watcher->Offer(snapshot);
     }
   };
   if (poller != nullptr) {

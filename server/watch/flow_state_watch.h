@@ -1,6 +1,7 @@
 // WatchFlowState: the aggregate pushed to subscribers as it changes. This
 // is the hub that builds and offers the states; each call is a WatchStream
-// (watch_stream.h).
+// (watch_stream.h), which the hub knows only as a Watcher (below): the
+// stream includes the hub, never the reverse.
 //
 // One publisher thread builds each new state once per tier (see Intervals
 // below), serializes it once, and offers the same bytes to every watcher of
@@ -72,7 +73,19 @@ struct WatchSnapshot final : PushItem {
   mutable ReplyCharge charge;
 };
 
-class WatchStream;
+// What the hub offers states to: a watcher (WatchStream, one per call),
+// known to the hub only through this, so that the hub's code never
+// includes the stream's.
+class Watcher {
+ public:
+  virtual ~Watcher() = default;
+  // Offers `snapshot` (the newest state of its tier); never blocks.
+  virtual void Offer(std::shared_ptr<const WatchSnapshot> snapshot) = 0;
+  // Its tier (WatchHub::TierFor of what it asked), fixed before Add().
+  virtual int tier() const = 0;
+  // Its number (WatchHub::NextOrdinal): picks its wave.
+  virtual uint64_t ordinal() const = 0;
+};
 
 // Thread safety: all methods are safe from any thread.
 class WatchHub final : public core::FlowStateListener {
@@ -113,8 +126,8 @@ class WatchHub final : public core::FlowStateListener {
 
   // Registers a watcher (in its tier()); kUnavailable after Stop(). (The
   // door bounds how many are open: --max_streams.)
-  absl::Status Add(WatchStream* stream);
-  void Remove(WatchStream* stream);
+  absl::Status Add(Watcher* stream);
+  void Remove(Watcher* stream);
 
   // The state for a new watcher of `tier` (registered first): the last one
   // published to the tier if it is of this term (changes since are about to
@@ -188,7 +201,7 @@ class WatchHub final : public core::FlowStateListener {
   static constexpr uint64_t kMaxWaves = 32;
   // The watchers of one bucket (those whose ordinal % kMaxWaves is its
   // index); a wave visits only its own buckets, not every watcher.
-  using Bucket = std::vector<WatchStream*>;
+  using Bucket = std::vector<Watcher*>;
   // Starts offering `snapshot` to `tier`'s watchers in waves spread over
   // half of min_interval, after the rest of the tier's previous state.
   void StartOffering(int tier, std::shared_ptr<const WatchSnapshot> snapshot,

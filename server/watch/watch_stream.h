@@ -17,7 +17,7 @@
 
 namespace metasrv::server {
 
-class WatchStream final : public PushCall::Handler {
+class WatchStream final : public PushCall::Handler, public Watcher {
  public:
   // Borrows all. Admits the call through `door` (null: admitted), decodes
   // its request (at most `max_request_bytes` inflated), registers with
@@ -29,13 +29,13 @@ class WatchStream final : public PushCall::Handler {
 
   // Offers `snapshot` to the call (PushCall::Offer); a state it skips is
   // counted.
-  void Offer(std::shared_ptr<const WatchSnapshot> snapshot);
+  void Offer(std::shared_ptr<const WatchSnapshot> snapshot) override;
 
   // Its call, once its request came.
   PushCall* call() const { return call_; }
-  uint64_t ordinal() const { return ordinal_; }
+  uint64_t ordinal() const override { return ordinal_; }
   // Its hub tier (set from the request before it registers).
-  int tier() const { return tier_; }
+  int tier() const override { return tier_; }
 
   absl::Status OnRequest(const RawRequest& request, PushCall* call) override;
   // The delta if it follows the last state sent and this watcher takes
