@@ -226,7 +226,7 @@ namespace {
 
 // Assignments left to right (see the top); the server gives up on a
 // statement when we do.
-std::string Setup(absl::Duration timeout) {
+std::string MysqlSetup(absl::Duration timeout) {
   return absl::StrCat(
       "SET SESSION sql_mode = 'STRICT_TRANS_TABLES', time_zone = '+00:00', "
       "innodb_lock_wait_timeout = ",
@@ -234,7 +234,7 @@ std::string Setup(absl::Duration timeout) {
 }
 
 const SqlDialect kMysql = {
-    &Setup,
+    &MysqlSetup,
     "CREATE TABLE IF NOT EXISTS $table (k VARBINARY(512) PRIMARY KEY, holder "
     "VARBINARY(512) NOT NULL, v VARBINARY(1024) NOT NULL, expires_at "
     "DATETIME(6) NOT NULL) ENGINE=InnoDB",

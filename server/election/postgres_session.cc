@@ -211,7 +211,7 @@ absl::StatusOr<SqlSession::Result> PostgresSession::Run(
 
 namespace {
 
-std::string Setup(absl::Duration timeout) {
+std::string PostgresSetup(absl::Duration timeout) {
   return absl::StrCat("SET statement_timeout = ",
                       absl::ToInt64Milliseconds(timeout) + 1);
 }
@@ -223,7 +223,7 @@ constexpr char kInsert[] =
     "v = EXCLUDED.v, expires_at = EXCLUDED.expires_at";
 
 const SqlDialect kPostgres = {
-    &Setup,
+    &PostgresSetup,
     "CREATE TABLE IF NOT EXISTS $table (k TEXT PRIMARY KEY, holder TEXT NOT "
     "NULL, v TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)",
     // Taken or renewed only if free, expired or ours: 0 rows otherwise.
