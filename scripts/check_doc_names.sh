@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every `Class::Member` name a doc gives (docs/ARCHITECTURE.md unless files
-# are named) exists in the code: defined as Class::Member in a source file,
+# are named), nested ones (`Class::Inner::member`) whole, exists in the code: defined as Class::Member in a source file,
 # or declared in the header that declares Class (a method, a field, an enum
 # value). Prints each name that does not; fails if there is one.
 #   bash scripts/check_doc_names.sh [DOC...]
@@ -16,15 +16,24 @@ sources = [f for d in ("kv", "core", "server", "cli", "bench")
 texts = {f: open(f, encoding="utf-8").read() for f in sources}
 missing = []
 for doc in sys.argv[1:]:
-    names = set(re.findall(r"\b([A-Z][A-Za-z0-9]*)::(~?[A-Za-z_][A-Za-z0-9_]*)",
-                           open(doc, encoding="utf-8").read()))
-    for cls, member in sorted(names):
-        qualified = f"{cls}::{member}"
+    # A::b, and nested names (A::B::c): the whole chain is one name.
+    names = set(re.findall(
+        r"\b((?:[A-Z][A-Za-z0-9]*::)+)(~?[A-Za-z_][A-Za-z0-9_]*)",
+        open(doc, encoding="utf-8").read()))
+    for chain, member in sorted(names):
+        classes = chain.rstrip(":").split("::")
+        qualified = f"{chain}{member}"
         if any(qualified in t for t in texts.values()):
             continue
-        declares = re.compile(r"^\s*(?:class|struct|enum class)\s+" + cls + r"\b", re.M)
+        # Declared in the file that declares the innermost class, which
+        # names the outer ones too.
+        cls = classes[-1]
+        declares = re.compile(
+            r"^\s*(?:class|struct|enum class)\s+(?:\w+::)*" + cls + r"\b", re.M)
         word = re.compile(r"\b" + re.escape(member.lstrip("~")) + r"\b")
-        if any(declares.search(t) and word.search(t) for t in texts.values()):
+        outer = [re.compile(r"\b" + c + r"\b") for c in classes[:-1]]
+        if any(declares.search(t) and word.search(t) and
+               all(o.search(t) for o in outer) for t in texts.values()):
             continue
         missing.append(f"{doc}: {qualified}")
 for m in missing:
