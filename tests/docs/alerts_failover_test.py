@@ -42,7 +42,9 @@ def wait_for(what, check, timeout=60):
             value = check()
             if value:
                 return value
-        except OSError:
+        except (OSError, ValueError):
+            # Not up yet: refused, or a Prometheus still starting, whose
+            # API answers 503 "Service Unavailable" (not JSON) until ready.
             pass
         time.sleep(0.25)
     raise SystemExit(f"timed out waiting for {what}")

@@ -20,7 +20,7 @@ import harness
 import tonic_client
 from attack_test import (GET_FLOW_STATE, HEARTBEAT, heartbeat_answered,
                          load_flows, one_flow_read)
-from cadence_test import Node, run
+from cadence_test import Node, run, settle
 from door_attack_test import status_of
 
 ASK_LEADER = "/greptime.v1.meta.Heartbeat/AskLeader"
@@ -348,6 +348,7 @@ class NatTest(unittest.TestCase):
             run(nat, 0.1)
             asked.append(watch(src))
         run(nat, 2.0)
+        settle(nat)  # The last answers.
         pump_until(conns, 0.5)
         for node in nat:
             self.assertIsNone(node.ended_at, (node.member, node.status))
