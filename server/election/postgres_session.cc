@@ -198,7 +198,10 @@ absl::StatusOr<SqlSession::Result> PostgresSession::Run(
   }
   if (last == nullptr) return Fail("query", nullptr);
   Result out;
-  absl::SimpleAtoi(PQcmdTuples(last.get()), &out.affected);
+  // Rows written or deleted ("" for a SELECT, whose rows are below).
+  if (!absl::SimpleAtoi(PQcmdTuples(last.get()), &out.affected)) {
+    out.affected = 0;
+  }
   for (int i = 0; i < PQntuples(last.get()); ++i) {
     std::vector<std::string>& row = out.rows.emplace_back();
     for (int j = 0; j < PQnfields(last.get()); ++j) {
