@@ -173,7 +173,7 @@ bool CallLedger::MakeRoom(const Host* asker, int kind, uint64_t limit,
   const int64_t now = NowNs();
   Call* victim = nullptr;
   for (const auto& [held, host] : over) {
-    victim = IdlestOf(*host, kind, now);
+    victim = IdlestOf(*host, kind, /*replying=*/false, now);
     if (victim == nullptr) continue;
     top = host;
     most = held;
@@ -197,12 +197,15 @@ bool CallLedger::MakeRoom(const Host* asker, int kind, uint64_t limit,
 }
 
 CallLedger::Call* CallLedger::IdlestOf(const Host& host, int kind,
-                                       int64_t now) {
+                                       bool replying, int64_t now) {
   Call* victim = nullptr;
   int64_t oldest = std::numeric_limits<int64_t>::max();
   for (const auto& [call, owned] : host.open) {
     if (call->abort == nullptr || call->told) continue;
     if (kind >= 0 && static_cast<int>(call->kind) != kind) continue;
+    if (replying && call->reply_bytes.load(std::memory_order_relaxed) == 0) {
+      continue;
+    }
     const int64_t active = call->active.load(std::memory_order_relaxed);
     if (now - active < call->live_ns.load(std::memory_order_relaxed)) {
       continue;  // A heartbeat stream at its cadence.
@@ -295,23 +298,7 @@ bool CallLedger::MakeReplyRoom(const Ticket& asker, uint64_t limit,
       top == nullptr || most <= share) {
     return false;
   }
-  const int64_t now = NowNs();
-  Call* victim = nullptr;
-  int64_t oldest = std::numeric_limits<int64_t>::max();
-  for (const auto& [call, owned] : top->open) {
-    if (call->abort == nullptr || call->told ||
-        call->reply_bytes.load(std::memory_order_relaxed) == 0) {
-      continue;
-    }
-    const int64_t active = call->active.load(std::memory_order_relaxed);
-    if (now - active < call->live_ns.load(std::memory_order_relaxed)) {
-      continue;  // A heartbeat stream at its cadence.
-    }
-    if (active < oldest) {
-      oldest = active;
-      victim = call;
-    }
-  }
+  Call* victim = IdlestOf(*top, -1, /*replying=*/true, NowNs());
   if (victim == nullptr) return false;
   victim->evicted = true;
   ++evicting_;

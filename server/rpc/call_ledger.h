@@ -164,9 +164,9 @@ class CallLedger {
   bool MakeRoom(const Host* asker, int kind, uint64_t limit, int64_t* share,
                 EnterNote* note) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The longest-idle call of `host` that can be ended to make room: of
-  // `kind` (-1: any), attached, not told yet, and not live (Ticket::SetTold)
-  // at `now`; null when none.
-  static Call* IdlestOf(const Host& host, int kind, int64_t now);
+  // `kind` (-1: any), with an answer in flight if `replying`, attached, not
+  // told yet, and not live (Ticket::SetTold) at `now`; null when none.
+  static Call* IdlestOf(const Host& host, int kind, bool replying, int64_t now);
   // Ends `call` with `status`, at most once.
   static void Tell(Call* call, const absl::Status& status);
   void Leave(Call* call) ABSL_LOCKS_EXCLUDED(mu_);
