@@ -8,6 +8,10 @@
 // queue and one polling thread per core, each stream a small state machine
 // whose steps are the queue's tags (gRPC's fastest server API in 1.51).
 //
+// --api=h2 serves both on the metasrv's own HTTP/2 transport (nghttp2,
+// server/rpc/h2_transport.h), with no work per request but parsing it: the
+// physical limit of that transport.
+//
 // With --state_flows=N it also answers FlowState.GetFlowState with one
 // GetFlowStateResponse of N flows, built and serialized once at start-up:
 // the bare cost of sending a reply of that size (the baseline of the read
@@ -24,12 +28,16 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "server/ops/tcp_listener.h"
+#include "server/rpc/grpc151_acceptor.h"
+#include "server/rpc/h2_transport.h"
 #include "greptime/v1/meta/heartbeat.grpc.pb.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
 
 ABSL_FLAG(std::string, bind_addr, "127.0.0.1:3102", "host:port to serve on");
 ABSL_FLAG(std::string, api, "callback",
-          "callback (reactors) or cq (completion queues, a thread per core)");
+          "callback (reactors), cq (completion queues, a thread per core) or "
+          "h2 (the metasrv's nghttp2 transport, a loop per core)");
 ABSL_FLAG(int, state_flows, 0,
           "answer GetFlowState with a fixed reply of this many flows");
 
@@ -188,6 +196,101 @@ class FixedStateService final
   grpc::ByteBuffer reply_;  // The reply, serialized once.
 };
 
+// The echo on the nghttp2 transport: each call an H2EchoCall.
+class H2EchoCall final : public metasrv::server::CallEvents {
+ public:
+  explicit H2EchoCall(std::shared_ptr<const std::string> state)
+      : state_(std::move(state)) {}
+  void OnMessage(metasrv::server::H2Call* call, bool,
+                 std::string message) override {
+    if (state_ != nullptr) {
+      call->Send(state_);
+      call->Next();
+      return;
+    }
+    request_.ParseFromString(message);
+    EchoReply(first_, &response_);
+    first_ = false;
+    call->Send(std::make_shared<const std::string>(
+        response_.SerializeAsString()));
+    call->Next();
+  }
+  void OnHalfClose(metasrv::server::H2Call* call) override {
+    call->Finish(0, "");
+  }
+  void OnClosed(metasrv::server::H2Call*) override { delete this; }
+
+ private:
+  const std::shared_ptr<const std::string> state_;  // GetFlowState's reply.
+  meta::HeartbeatRequest request_;
+  meta::HeartbeatResponse response_;
+  bool first_ = true;
+};
+
+// Takes each call: a Heartbeat stream or GetFlowState, else UNIMPLEMENTED.
+class H2Echo final : public metasrv::server::CallSink {
+ public:
+  explicit H2Echo(int flows) {
+    if (flows <= 0) return;
+    metasrv::v1::GetFlowStateResponse reply;
+    reply.set_found(true);
+    for (int id = 0; id < flows; ++id) {
+      reply.add_flow_ids(id);
+      reply.add_fields(3);
+      reply.add_state_sizes(1025);
+      reply.add_last_exec_times_ms(1);
+      reply.add_start_times_ms(0);
+    }
+    state_ = std::make_shared<const std::string>(reply.SerializeAsString());
+  }
+  void OnCall(metasrv::server::H2Call* call, const std::string&) override {
+    const std::string& path = call->head().path;
+    if (path == "/greptime.v1.meta.Heartbeat/Heartbeat") {
+      call->set_events(new H2EchoCall(nullptr));
+    } else if (state_ != nullptr &&
+               path == "/metasrv.v1.FlowState/GetFlowState") {
+      call->set_events(new H2EchoCall(state_));
+    } else {
+      call->Finish(12, "unknown method");
+      return;
+    }
+    call->Next();
+  }
+
+ private:
+  std::shared_ptr<const std::string> state_;  // Null without --state_flows.
+};
+
+// Serves until SIGINT or SIGTERM (blocked by the caller).
+int ServeH2(const std::string& addr, int flows) {
+  using metasrv::server::GrpcAcceptor;
+  H2Echo echo(flows);
+  metasrv::server::H2TransportOptions options;
+  options.threads =
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  metasrv::server::H2Transport transport(options, &echo);
+  GrpcAcceptor acceptor(metasrv::server::RaiseDescriptorLimit() - 64);
+  if (!acceptor.Listen(addr).ok()) {
+    std::fprintf(stderr, "cannot listen on %s\n", addr.c_str());
+    return 1;
+  }
+  transport.Start();
+  acceptor.Start(
+      [&transport](int fd, const sockaddr_storage& peer) {
+        transport.Adopt(fd, peer);
+      },
+      {});
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  int sig = 0;
+  sigwait(&stop, &sig);
+  acceptor.Stop();
+  transport.Stop();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -197,9 +300,13 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  if (absl::GetFlag(FLAGS_api) == "h2") {
+    return ServeH2(absl::GetFlag(FLAGS_bind_addr),
+                   absl::GetFlag(FLAGS_state_flows));
+  }
   const bool cq_api = absl::GetFlag(FLAGS_api) == "cq";
   if (!cq_api && absl::GetFlag(FLAGS_api) != "callback") {
-    std::fprintf(stderr, "--api is callback or cq\n");
+    std::fprintf(stderr, "--api is callback, cq or h2\n");
     return 2;
   }
   EchoService service;

@@ -1,11 +1,11 @@
 # Helpers of the benchmark scripts; sourced with B (build dir) set.
 . scripts/lib.sh
 server_pid=""
-start_server() {  # start_server metasrv|echo|echo-cq PORT [metasrv flags...]
+start_server() {  # start_server metasrv|echo|echo-cq|echo-h2 PORT [metasrv flags...]
   if [[ $1 == echo ]]; then
     "$B/bench/echo_server" --bind_addr=127.0.0.1:$2 &
-  elif [[ $1 == echo-cq ]]; then
-    "$B/bench/echo_server" --bind_addr=127.0.0.1:$2 --api=cq &
+  elif [[ $1 == echo-cq || $1 == echo-h2 ]]; then
+    "$B/bench/echo_server" --bind_addr=127.0.0.1:$2 --api=${1#echo-} &
   else
     "$B/server/metasrv" --bind_addr=127.0.0.1:$2 --log_level=warn "${@:3}" &
   fi

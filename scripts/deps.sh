@@ -8,7 +8,7 @@ packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev rapidjson-dev prometheus-cpp-dev libzstd-dev libmicrohttpd-dev grpc-proto
-  libtomlplusplus-dev libsystemd-dev libpq-dev libmariadb-dev libssl-dev
+  libtomlplusplus-dev libsystemd-dev libpq-dev libmariadb-dev libssl-dev libnghttp2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [[ "${1:-}" == "test" ]]; then

@@ -372,7 +372,18 @@ absl::Status MetasrvServer::Serve() {
                            "total, process_open_fds, process_max_fds)");
     health->SetServing(accepting);
   };
-  acceptor_->Start(std::move(into), std::move(listeners));
+  std::shared_ptr<grpc::experimental::ExternalConnectionAcceptor> grpc_side =
+      std::move(into);
+  acceptor_->Start(
+      [grpc_side, listener = acceptor_->listener_fd()](
+          int fd, const sockaddr_storage&) {
+        grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters
+            connection;
+        connection.listener_fd = listener;
+        connection.fd = fd;  // gRPC's from here, closed if not taken.
+        grpc_side->HandleNewConnection(&connection);
+      },
+      std::move(listeners));
   LogServing();
   return absl::OkStatus();
 }

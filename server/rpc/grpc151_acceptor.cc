@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "server/ops/net_util.h"
 
 namespace metasrv::server {
 
@@ -36,9 +37,7 @@ GrpcAcceptor::~GrpcAcceptor() {
   if (stop_fd_ >= 0) close(stop_fd_);
 }
 
-void GrpcAcceptor::Start(
-    std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> into,
-    Listeners listeners) {
+void GrpcAcceptor::Start(Handover into, Listeners listeners) {
   if (thread_.joinable() || listener_ == nullptr) return;
   into_ = std::move(into);
   listeners_ = std::move(listeners);
@@ -55,19 +54,7 @@ void GrpcAcceptor::Stop() {
 }
 
 std::string GrpcAcceptor::PeerOf(const sockaddr_storage& addr) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (addr.ss_family == AF_INET) {
-    const auto& in = reinterpret_cast<const sockaddr_in&>(addr);
-    inet_ntop(AF_INET, &in.sin_addr, text, sizeof(text));
-    return absl::StrCat("ipv4:", text, ":", ntohs(in.sin_port));
-  }
-  const auto& in6 = reinterpret_cast<const sockaddr_in6&>(addr);
-  if (IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr)) {
-    inet_ntop(AF_INET, &in6.sin6_addr.s6_addr[12], text, sizeof(text));
-    return absl::StrCat("ipv4:", text, ":", ntohs(in6.sin6_port));
-  }
-  inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof(text));
-  return absl::StrCat("ipv6:[", text, "]:", ntohs(in6.sin6_port));
+  return PeerString(addr);
 }
 
 bool GrpcAcceptor::Disconnect(absl::string_view peer) {
@@ -99,10 +86,6 @@ void GrpcAcceptor::Run() {
   bool accepting = true;  // As last told to on_accepting.
   bool paused = false;    // Out of descriptors: connections wait queued.
   const auto hand_over = [this](const TcpListener::Accepted& accepted) {
-    grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters
-        connection;
-    connection.listener_fd = listener_->fd();
-    connection.fd = accepted.fd;  // gRPC's from here, closed if not taken.
     {
       // Kept to close it by its peer; a descriptor number reused by a
       // later connection replaces the one before.
@@ -114,7 +97,7 @@ void GrpcAcceptor::Run() {
       peer_of_[accepted.fd] = peer;
       fd_of_[peer] = accepted.fd;
     }
-    into_->HandleNewConnection(&connection);
+    into_(accepted.fd, accepted.peer);  // Theirs from here.
   };
   const auto refused = [this] {
     if (listeners_.on_refused) listeners_.on_refused();

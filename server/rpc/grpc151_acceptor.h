@@ -44,11 +44,14 @@ class GrpcAcceptor {
   // Binds and listens on `addr` (TcpListener::Listen's errors). Once,
   // before Start().
   absl::Status Listen(const std::string& addr);
-  // Starts accepting into `into`, the gRPC server's side (ServerBuilder's
-  // AddExternalConnectionAcceptor), once that server has started. Once.
-  void Start(
-      std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> into,
-      Listeners listeners);
+  // Takes an accepted connection: its descriptor (non-blocking, theirs to
+  // close) and its peer's address.
+  using Handover = std::function<void(int fd, const sockaddr_storage& peer)>;
+  // Starts accepting into `into` (the gRPC server's ExternalConnection-
+  // Acceptor, or the nghttp2 transport), once it has started. Once.
+  void Start(Handover into, Listeners listeners);
+  // The listening socket; -1 before Listen().
+  int listener_fd() const { return listener_ ? listener_->fd() : -1; }
   // Stops accepting and closes the listening socket (connecting peers are
   // refused). Idempotent.
   void Stop();
@@ -77,8 +80,7 @@ class GrpcAcceptor {
   std::unique_ptr<TcpListener> listener_;
   int port_ = 0;                  // listener_'s port; set by Listen().
   const int descriptor_ceiling_;  // As given.
-  // The gRPC server's side; set by Start().
-  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> into_;
+  Handover into_;  // Set by Start().
   Listeners listeners_;  // Set by Start().
   int stop_fd_ = -1;     // eventfd: written to stop Run().
   std::thread thread_;   // Runs Run() once started.

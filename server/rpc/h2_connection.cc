@@ -1,0 +1,539 @@
+#include "server/rpc/h2_connection.h"
+
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/string_view.h"
+
+namespace metasrv::server {
+namespace {
+
+constexpr int kInternal = 13;   // INTERNAL.
+constexpr int kResource = 8;    // RESOURCE_EXHAUSTED.
+constexpr int kUnimplemented = 12;
+constexpr int kDeadline = 4;    // DEADLINE_EXCEEDED.
+
+nghttp2_nv Field(absl::string_view name, absl::string_view value) {
+  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())),
+          name.size(), value.size(),
+          NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
+}
+
+H2Connection* Of(void* user_data) {
+  return static_cast<H2Connection*>(user_data);
+}
+
+}  // namespace
+
+void H2Call::Next() {
+  if (finishing_) return;
+  asked_ = true;
+  conn_->Deliver(this);
+}
+
+void H2Call::Send(std::shared_ptr<const std::string> message) {
+  if (finishing_) return;
+  Piece piece;
+  WriteMessagePrefix(false, static_cast<uint32_t>(message->size()),
+                     piece.prefix);
+  piece.body = std::move(message);
+  queued_ += piece.size();
+  if (out_.empty()) waiting_since_ = conn_->now_;
+  out_.push_back(std::move(piece));
+  if (!headers_sent_) {
+    conn_->SubmitHeaders(this);
+  } else {
+    conn_->Resume(this);
+  }
+}
+
+void H2Call::Finish(
+    int code, absl::string_view message,
+    const std::vector<std::pair<std::string, std::string>>& trailers) {
+  if (finishing_) return;
+  finishing_ = true;
+  if (waiting_since_ == absl::InfiniteFuture()) waiting_since_ = conn_->now_;
+  trailer_text_.clear();
+  trailer_text_.push_back(std::to_string(code));
+  trailer_text_.push_back(PercentEncode(message));
+  for (const auto& [name, value] : trailers) {
+    trailer_text_.push_back(name);
+    trailer_text_.push_back(value);
+  }
+  trailer_nv_.clear();
+  if (!headers_sent_) {
+    // Trailers-Only: the status fields in the response's one HEADERS.
+    trailer_nv_.push_back(Field(":status", "200"));
+    trailer_nv_.push_back(Field("content-type", "application/grpc"));
+  }
+  trailer_nv_.push_back(Field("grpc-status", trailer_text_[0]));
+  if (!message.empty()) {
+    trailer_nv_.push_back(Field("grpc-message", trailer_text_[1]));
+  }
+  for (size_t i = 2; i + 1 < trailer_text_.size(); i += 2) {
+    trailer_nv_.push_back(Field(trailer_text_[i], trailer_text_[i + 1]));
+  }
+  if (!headers_sent_) {
+    headers_sent_ = true;
+    nghttp2_submit_response(conn_->session_, id_, trailer_nv_.data(),
+                            trailer_nv_.size(), nullptr);
+  } else {
+    conn_->Resume(this);
+  }
+}
+
+void H2Call::Reset() {
+  finishing_ = true;
+  nghttp2_submit_rst_stream(conn_->session_, NGHTTP2_FLAG_NONE, id_,
+                            NGHTTP2_CANCEL);
+}
+
+void H2Call::Take(size_t n, std::string* out) {
+  while (n > 0) {
+    Piece& piece = out_.front();
+    if (piece.done < kMessagePrefixBytes) {
+      const size_t k = std::min(n, kMessagePrefixBytes - piece.done);
+      out->append(piece.prefix + piece.done, k);
+      piece.done += k;
+      n -= k;
+      queued_ -= k;
+      continue;
+    }
+    const size_t at = piece.done - kMessagePrefixBytes;
+    const size_t k = std::min(n, piece.body->size() - at);
+    out->append(piece.body->data() + at, k);
+    piece.done += k;
+    n -= k;
+    queued_ -= k;
+    if (piece.done == piece.size()) out_.pop_front();
+  }
+  waiting_since_ = out_.empty() && !finishing_ ? absl::InfiniteFuture()
+                                               : conn_->now_;
+}
+
+nghttp2_session_callbacks* H2Connection::Callbacks() {
+  static nghttp2_session_callbacks* const callbacks = [] {
+    nghttp2_session_callbacks* cb = nullptr;
+    nghttp2_session_callbacks_new(&cb);
+    nghttp2_session_callbacks_set_send_callback(cb, &SendCb);
+    nghttp2_session_callbacks_set_send_data_callback(cb, &SendDataCb);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb,
+                                                            &BeginHeadersCb);
+    nghttp2_session_callbacks_set_on_header_callback(cb, &HeaderCb);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &FrameRecvCb);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, &FrameSendCb);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb,
+                                                              &DataChunkCb);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb,
+                                                           &StreamCloseCb);
+    return cb;
+  }();
+  return callbacks;
+}
+
+H2Connection::H2Connection(int fd, std::string peer, const H2Limits& limits,
+                           CallSink* sink, absl::Time now)
+    : fd_(fd),
+      peer_(std::move(peer)),
+      limits_(limits),
+      sink_(sink),
+      opened_(now),
+      idle_since_(now),
+      now_(now) {
+  nghttp2_option* option = nullptr;
+  nghttp2_option_new(&option);
+  nghttp2_option_set_no_auto_window_update(option, 1);
+  nghttp2_option_set_stream_reset_rate_limit(option, limits.reset_burst,
+                                             limits.reset_rate);
+  nghttp2_option_set_max_continuations(option, limits.max_continuations);
+  nghttp2_session_server_new2(&session_, Callbacks(), this, option);
+  nghttp2_option_del(option);
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, limits.stream_window},
+      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, limits.max_frame_bytes},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, limits.max_header_list_bytes},
+  };
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings,
+                          sizeof(settings) / sizeof(settings[0]));
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                        limits.connection_window);
+}
+
+H2Connection::~H2Connection() {
+  // Calls first, while their connection is whole.
+  auto calls = std::move(calls_);
+  calls_.clear();
+  for (auto& [id, call] : calls) {
+    if (call->events_ != nullptr) call->events_->OnClosed(call.get());
+  }
+  calls.clear();
+  nghttp2_session_del(session_);
+  close(fd_);
+}
+
+H2Call* H2Connection::Find(int32_t id) {
+  auto it = calls_.find(id);
+  return it == calls_.end() ? nullptr : it->second.get();
+}
+
+bool H2Connection::OnReadable(absl::Time now) {
+  now_ = now;
+  char buf[16384];
+  for (int reads = 0; reads < 16; ++reads) {
+    const ssize_t n = read(fd_, buf, sizeof(buf));
+    if (n == 0) return false;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return false;
+    }
+    const ssize_t fed = nghttp2_session_mem_recv(
+        session_, reinterpret_cast<const uint8_t*>(buf), n);
+    if (fed < 0 || broken_) return false;
+    if (static_cast<size_t>(n) < sizeof(buf)) break;
+  }
+  return Flush(now);
+}
+
+bool H2Connection::OnWritable(absl::Time now) { return Flush(now); }
+
+bool H2Connection::Flush(absl::Time now) {
+  now_ = now;
+  if (nghttp2_session_send(session_) != 0 || broken_) return false;
+  if (!WriteOut(now)) return false;
+  // What did not fit the socket buffer waits for EPOLLOUT; when it all went,
+  // nghttp2 may have more.
+  if (!wants_write() && nghttp2_session_want_write(session_)) {
+    if (nghttp2_session_send(session_) != 0) return false;
+    if (!WriteOut(now)) return false;
+  }
+  if (!nghttp2_session_want_read(session_) &&
+      !nghttp2_session_want_write(session_) && !wants_write()) {
+    return false;  // Both sides are done (GOAWAY sent and drained).
+  }
+  return true;
+}
+
+bool H2Connection::WriteOut(absl::Time now) {
+  while (out_done_ < out_.size()) {
+    const ssize_t n = send(fd_, out_.data() + out_done_,
+                           out_.size() - out_done_, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return false;
+    }
+    out_done_ += static_cast<size_t>(n);
+    out_waiting_since_ = now;
+  }
+  if (out_done_ == out_.size()) {
+    out_.clear();
+    out_done_ = 0;
+    out_waiting_since_ = absl::InfiniteFuture();
+  } else if (out_done_ > (64 << 10)) {
+    out_.erase(0, out_done_);
+    out_done_ = 0;
+  }
+  return true;
+}
+
+bool H2Connection::Tick(absl::Time now) {
+  now_ = now;
+  if (!preface_seen_ && now - opened_ > limits_.preface_limit) return false;
+  if (wants_write() && now - out_waiting_since_ > limits_.write_stall_limit) {
+    return false;  // The socket took nothing for the whole limit.
+  }
+  if (calls_.empty() && now - idle_since_ > limits_.idle_limit) {
+    return false;
+  }
+  std::vector<H2Call*> late;
+  bool changed = false;
+  for (auto& [id, call] : calls_) {
+    if (call->waiting_since_ != absl::InfiniteFuture() &&
+        now - call->waiting_since_ > limits_.write_stall_limit) {
+      call->Reset();  // Its answer could not be written: it ends here.
+      call->waiting_since_ = absl::InfiniteFuture();
+      changed = true;
+    } else if (!call->finishing_ && now > call->deadline_) {
+      late.push_back(call.get());
+    }
+  }
+  for (H2Call* call : late) call->Finish(kDeadline, "deadline exceeded");
+  return changed || !late.empty() ? Flush(now) : true;
+}
+
+void H2Connection::Shutdown() {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  nghttp2_submit_shutdown_notice(session_);
+  uint8_t payload[8] = {'s', 'h', 'u', 't', 'd', 'o', 'w', 'n'};
+  nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, payload);
+}
+
+void H2Connection::SubmitHeaders(H2Call* call) {
+  call->headers_sent_ = true;
+  nghttp2_nv nva[] = {Field(":status", "200"),
+                      Field("content-type", "application/grpc")};
+  nghttp2_data_provider provider;
+  provider.source.ptr = call;
+  provider.read_callback = &ReadDataCb;
+  nghttp2_submit_response(session_, call->id_, nva, 2, &provider);
+}
+
+void H2Connection::Resume(H2Call* call) {
+  if (call->deferred_) {
+    call->deferred_ = false;
+    nghttp2_session_resume_data(session_, call->id_);
+  }
+}
+
+void H2Connection::Refuse(H2Call* call, int code, absl::string_view message) {
+  call->Finish(code, message);
+}
+
+void H2Connection::Dispatch(H2Call* call) {
+  call->dispatched_ = true;
+  const RequestHead& head = call->head_;
+  if (call->header_overflow_) {
+    Refuse(call, kResource, "the request's header list is too long");
+  } else if (head.method != "POST" ||
+             !absl::StartsWith(head.content_type, "application/grpc")) {
+    Refuse(call, kInternal, "not a gRPC request");
+  } else if (head.bad_timeout) {
+    Refuse(call, kInternal, "grpc-timeout does not parse");
+  } else if (!head.encoding.empty() && head.encoding != "identity" &&
+             head.encoding != "zstd") {
+    Refuse(call, kUnimplemented,
+           "grpc-encoding " + head.encoding + " is not supported");
+  } else {
+    if (head.timeout.has_value()) call->deadline_ = now_ + *head.timeout;
+    sink_->OnCall(call, peer_);
+  }
+}
+
+void H2Connection::Deliver(H2Call* call) {
+  if (!call->asked_ || call->events_ == nullptr) return;
+  if (!call->inbox_.empty()) {
+    std::string message = std::move(call->inbox_.front());
+    const bool compressed = call->inbox_flags_.front();
+    call->inbox_.pop_front();
+    call->inbox_flags_.pop_front();
+    call->asked_ = false;
+    if (call->inbox_.empty() && call->unconsumed_ > 0) {
+      nghttp2_session_consume(session_, call->id_, call->unconsumed_);
+      call->unconsumed_ = 0;
+    }
+    call->events_->OnMessage(call, compressed, std::move(message));
+  } else if (call->half_closed_ && !call->end_told_) {
+    call->end_told_ = true;
+    call->asked_ = false;
+    if (call->assembler_.mid_message()) {
+      call->Finish(kInternal, "the request ended in the middle of a message");
+      return;
+    }
+    call->events_->OnHalfClose(call);
+  }
+}
+
+ssize_t H2Connection::SendCb(nghttp2_session*, const uint8_t* data,
+                             size_t length, int, void* user_data) {
+  H2Connection* conn = Of(user_data);
+  if (conn->out_.size() - conn->out_done_ >= conn->limits_.socket_buffer_bytes) {
+    return NGHTTP2_ERR_WOULDBLOCK;
+  }
+  conn->out_.append(reinterpret_cast<const char*>(data), length);
+  return static_cast<ssize_t>(length);
+}
+
+int H2Connection::SendDataCb(nghttp2_session*, nghttp2_frame* frame,
+                             const uint8_t* framehd, size_t length,
+                             nghttp2_data_source* source, void* user_data) {
+  H2Connection* conn = Of(user_data);
+  if (conn->out_.size() - conn->out_done_ >= conn->limits_.socket_buffer_bytes) {
+    return NGHTTP2_ERR_WOULDBLOCK;
+  }
+  auto* call = static_cast<H2Call*>(source->ptr);
+  conn->out_.append(reinterpret_cast<const char*>(framehd), 9);
+  call->Take(length, &conn->out_);
+  (void)frame;  // No padding is ever asked for.
+  return 0;
+}
+
+ssize_t H2Connection::ReadDataCb(nghttp2_session* session, int32_t id,
+                                 uint8_t*, size_t length, uint32_t* flags,
+                                 nghttp2_data_source* source, void* user_data) {
+  auto* call = static_cast<H2Call*>(source->ptr);
+  const size_t n = std::min(length, call->queued_);
+  if (n == 0 && !call->finishing_) {
+    call->deferred_ = true;
+    return NGHTTP2_ERR_DEFERRED;
+  }
+  if (n > 0) *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+  if (call->finishing_ && n == call->queued_) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    nghttp2_submit_trailer(session, id, call->trailer_nv_.data(),
+                           call->trailer_nv_.size());
+  }
+  (void)user_data;
+  return static_cast<ssize_t>(n);
+}
+
+int H2Connection::BeginHeadersCb(nghttp2_session*, const nghttp2_frame* frame,
+                                 void* user_data) {
+  H2Connection* conn = Of(user_data);
+  if (frame->hd.type != NGHTTP2_HEADERS ||
+      frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
+    return 0;
+  }
+  const int32_t id = frame->hd.stream_id;
+  conn->calls_[id].reset(
+      new H2Call(conn, id, conn->limits_.max_message_bytes));
+  return 0;
+}
+
+int H2Connection::HeaderCb(nghttp2_session*, const nghttp2_frame* frame,
+                           const uint8_t* name_data, size_t name_len,
+                           const uint8_t* value_data, size_t value_len,
+                           uint8_t, void* user_data) {
+  H2Connection* conn = Of(user_data);
+  H2Call* call = conn->Find(frame->hd.stream_id);
+  if (call == nullptr || call->dispatched_) return 0;  // Trailers: ignored.
+  RequestHead& head = call->head_;
+  head.bytes += name_len + value_len + 32;
+  if (head.bytes > conn->limits_.max_header_list_bytes) {
+    call->header_overflow_ = true;
+    return 0;
+  }
+  const absl::string_view name(reinterpret_cast<const char*>(name_data),
+                               name_len);
+  const absl::string_view value(reinterpret_cast<const char*>(value_data),
+                                value_len);
+  if (name == ":path") {
+    head.path = std::string(value);
+  } else if (name == ":method") {
+    head.method = std::string(value);
+  } else if (name == "content-type") {
+    head.content_type = std::string(value);
+  } else if (name == "te") {
+    head.te = std::string(value);
+  } else if (name == "grpc-encoding") {
+    head.encoding = std::string(value);
+  } else if (name == "authorization") {
+    head.authorization = std::string(value);
+  } else if (name == "grpc-timeout") {
+    head.timeout = ParseGrpcTimeout(value);
+    head.bad_timeout = !head.timeout.has_value();
+  }
+  return 0;
+}
+
+int H2Connection::FrameRecvCb(nghttp2_session*, const nghttp2_frame* frame,
+                              void* user_data) {
+  H2Connection* conn = Of(user_data);
+  switch (frame->hd.type) {
+    case NGHTTP2_SETTINGS:
+      conn->preface_seen_ = true;
+      return 0;
+    case NGHTTP2_PING:
+      if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0 && conn->shutting_down_ &&
+          !conn->goaway_final_) {
+        conn->goaway_final_ = true;
+        nghttp2_submit_goaway(
+            conn->session_, NGHTTP2_FLAG_NONE,
+            nghttp2_session_get_last_proc_stream_id(conn->session_),
+            NGHTTP2_NO_ERROR, nullptr, 0);
+      }
+      return 0;
+    case NGHTTP2_HEADERS:
+    case NGHTTP2_DATA:
+      break;
+    default:
+      return 0;
+  }
+  H2Call* call = conn->Find(frame->hd.stream_id);
+  if (call == nullptr) return 0;
+  if (frame->hd.type == NGHTTP2_HEADERS && !call->dispatched_ &&
+      (frame->hd.flags & NGHTTP2_FLAG_END_HEADERS) != 0) {
+    conn->Dispatch(call);
+    call = conn->Find(frame->hd.stream_id);
+    if (call == nullptr) return 0;
+  }
+  if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+    call->half_closed_ = true;
+    conn->Deliver(call);
+  }
+  return 0;
+}
+
+int H2Connection::FrameSendCb(nghttp2_session*, const nghttp2_frame* frame,
+                              void* user_data) {
+  H2Connection* conn = Of(user_data);
+  if (frame->hd.type != NGHTTP2_HEADERS ||
+      (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
+    return 0;
+  }
+  // The status went; a client still sending is told to stop.
+  H2Call* call = conn->Find(frame->hd.stream_id);
+  if (call != nullptr && !call->half_closed_) {
+    nghttp2_submit_rst_stream(conn->session_, NGHTTP2_FLAG_NONE, call->id_,
+                              NGHTTP2_NO_ERROR);
+  }
+  return 0;
+}
+
+int H2Connection::DataChunkCb(nghttp2_session*, uint8_t, int32_t id,
+                              const uint8_t* data, size_t len,
+                              void* user_data) {
+  H2Connection* conn = Of(user_data);
+  H2Call* call = conn->Find(id);
+  if (call == nullptr || call->finishing_ || call->events_ == nullptr) {
+    nghttp2_session_consume(conn->session_, id, len);
+    return 0;
+  }
+  absl::Status fed = call->assembler_.Feed(
+      absl::string_view(reinterpret_cast<const char*>(data), len),
+      [call](bool compressed, std::string message) {
+        call->inbox_.push_back(std::move(message));
+        call->inbox_flags_.push_back(compressed);
+      });
+  if (!fed.ok()) {
+    nghttp2_session_consume(conn->session_, id, len);
+    call->Finish(fed.code() == absl::StatusCode::kResourceExhausted ? kResource
+                                                                    : kInternal,
+                 fed.message());
+    return 0;
+  }
+  // Held back from the window while messages wait to be asked for.
+  if (call->inbox_.empty()) {
+    nghttp2_session_consume(conn->session_, id, len);
+  } else {
+    call->unconsumed_ += len;
+  }
+  conn->Deliver(call);
+  return 0;
+}
+
+int H2Connection::StreamCloseCb(nghttp2_session*, int32_t id, uint32_t,
+                                void* user_data) {
+  H2Connection* conn = Of(user_data);
+  auto it = conn->calls_.find(id);
+  if (it == conn->calls_.end()) return 0;
+  std::unique_ptr<H2Call> call = std::move(it->second);
+  conn->calls_.erase(it);
+  if (call->unconsumed_ > 0) {
+    nghttp2_session_consume_connection(conn->session_, call->unconsumed_);
+  }
+  if (conn->calls_.empty()) conn->idle_since_ = conn->now_;
+  if (call->events_ != nullptr) call->events_->OnClosed(call.get());
+  return 0;
+}
+
+}  // namespace metasrv::server

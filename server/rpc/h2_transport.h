@@ -1,0 +1,74 @@
+// The gRPC port's HTTP/2 transport: event loops (h2_loop.h) that speak
+// HTTP/2 through nghttp2, fed by the port's acceptor. Connections are
+// shared between hosts at accept: at `max_connections` a new one closes
+// the oldest connection of the host holding the most (max-min), so one host
+// cannot take the port's descriptors from the others.
+#ifndef METASRV_SERVER_RPC_H2_TRANSPORT_H_
+#define METASRV_SERVER_RPC_H2_TRANSPORT_H_
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "server/rpc/h2_loop.h"
+
+namespace metasrv::server {
+
+struct H2TransportOptions {
+  H2Limits limits;
+  int threads = 1;            // Event loops.
+  int max_connections = 0;    // Open at once; 0: no bound.
+  int ipv4_prefix_bits = 32;  // What one host is (CallLedger::HostOf).
+};
+
+// Thread safety: all of it, from any thread.
+class H2Transport {
+ public:
+  // `sink` takes every call and outlives the transport.
+  H2Transport(const H2TransportOptions& options, CallSink* sink);
+  ~H2Transport();  // Stop().
+  H2Transport(const H2Transport&) = delete;
+  H2Transport& operator=(const H2Transport&) = delete;
+
+  // Starts the loops, named "h2-0", "h2-1", ...
+  void Start();
+  // Takes an accepted connection (non-blocking `fd`, its peer address).
+  void Adopt(int fd, const sockaddr_storage& peer) ABSL_LOCKS_EXCLUDED(mu_);
+  // GOAWAY on every connection (two phases); calls open go on.
+  void Shutdown();
+  // Closes every connection and stops the loops.
+  void Stop();
+  // Connections open, and those closed to make room for another host's.
+  int64_t connections() const;
+  int64_t evicted() const { return evicted_.load(); }
+
+ private:
+  struct Placed {
+    uint64_t id;
+    int loop;
+  };
+  void Forget(uint64_t id) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const H2TransportOptions options_;
+  std::vector<std::unique_ptr<H2Loop>> loops_;
+  std::atomic<int64_t> evicted_{0};
+
+  absl::Mutex mu_;  // Guards the bookkeeping of connections by host.
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t open_ ABSL_GUARDED_BY(mu_) = 0;
+  // Each host's connections, oldest first.
+  absl::flat_hash_map<std::string, std::deque<Placed>> by_host_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, std::string> host_of_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_RPC_H2_TRANSPORT_H_
