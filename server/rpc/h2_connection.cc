@@ -198,6 +198,13 @@ bool H2Connection::OnReadable(absl::Time now) {
     const ssize_t fed = nghttp2_session_mem_recv(
         session_, reinterpret_cast<const uint8_t*>(buf), n);
     if (fed < 0 || broken_) return false;
+    // What nghttp2 answered goes first: a GOAWAY for a flood it cut ends
+    // the reading here, not after the next reads.
+    if (nghttp2_session_want_write(session_) &&
+        nghttp2_session_send(session_) != 0) {
+      return false;
+    }
+    if (!nghttp2_session_want_read(session_)) break;
     if (static_cast<size_t>(n) < sizeof(buf)) break;
   }
   return Flush(now);
@@ -207,14 +214,12 @@ bool H2Connection::OnWritable(absl::Time now) { return Flush(now); }
 
 bool H2Connection::Flush(absl::Time now) {
   now_ = now;
-  if (nghttp2_session_send(session_) != 0 || broken_) return false;
-  if (!WriteOut(now)) return false;
-  // What did not fit the socket buffer waits for EPOLLOUT; when it all went,
-  // nghttp2 may have more.
-  if (!wants_write() && nghttp2_session_want_write(session_)) {
-    if (nghttp2_session_send(session_) != 0) return false;
+  // As long as the socket takes all, nghttp2 is asked for more; what does
+  // not fit waits for EPOLLOUT.
+  do {
+    if (nghttp2_session_send(session_) != 0 || broken_) return false;
     if (!WriteOut(now)) return false;
-  }
+  } while (!wants_write() && nghttp2_session_want_write(session_));
   if (!nghttp2_session_want_read(session_) &&
       !nghttp2_session_want_write(session_) && !wants_write()) {
     return false;  // Both sides are done (GOAWAY sent and drained).

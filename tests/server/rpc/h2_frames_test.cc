@@ -1,0 +1,355 @@
+// The nghttp2 transport against frames written by hand: a zero window, a
+// long header list, a reset mid-message, GOAWAY with a call open,
+// CONTINUATION and reset floods, and the port's bounds (connections shared
+// between hosts, the preface's deadline, idle connections).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <nghttp2/nghttp2.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "tests/server/rpc/h2_fixture.h"
+
+namespace metasrv::server {
+namespace {
+
+constexpr uint8_t kData = 0, kHeaders = 1, kRst = 3, kSettings = 4,
+                  kPing = 6, kGoaway = 7, kContinuation = 9;
+constexpr uint8_t kEndStream = 1, kAck = 1, kEndHeaders = 4;
+
+struct Frame {
+  uint8_t type = 0, flags = 0;
+  uint32_t stream = 0;
+  std::string payload;
+};
+
+std::string Be32(uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+          static_cast<char>(v >> 8), static_cast<char>(v)};
+}
+
+std::string FrameBytes(uint8_t type, uint8_t flags, uint32_t stream,
+                       const std::string& payload) {
+  return Be32(static_cast<uint32_t>(payload.size())).substr(1) +
+         std::string{static_cast<char>(type), static_cast<char>(flags)} +
+         Be32(stream) + payload;
+}
+
+// HPACK: an integer with an N-bit prefix; a literal field, not indexed.
+std::string HpackInt(size_t v, int bits) {
+  const size_t max = (size_t{1} << bits) - 1;
+  if (v < max) return std::string(1, static_cast<char>(v));
+  std::string out(1, static_cast<char>(max));
+  for (v -= max; v >= 128; v >>= 7) out.push_back(static_cast<char>(v % 128 + 128));
+  out.push_back(static_cast<char>(v));
+  return out;
+}
+std::string Literal(const std::string& name, const std::string& value) {
+  return std::string(1, '\0') + HpackInt(name.size(), 7) + name +
+         HpackInt(value.size(), 7) + value;
+}
+std::string Request(const std::string& path) {
+  return Literal(":method", "POST") + Literal(":scheme", "http") +
+         Literal(":path", path) + Literal(":authority", "test") +
+         Literal("content-type", "application/grpc") +
+         Literal("te", "trailers");
+}
+std::string Message(const std::string& bytes) {
+  std::string prefix(kMessagePrefixBytes, '\0');
+  WriteMessagePrefix(false, static_cast<uint32_t>(bytes.size()), prefix.data());
+  return prefix + bytes;
+}
+
+// A client that writes frames itself. It acknowledges the server's
+// SETTINGS; everything else the test does.
+class RawClient {
+ public:
+  RawClient(int port, const char* source, const std::string& settings = "",
+            bool preface = true) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    inet_pton(AF_INET, source, &from.sin_addr);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from)), 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    EXPECT_EQ(connect(fd_, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
+    if (preface) {
+      Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" +
+           FrameBytes(kSettings, 0, 0, settings));
+    }
+    nghttp2_hd_inflate_new(&inflater_);
+  }
+  ~RawClient() {
+    nghttp2_hd_inflate_del(inflater_);
+    close(fd_);
+  }
+  // Sends what the server takes before it closes the connection (a flood).
+  void SendUntilClosed(const std::string& bytes) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = send(fd_, bytes.data() + done, bytes.size() - done,
+                             MSG_NOSIGNAL);
+      if (n <= 0) return;
+      done += static_cast<size_t>(n);
+    }
+  }
+  void Send(const std::string& bytes) {
+    ASSERT_EQ(send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
+  }
+  // The next frame; nullopt at EOF (closed() then) or after `limit`.
+  std::optional<Frame> Read(absl::Duration limit = absl::Seconds(10)) {
+    const absl::Time deadline = absl::Now() + limit;
+    while (in_.size() < 9 || in_.size() < 9 + Length()) {
+      pollfd p{fd_, POLLIN, 0};
+      const int wait = static_cast<int>(
+          std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())));
+      if (poll(&p, 1, wait) <= 0) return std::nullopt;
+      char buf[65536];
+      const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) {
+        closed_ = true;
+        return std::nullopt;
+      }
+      in_.append(buf, n);
+    }
+    Frame f;
+    const size_t length = Length();
+    f.type = in_[3];
+    f.flags = in_[4];
+    f.stream = (static_cast<uint32_t>(static_cast<uint8_t>(in_[5])) << 24 |
+                static_cast<uint8_t>(in_[6]) << 16 |
+                static_cast<uint8_t>(in_[7]) << 8 |
+                static_cast<uint8_t>(in_[8])) & 0x7fffffff;
+    f.payload = in_.substr(9, length);
+    in_.erase(0, 9 + length);
+    if (f.type == kSettings && (f.flags & kAck) == 0) {
+      SendUntilClosed(FrameBytes(kSettings, kAck, 0, ""));
+    }
+    return f;
+  }
+  // Frames until one `matches`; nullopt if none came.
+  template <typename Pred>
+  std::optional<Frame> ReadUntil(Pred matches,
+                                 absl::Duration limit = absl::Seconds(10)) {
+    const absl::Time deadline = absl::Now() + limit;
+    while (absl::Now() < deadline) {
+      std::optional<Frame> f = Read(deadline - absl::Now());
+      if (!f.has_value()) return std::nullopt;
+      if (matches(*f)) return f;
+    }
+    return std::nullopt;
+  }
+  // Whether the server closes the connection within `limit`.
+  bool ClosedWithin(absl::Duration limit) {
+    const absl::Time deadline = absl::Now() + limit;
+    while (!closed_ && absl::Now() < deadline) Read(deadline - absl::Now());
+    return closed_;
+  }
+  // A HEADERS frame's fields (no padding or priority: the server sets none).
+  std::vector<std::pair<std::string, std::string>> Fields(const Frame& f) {
+    std::vector<std::pair<std::string, std::string>> out;
+    auto* in = reinterpret_cast<const uint8_t*>(f.payload.data());
+    size_t left = f.payload.size();
+    for (;;) {
+      nghttp2_nv nv;
+      int flags = 0;
+      const ssize_t used = nghttp2_hd_inflate_hd2(inflater_, &nv, &flags, in,
+                                                  left, 1);
+      if (used < 0) break;
+      in += used;
+      left -= used;
+      if (flags & NGHTTP2_HD_INFLATE_EMIT) {
+        out.emplace_back(std::string(reinterpret_cast<char*>(nv.name), nv.namelen),
+                         std::string(reinterpret_cast<char*>(nv.value), nv.valuelen));
+      }
+      if (flags & NGHTTP2_HD_INFLATE_FINAL) {
+        nghttp2_hd_inflate_end_headers(inflater_);
+        break;
+      }
+      if (used == 0 && left == 0) break;
+    }
+    return out;
+  }
+  static std::string Field(
+      const std::vector<std::pair<std::string, std::string>>& fields,
+      const std::string& name) {
+    for (const auto& [n, v] : fields) {
+      if (n == name) return v;
+    }
+    return "";
+  }
+
+ private:
+  size_t Length() const {
+    return static_cast<uint8_t>(in_[0]) << 16 | static_cast<uint8_t>(in_[1]) << 8 |
+           static_cast<uint8_t>(in_[2]);
+  }
+  int fd_ = -1;
+  std::string in_;
+  bool closed_ = false;
+  nghttp2_hd_inflater* inflater_ = nullptr;
+};
+
+using H2FramesTest = H2TransportTest;
+
+auto Is(uint8_t type, uint32_t stream) {
+  return [type, stream](const Frame& f) {
+    return f.type == type && f.stream == stream;
+  };
+}
+
+TEST_F(H2FramesTest, AnAnswerStuckBehindAZeroWindowIsResetAtTheStallLimit) {
+  H2TransportOptions options;
+  options.limits.write_stall_limit = absl::Milliseconds(300);
+  Serve(options);
+  // SETTINGS_INITIAL_WINDOW_SIZE = 0: no DATA can ever be sent.
+  RawClient client(port(), "127.0.0.1", std::string("\x00\x04", 2) + Be32(0));
+  client.Send(FrameBytes(kHeaders, kEndHeaders, 1, Request("/t.T/Big")) +
+              FrameBytes(kData, kEndStream, 1, Message("x")));
+  const absl::Time sent = absl::Now();
+  std::optional<Frame> reset = client.ReadUntil(Is(kRst, 1));
+  ASSERT_TRUE(reset.has_value()) << "no RST_STREAM for the stuck answer";
+  EXPECT_GE(absl::Now() - sent, absl::Milliseconds(250));
+  EXPECT_TRUE(WaitFor([&] { return sink_.closed.load() == 1; }));
+  // The connection is still served: a PING is answered.
+  client.Send(FrameBytes(kPing, 0, 0, "12345678"));
+  EXPECT_TRUE(client.ReadUntil(Is(kPing, 0)).has_value());
+}
+
+TEST_F(H2FramesTest, AHeaderListTooLongIsRefusedWithItsOwnStatus) {
+  H2TransportOptions options;
+  options.limits.max_header_list_bytes = 1024;
+  Serve(options);
+  RawClient client(port(), "127.0.0.1");
+  client.Send(FrameBytes(
+      kHeaders, kEndHeaders | kEndStream, 1,
+      Request("/t.T/Echo") + Literal("x-pad", std::string(2000, 'p'))));
+  std::optional<Frame> answer = client.ReadUntil(
+      [](const Frame& f) { return f.type == kHeaders || f.type == kRst; });
+  ASSERT_TRUE(answer.has_value());
+  ASSERT_EQ(answer->type, kHeaders);
+  EXPECT_NE(answer->flags & kEndStream, 0);  // Trailers-Only.
+  EXPECT_EQ(RawClient::Field(client.Fields(*answer), "grpc-status"), "8");
+  EXPECT_EQ(sink_.calls.load(), 0);
+}
+
+TEST_F(H2FramesTest, AResetMidMessageCostsNothingAndTheConnectionGoesOn) {
+  Serve({});
+  RawClient client(port(), "127.0.0.1");
+  const std::string half = Message(std::string(100, 'h')).substr(0, 15);
+  client.Send(FrameBytes(kHeaders, kEndHeaders, 1, Request("/t.T/Echo")) +
+              FrameBytes(kData, 0, 1, half) +
+              FrameBytes(kRst, 0, 1, Be32(8)));
+  ASSERT_TRUE(WaitFor([&] { return sink_.closed.load() == 1; }));
+  EXPECT_EQ(sink_.messages.load(), 0);
+  client.Send(FrameBytes(kHeaders, kEndHeaders, 3, Request("/t.T/Echo")) +
+              FrameBytes(kData, kEndStream, 3, Message("whole")));
+  std::optional<Frame> data = client.ReadUntil(Is(kData, 3));
+  ASSERT_TRUE(data.has_value());
+  EXPECT_EQ(data->payload, Message("whole"));
+  std::optional<Frame> trailers = client.ReadUntil(Is(kHeaders, 3));
+  ASSERT_TRUE(trailers.has_value());
+  EXPECT_EQ(RawClient::Field(client.Fields(*trailers), "grpc-status"), "0");
+}
+
+TEST_F(H2FramesTest, GoawayComesInTwoPhasesAndOpenCallsFinish) {
+  Serve({});
+  RawClient client(port(), "127.0.0.1");
+  client.Send(FrameBytes(kHeaders, kEndHeaders, 1, Request("/t.T/Echo")));
+  ASSERT_TRUE(WaitFor([&] { return sink_.calls.load() == 1; }));
+  transport_->Shutdown();
+  // The notice (last id 2^31-1) and a PING, in either order.
+  std::optional<Frame> first, ping;
+  while (!first.has_value() || !ping.has_value()) {
+    std::optional<Frame> f = client.Read();
+    ASSERT_TRUE(f.has_value()) << "no GOAWAY notice and PING";
+    if (f->type == kGoaway) first = f;
+    if (f->type == kPing && (f->flags & kAck) == 0) ping = f;
+  }
+  EXPECT_EQ(first->payload.substr(0, 4), Be32(0x7fffffff));
+  client.Send(FrameBytes(kPing, kAck, 0, ping->payload));
+  std::optional<Frame> last = client.ReadUntil(Is(kGoaway, 0));
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->payload.substr(0, 4), Be32(1));
+  // The call open before it is still served.
+  client.Send(FrameBytes(kData, kEndStream, 1, Message("late")));
+  std::optional<Frame> data = client.ReadUntil(Is(kData, 1));
+  ASSERT_TRUE(data.has_value());
+  EXPECT_EQ(data->payload, Message("late"));
+}
+
+TEST_F(H2FramesTest, AContinuationFloodClosesTheConnection) {
+  Serve({});
+  RawClient client(port(), "127.0.0.1");
+  std::string flood = FrameBytes(kHeaders, 0, 1, Request("/t.T/Echo"));
+  for (int i = 0; i < 50; ++i) {
+    flood += FrameBytes(kContinuation, 0, 1, Literal("x-c", "v"));
+  }
+  client.SendUntilClosed(flood);
+  EXPECT_TRUE(client.ClosedWithin(absl::Seconds(10)));
+  EXPECT_EQ(sink_.calls.load(), 0);
+}
+
+TEST_F(H2FramesTest, ARapidResetFloodIsCutAtNghttp2sRate) {
+  Serve({});
+  RawClient client(port(), "127.0.0.1");
+  std::string flood;
+  for (uint32_t id = 1; id < 2 * 20000; id += 2) {
+    flood += FrameBytes(kHeaders, kEndHeaders, id, Request("/t.T/Silent")) +
+             FrameBytes(kRst, 0, id, Be32(8));
+  }
+  client.SendUntilClosed(flood);
+  EXPECT_TRUE(client.ClosedWithin(absl::Seconds(10)));
+  // nghttp2's bucket (1,000, then 33 a second) and the rest of the read
+  // that emptied it (16 KiB, about 180 calls) bound it, not the flood's
+  // 20,000.
+  EXPECT_LE(sink_.calls.load(), 1200);
+  EXPECT_TRUE(WaitFor([&] { return transport_->connections() == 0; }));
+}
+
+TEST_F(H2FramesTest, AtTheBoundTheHostHoldingTheMostGivesUpItsOldest) {
+  H2TransportOptions options;
+  options.max_connections = 6;
+  Serve(options);
+  std::vector<std::unique_ptr<RawClient>> flood;
+  for (int i = 0; i < 6; ++i) {
+    flood.push_back(std::make_unique<RawClient>(port(), "127.0.0.2"));
+    ASSERT_TRUE(WaitFor([&] { return transport_->connections() == i + 1; }));
+  }
+  RawClient honest(port(), "127.0.0.1");
+  EXPECT_TRUE(flood[0]->ClosedWithin(absl::Seconds(10)));
+  EXPECT_EQ(transport_->evicted(), 1);
+  honest.Send(FrameBytes(kHeaders, kEndHeaders, 1, Request("/t.T/Echo")) +
+              FrameBytes(kData, kEndStream, 1, Message("mine")));
+  std::optional<Frame> data = honest.ReadUntil(Is(kData, 1));
+  ASSERT_TRUE(data.has_value());
+  EXPECT_EQ(data->payload, Message("mine"));
+  EXPECT_FALSE(flood[1]->ClosedWithin(absl::Milliseconds(100)));
+}
+
+TEST_F(H2FramesTest, NoPrefaceOrNoCallsWithinTheirLimitsClosesTheConnection) {
+  H2TransportOptions options;
+  options.limits.preface_limit = absl::Milliseconds(200);
+  options.limits.idle_limit = absl::Milliseconds(400);
+  Serve(options);
+  RawClient silent(port(), "127.0.0.1", "", /*preface=*/false);
+  EXPECT_TRUE(silent.ClosedWithin(absl::Seconds(10)));
+  RawClient idle(port(), "127.0.0.1");
+  EXPECT_TRUE(idle.ClosedWithin(absl::Seconds(10)));
+  EXPECT_TRUE(WaitFor([&] { return transport_->connections() == 0; }));
+}
+
+}  // namespace
+}  // namespace metasrv::server
