@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Closed loop, 1,000 streams x 10 flows: the metasrv (plain and zstd
-# requests) beside the callback echo and the completion-queue echo, the four
+# requests) beside the callback echo, the completion-queue echo and the echo
+# on the nghttp2 transport (echo_server --api=h2), the five
 # interleaved in every round (the order rotating), ratios per round and their
 # medians over REPS rounds. The server's CPU is read from /proc at the ends
 # of the measured window (loadgen --server_pid). The echoes are given plain
@@ -18,7 +19,7 @@ mkdir -p "$OUT"
 . bench/lib.sh
 port=39400
 csv="$OUT/closed_api.csv"
-targets=(echo echo-cq metasrv metasrv-zstd)
+targets=(echo echo-cq echo-h2 metasrv metasrv-zstd)
 echo "rep,target,msgs,msgs_per_s,p50_us,p99_us,errors,server_cpu_s,cpu_us_per_msg" >"$csv"
 for rep in $(seq "$REPS"); do
   shift_by=$(( (rep - 1) % ${#targets[@]} ))
@@ -36,4 +37,5 @@ for rep in $(seq "$REPS"); do
 done
 cat "$csv"
 python3 bench/ratios.py "$csv" rep msgs_per_s,p99_us,cpu_us_per_msg \
-  metasrv:echo metasrv:echo-cq metasrv-zstd:echo metasrv-zstd:echo-cq echo-cq:echo
+  metasrv:echo metasrv:echo-cq metasrv:echo-h2 metasrv-zstd:echo metasrv-zstd:echo-cq \
+  echo-cq:echo echo-h2:echo

@@ -9,6 +9,10 @@ Loopback only.
 
   python3 bench/rapid_reset.py --binary=build/server/metasrv \\
       --pydir=build/gen_py --calls=200000
+
+With --echo=build/bench/echo_server --api=callback|h2 the flood hits the
+bare echo instead (gRPC 1.51's HTTP/2, or the metasrv's nghttp2 transport),
+and the honest call is a heartbeat to it.
 """
 
 import argparse
@@ -70,7 +74,12 @@ def main():
     parser.add_argument("--pydir", required=True)
     parser.add_argument("--calls", type=int, default=200000)
     parser.add_argument("--hosts", type=int, default=4)
+    parser.add_argument("--echo", default="")
+    parser.add_argument("--api", default="h2")
     args = parser.parse_args()
+    if args.echo:
+        echo_main(args)
+        return
     import harness
     harness.setup(args.binary, args.pydir)
     from attack_test import heartbeat_answered, one_flow_read
@@ -109,6 +118,46 @@ def main():
     finally:
         server.proc.kill()
         server.proc.wait()
+
+
+def echo_main(args):
+    import subprocess
+    import harness
+    harness.setup(args.binary, args.pydir)
+    from attack_test import heartbeat_answered
+    port = harness.free_port()
+    proc = subprocess.Popen([args.echo, f"--bind_addr=127.0.0.1:{port}",
+                             f"--api={args.api}", "--state_flows=10"])
+    try:
+        harness.wait_for(lambda: harness.accepts(port), what="the echo")
+        addr = f"127.0.0.1:{port}"
+        idle = harness.rss_kib(proc.pid)
+        threads = [threading.Thread(target=flood, args=(
+            port, addr, f"127.0.0.{2 + h}", args.calls // args.hosts))
+            for h in range(args.hosts)]
+        start = time.monotonic()
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        asked = time.monotonic()
+        try:
+            served = heartbeat_answered(addr, 9)
+        except (OSError, AssertionError) as error:
+            served = f"no ({error!r})"
+        honest = time.monotonic() - asked
+        peak = idle
+        while any(t.is_alive() for t in threads):
+            peak = max(peak, harness.rss_kib(proc.pid))
+            time.sleep(0.05)
+        took = time.monotonic() - start
+        end = harness.rss_kib(proc.pid)
+        print(f"echo --api={args.api}: {args.calls} calls from {args.hosts} "
+              f"hosts in {took:.1f} s; RSS {idle // 1024} -> peak "
+              f"{peak // 1024} -> {end // 1024} MiB; heartbeat served={served} "
+              f"in {honest:.2f} s; alive={proc.poll() is None}")
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 if __name__ == "__main__":

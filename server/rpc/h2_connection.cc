@@ -14,109 +14,16 @@
 namespace metasrv::server {
 namespace {
 
-constexpr int kInternal = 13;   // INTERNAL.
-constexpr int kResource = 8;    // RESOURCE_EXHAUSTED.
-constexpr int kUnimplemented = 12;
-constexpr int kDeadline = 4;    // DEADLINE_EXCEEDED.
+constexpr int kH2Internal = 13;   // INTERNAL.
+constexpr int kH2Resource = 8;    // RESOURCE_EXHAUSTED.
+constexpr int kH2Unimplemented = 12;
+constexpr int kH2Deadline = 4;    // DEADLINE_EXCEEDED.
 
-nghttp2_nv Field(absl::string_view name, absl::string_view value) {
-  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())),
-          name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
-}
-
-H2Connection* Of(void* user_data) {
+H2Connection* ConnectionOf(void* user_data) {
   return static_cast<H2Connection*>(user_data);
 }
 
 }  // namespace
-
-void H2Call::Next() {
-  if (finishing_) return;
-  asked_ = true;
-  conn_->Deliver(this);
-}
-
-void H2Call::Send(std::shared_ptr<const std::string> message) {
-  if (finishing_) return;
-  Piece piece;
-  WriteMessagePrefix(false, static_cast<uint32_t>(message->size()),
-                     piece.prefix);
-  piece.body = std::move(message);
-  queued_ += piece.size();
-  if (out_.empty()) waiting_since_ = conn_->now_;
-  out_.push_back(std::move(piece));
-  if (!headers_sent_) {
-    conn_->SubmitHeaders(this);
-  } else {
-    conn_->Resume(this);
-  }
-}
-
-void H2Call::Finish(
-    int code, absl::string_view message,
-    const std::vector<std::pair<std::string, std::string>>& trailers) {
-  if (finishing_) return;
-  finishing_ = true;
-  if (waiting_since_ == absl::InfiniteFuture()) waiting_since_ = conn_->now_;
-  trailer_text_.clear();
-  trailer_text_.push_back(std::to_string(code));
-  trailer_text_.push_back(PercentEncode(message));
-  for (const auto& [name, value] : trailers) {
-    trailer_text_.push_back(name);
-    trailer_text_.push_back(value);
-  }
-  trailer_nv_.clear();
-  if (!headers_sent_) {
-    // Trailers-Only: the status fields in the response's one HEADERS.
-    trailer_nv_.push_back(Field(":status", "200"));
-    trailer_nv_.push_back(Field("content-type", "application/grpc"));
-  }
-  trailer_nv_.push_back(Field("grpc-status", trailer_text_[0]));
-  if (!message.empty()) {
-    trailer_nv_.push_back(Field("grpc-message", trailer_text_[1]));
-  }
-  for (size_t i = 2; i + 1 < trailer_text_.size(); i += 2) {
-    trailer_nv_.push_back(Field(trailer_text_[i], trailer_text_[i + 1]));
-  }
-  if (!headers_sent_) {
-    headers_sent_ = true;
-    nghttp2_submit_response(conn_->session_, id_, trailer_nv_.data(),
-                            trailer_nv_.size(), nullptr);
-  } else {
-    conn_->Resume(this);
-  }
-}
-
-void H2Call::Reset() {
-  finishing_ = true;
-  nghttp2_submit_rst_stream(conn_->session_, NGHTTP2_FLAG_NONE, id_,
-                            NGHTTP2_CANCEL);
-}
-
-void H2Call::Take(size_t n, std::string* out) {
-  while (n > 0) {
-    Piece& piece = out_.front();
-    if (piece.done < kMessagePrefixBytes) {
-      const size_t k = std::min(n, kMessagePrefixBytes - piece.done);
-      out->append(piece.prefix + piece.done, k);
-      piece.done += k;
-      n -= k;
-      queued_ -= k;
-      continue;
-    }
-    const size_t at = piece.done - kMessagePrefixBytes;
-    const size_t k = std::min(n, piece.body->size() - at);
-    out->append(piece.body->data() + at, k);
-    piece.done += k;
-    n -= k;
-    queued_ -= k;
-    if (piece.done == piece.size()) out_.pop_front();
-  }
-  waiting_since_ = out_.empty() && !finishing_ ? absl::InfiniteFuture()
-                                               : conn_->now_;
-}
 
 nghttp2_session_callbacks* H2Connection::Callbacks() {
   static nghttp2_session_callbacks* const callbacks = [] {
@@ -271,7 +178,7 @@ bool H2Connection::Tick(absl::Time now) {
       late.push_back(call.get());
     }
   }
-  for (H2Call* call : late) call->Finish(kDeadline, "deadline exceeded");
+  for (H2Call* call : late) call->Finish(kH2Deadline, "deadline exceeded");
   return changed || !late.empty() ? Flush(now) : true;
 }
 
@@ -285,8 +192,8 @@ void H2Connection::Shutdown() {
 
 void H2Connection::SubmitHeaders(H2Call* call) {
   call->headers_sent_ = true;
-  nghttp2_nv nva[] = {Field(":status", "200"),
-                      Field("content-type", "application/grpc")};
+  nghttp2_nv nva[] = {NoCopyField(":status", "200"),
+                      NoCopyField("content-type", "application/grpc")};
   nghttp2_data_provider provider;
   provider.source.ptr = call;
   provider.read_callback = &ReadDataCb;
@@ -308,15 +215,15 @@ void H2Connection::Dispatch(H2Call* call) {
   call->dispatched_ = true;
   const RequestHead& head = call->head_;
   if (call->header_overflow_) {
-    Refuse(call, kResource, "the request's header list is too long");
+    Refuse(call, kH2Resource, "the request's header list is too long");
   } else if (head.method != "POST" ||
              !absl::StartsWith(head.content_type, "application/grpc")) {
-    Refuse(call, kInternal, "not a gRPC request");
+    Refuse(call, kH2Internal, "not a gRPC request");
   } else if (head.bad_timeout) {
-    Refuse(call, kInternal, "grpc-timeout does not parse");
+    Refuse(call, kH2Internal, "grpc-timeout does not parse");
   } else if (!head.encoding.empty() && head.encoding != "identity" &&
              head.encoding != "zstd") {
-    Refuse(call, kUnimplemented,
+    Refuse(call, kH2Unimplemented,
            "grpc-encoding " + head.encoding + " is not supported");
   } else {
     if (head.timeout.has_value()) call->deadline_ = now_ + *head.timeout;
@@ -341,7 +248,7 @@ void H2Connection::Deliver(H2Call* call) {
     call->end_told_ = true;
     call->asked_ = false;
     if (call->assembler_.mid_message()) {
-      call->Finish(kInternal, "the request ended in the middle of a message");
+      call->Finish(kH2Internal, "the request ended in the middle of a message");
       return;
     }
     call->events_->OnHalfClose(call);
@@ -350,7 +257,7 @@ void H2Connection::Deliver(H2Call* call) {
 
 ssize_t H2Connection::SendCb(nghttp2_session*, const uint8_t* data,
                              size_t length, int, void* user_data) {
-  H2Connection* conn = Of(user_data);
+  H2Connection* conn = ConnectionOf(user_data);
   if (conn->out_.size() - conn->out_done_ >= conn->limits_.socket_buffer_bytes) {
     return NGHTTP2_ERR_WOULDBLOCK;
   }
@@ -361,7 +268,7 @@ ssize_t H2Connection::SendCb(nghttp2_session*, const uint8_t* data,
 int H2Connection::SendDataCb(nghttp2_session*, nghttp2_frame* frame,
                              const uint8_t* framehd, size_t length,
                              nghttp2_data_source* source, void* user_data) {
-  H2Connection* conn = Of(user_data);
+  H2Connection* conn = ConnectionOf(user_data);
   if (conn->out_.size() - conn->out_done_ >= conn->limits_.socket_buffer_bytes) {
     return NGHTTP2_ERR_WOULDBLOCK;
   }
@@ -393,7 +300,7 @@ ssize_t H2Connection::ReadDataCb(nghttp2_session* session, int32_t id,
 
 int H2Connection::BeginHeadersCb(nghttp2_session*, const nghttp2_frame* frame,
                                  void* user_data) {
-  H2Connection* conn = Of(user_data);
+  H2Connection* conn = ConnectionOf(user_data);
   if (frame->hd.type != NGHTTP2_HEADERS ||
       frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
     return 0;
@@ -408,7 +315,7 @@ int H2Connection::HeaderCb(nghttp2_session*, const nghttp2_frame* frame,
                            const uint8_t* name_data, size_t name_len,
                            const uint8_t* value_data, size_t value_len,
                            uint8_t, void* user_data) {
-  H2Connection* conn = Of(user_data);
+  H2Connection* conn = ConnectionOf(user_data);
   H2Call* call = conn->Find(frame->hd.stream_id);
   if (call == nullptr || call->dispatched_) return 0;  // Trailers: ignored.
   RequestHead& head = call->head_;
@@ -442,7 +349,7 @@ int H2Connection::HeaderCb(nghttp2_session*, const nghttp2_frame* frame,
 
 int H2Connection::FrameRecvCb(nghttp2_session*, const nghttp2_frame* frame,
                               void* user_data) {
-  H2Connection* conn = Of(user_data);
+  H2Connection* conn = ConnectionOf(user_data);
   switch (frame->hd.type) {
     case NGHTTP2_SETTINGS:
       conn->preface_seen_ = true;
@@ -480,7 +387,7 @@ int H2Connection::FrameRecvCb(nghttp2_session*, const nghttp2_frame* frame,
 
 int H2Connection::FrameSendCb(nghttp2_session*, const nghttp2_frame* frame,
                               void* user_data) {
-  H2Connection* conn = Of(user_data);
+  H2Connection* conn = ConnectionOf(user_data);
   if (frame->hd.type != NGHTTP2_HEADERS ||
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
     return 0;
@@ -497,7 +404,7 @@ int H2Connection::FrameSendCb(nghttp2_session*, const nghttp2_frame* frame,
 int H2Connection::DataChunkCb(nghttp2_session*, uint8_t, int32_t id,
                               const uint8_t* data, size_t len,
                               void* user_data) {
-  H2Connection* conn = Of(user_data);
+  H2Connection* conn = ConnectionOf(user_data);
   H2Call* call = conn->Find(id);
   if (call == nullptr || call->finishing_ || call->events_ == nullptr) {
     nghttp2_session_consume(conn->session_, id, len);
@@ -511,8 +418,8 @@ int H2Connection::DataChunkCb(nghttp2_session*, uint8_t, int32_t id,
       });
   if (!fed.ok()) {
     nghttp2_session_consume(conn->session_, id, len);
-    call->Finish(fed.code() == absl::StatusCode::kResourceExhausted ? kResource
-                                                                    : kInternal,
+    call->Finish(fed.code() == absl::StatusCode::kResourceExhausted ? kH2Resource
+                                                                    : kH2Internal,
                  fed.message());
     return 0;
   }
@@ -528,7 +435,7 @@ int H2Connection::DataChunkCb(nghttp2_session*, uint8_t, int32_t id,
 
 int H2Connection::StreamCloseCb(nghttp2_session*, int32_t id, uint32_t,
                                 void* user_data) {
-  H2Connection* conn = Of(user_data);
+  H2Connection* conn = ConnectionOf(user_data);
   auto it = conn->calls_.find(id);
   if (it == conn->calls_.end()) return 0;
   std::unique_ptr<H2Call> call = std::move(it->second);

@@ -18,9 +18,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,7 +26,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "server/rpc/grpc_frames.h"
+#include "server/rpc/h2_call.h"
 
 namespace metasrv::server {
 
@@ -48,108 +46,6 @@ struct H2Limits {
   absl::Duration idle_limit = absl::Minutes(5);
   // Bytes made ready for the socket before nghttp2 is asked for more.
   size_t socket_buffer_bytes = 256 << 10;
-};
-
-// A request's HEADERS as gRPC uses them.
-struct RequestHead {
-  std::string method;         // ":method".
-  std::string path;           // ":path": "/package.Service/Method".
-  std::string content_type;   // "content-type".
-  std::string te;             // "te".
-  std::string encoding;       // "grpc-encoding"; empty: identity.
-  std::string authorization;  // "authorization".
-  std::optional<absl::Duration> timeout;  // "grpc-timeout", parsed.
-  bool bad_timeout = false;               // One that does not parse.
-  size_t bytes = 0;  // The list's size as SETTINGS counts it.
-};
-
-class H2Call;
-
-// What a call tells its owner; on the loop thread, never re-entered.
-class CallEvents {
- public:
-  virtual ~CallEvents() = default;
-  // A request message, asked for by H2Call::Next(). `compressed` is its
-  // flag (the encoding is RequestHead::encoding).
-  virtual void OnMessage(H2Call* call, bool compressed,
-                         std::string message) = 0;
-  // Asked for by Next(): the client sent its last message.
-  virtual void OnHalfClose(H2Call* call) = 0;
-  // The stream is gone (finished and sent, reset by either side, the
-  // connection lost); the call is deleted when this returns.
-  virtual void OnClosed(H2Call* call) = 0;
-};
-
-// Takes each call at its request HEADERS.
-class CallSink {
- public:
-  virtual ~CallSink() = default;
-  // A call came on a connection from `peer` (the socket's address, exact):
-  // set its events, or Finish() it at once.
-  virtual void OnCall(H2Call* call, const std::string& peer) = 0;
-};
-
-class H2Connection;
-
-// One stream: a gRPC call. Owned by its connection; its methods only on the
-// loop thread, and none after OnClosed().
-class H2Call {
- public:
-  int32_t id() const { return id_; }
-  const RequestHead& head() const { return head_; }
-  void set_events(CallEvents* events) { events_ = events; }
-  // Asks for the next message (or the end of the client's side).
-  void Next();
-  // Queues `message` (HEADERS first, once).
-  void Send(std::shared_ptr<const std::string> message);
-  // Ends the call with a status: trailers behind what is queued, or the
-  // Trailers-Only answer if nothing was sent. `trailers` are extra fields.
-  // Once; later calls do nothing.
-  void Finish(int code, absl::string_view message,
-              const std::vector<std::pair<std::string, std::string>>&
-                  trailers = {});
-  // Resets the stream (RST_STREAM CANCEL): nothing more is sent.
-  void Reset();
-  // Bytes queued and not yet taken by the socket buffer.
-  size_t queued() const { return queued_; }
-  bool finished() const { return finishing_; }
-
- private:
-  friend class H2Connection;
-  // One message queued: its prefix, then its bytes (shared).
-  struct Piece {
-    char prefix[kMessagePrefixBytes];
-    std::shared_ptr<const std::string> body;
-    size_t done = 0;  // Bytes of prefix and body taken.
-    size_t size() const { return kMessagePrefixBytes + body->size(); }
-  };
-  H2Call(H2Connection* conn, int32_t id, size_t max_message)
-      : conn_(conn), id_(id), assembler_(max_message) {}
-  // Copies `n` queued bytes to `out`.
-  void Take(size_t n, std::string* out);
-
-  H2Connection* const conn_;  // Its connection; owns it.
-  const int32_t id_;          // The stream id.
-  RequestHead head_;
-  bool header_overflow_ = false;  // Its header list was too long.
-  bool dispatched_ = false;       // Handed to the sink.
-  CallEvents* events_ = nullptr;  // Set by the sink.
-  MessageAssembler assembler_;    // Its request messages.
-  std::deque<std::string> inbox_;  // Messages not asked for yet,
-  std::deque<bool> inbox_flags_;   // with their compressed flags.
-  size_t unconsumed_ = 0;  // DATA bytes held back from the window.
-  bool asked_ = false;     // Next() is waiting for a message.
-  bool half_closed_ = false;  // The client's END_STREAM came.
-  bool end_told_ = false;     // OnHalfClose() was called.
-  bool headers_sent_ = false;
-  bool finishing_ = false;  // Finish() was called.
-  bool deferred_ = false;   // nghttp2 waits for data (resume to send).
-  std::vector<nghttp2_nv> trailer_nv_;  // Point into trailer_text_.
-  std::vector<std::string> trailer_text_;
-  std::deque<Piece> out_;         // Queued messages.
-  size_t queued_ = 0;             // Their bytes not taken yet.
-  absl::Time waiting_since_ = absl::InfiniteFuture();  // Oldest unsent.
-  absl::Time deadline_ = absl::InfiniteFuture();       // From grpc-timeout.
 };
 
 class H2Connection {
