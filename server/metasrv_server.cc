@@ -328,6 +328,8 @@ absl::Status MetasrvServer::Serve() {
   // grpc-proto) must be linked in for reflection to describe it. A static
   // library drops an object nothing refers to: this refers to it.
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
+  port_ = acceptor_->port();
+  if (options_.transport == "nghttp2") return ServeOnNghttp2();
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       ServerCredentials();
   if (!credentials.ok()) return credentials.status();
@@ -358,7 +360,23 @@ absl::Status MetasrvServer::Serve() {
         return true;
       });
   dispatcher_->Start(poller_->cq());
-  port_ = acceptor_->port();
+  std::shared_ptr<grpc::experimental::ExternalConnectionAcceptor> grpc_side =
+      std::move(into);
+  acceptor_->Start(
+      [grpc_side, listener = acceptor_->listener_fd()](
+          int fd, const sockaddr_storage&) {
+        grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters
+            connection;
+        connection.listener_fd = listener;
+        connection.fd = fd;  // gRPC's from here, closed if not taken.
+        grpc_side->HandleNewConnection(&connection);
+      },
+      AcceptorListeners());
+  LogServing();
+  return absl::OkStatus();
+}
+
+GrpcAcceptor::Listeners MetasrvServer::AcceptorListeners() {
   GrpcAcceptor::Listeners listeners;
   listeners.on_refused = [metrics = metrics_.get()] {
     metrics->ConnectionDropped(ConnectionDrop::kGrpcRefused);
@@ -372,18 +390,31 @@ absl::Status MetasrvServer::Serve() {
                            "total, process_open_fds, process_max_fds)");
     health->SetServing(accepting);
   };
-  std::shared_ptr<grpc::experimental::ExternalConnectionAcceptor> grpc_side =
-      std::move(into);
+  return listeners;
+}
+
+absl::Status MetasrvServer::ServeOnNghttp2() {
+  H2TransportOptions h2;
+  h2.threads =
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  h2.ipv4_prefix_bits = options_.door.peers.ipv4_prefix_bits;
+  // A share of the descriptors gRPC connections may take, kept below the
+  // acceptor's ceiling so that the share, not the ceiling, decides.
+  h2.max_connections =
+      std::max(16, DescriptorCeilings::For(RaiseDescriptorLimit()).grpc - 128);
+  h2.limits.max_concurrent_streams =
+      static_cast<uint32_t>(options_.max_streams_per_connection);
+  h2.limits.max_message_bytes = options_.max_message_bytes;
+  h2.limits.write_stall_limit = options_.door.reply_stall_limit;
+  h2.limits.preface_limit = options_.door.request_timeout;
+  transport_ = std::make_unique<H2Transport>(h2, dispatcher_.get());
+  transport_->Start();
+  dispatcher_->SweepOn(transport_.get());
   acceptor_->Start(
-      [grpc_side, listener = acceptor_->listener_fd()](
-          int fd, const sockaddr_storage&) {
-        grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters
-            connection;
-        connection.listener_fd = listener;
-        connection.fd = fd;  // gRPC's from here, closed if not taken.
-        grpc_side->HandleNewConnection(&connection);
+      [transport = transport_.get()](int fd, const sockaddr_storage& peer) {
+        transport->Adopt(fd, peer);
       },
-      std::move(listeners));
+      AcceptorListeners());
   LogServing();
   return absl::OkStatus();
 }
@@ -526,7 +557,7 @@ MetasrvServer::~MetasrvServer() {
 void MetasrvServer::Shutdown() {
   {
     absl::MutexLock lock(&shutdown_mu_);
-    if (shut_down_ || server_ == nullptr) return;
+    if (shut_down_ || (server_ == nullptr && transport_ == nullptr)) return;
     shut_down_ = true;
   }
   // Hand leadership over first, so another replica takes the streams.
@@ -542,11 +573,26 @@ void MetasrvServer::Shutdown() {
   watch_->Stop();
   door_->ledger().Close(CallKind::kHeartbeat, shutting_down);
   door_->ledger().Close(CallKind::kWatch, shutting_down);
+  if (transport_ != nullptr) {
+    transport_->Shutdown();  // GOAWAY; the calls open finish.
+    return;
+  }
   server_->Shutdown(std::chrono::system_clock::now() +
                     absl::ToChronoMilliseconds(options_.shutdown_grace));
 }
 
 void MetasrvServer::Wait() {
+  if (transport_ != nullptr) {
+    // The calls open finish within the grace; then every connection closes
+    // (which ends the calls left).
+    dispatcher_->WaitForCalls(absl::Now() + options_.shutdown_grace);
+    transport_->Stop();
+    if (!dispatcher_->WaitForCalls(absl::Now() + kCallsEndSlack)) {
+      spdlog::error("shutting down: {} calls did not end; stopping anyway",
+                    dispatcher_->live_calls());
+    }
+    return;
+  }
   if (server_ == nullptr) return;
   server_->Wait();
   // Every call was cancelled by the shutdown's deadline; each ends once its

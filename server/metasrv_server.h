@@ -32,6 +32,7 @@
 #include "server/rpc/call_door.h"
 #include "server/rpc/cq_poller.h"
 #include "server/rpc/grpc151_acceptor.h"
+#include "server/rpc/h2_transport.h"
 #include "server/rpc/health_service.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/reflection.h"
@@ -120,6 +121,10 @@ class MetasrvServer final : public core::LeadershipListener {
   void SetLimits(grpc::ServerBuilder* builder);
   // Says where it serves.
   void LogServing() const;
+  // Serve() on the nghttp2 transport (--transport=nghttp2).
+  absl::Status ServeOnNghttp2();
+  // What the acceptor tells of: refused connections, accepting or not.
+  GrpcAcceptor::Listeners AcceptorListeners();
   // How often the TLS files are read again, seconds.
   static constexpr unsigned int kTlsRefreshSeconds = 2;
   // Plaintext, TLS or mTLS, as the options say; TLS files are watched
@@ -179,7 +184,8 @@ class MetasrvServer final : public core::LeadershipListener {
   // Takes every call and hands it to its method; outlives the pollers.
   std::unique_ptr<CallDispatcher> dispatcher_;
   grpc::ResourceQuota quota_{"metasrv"};  // gRPC's memory; lives with it.
-  std::unique_ptr<grpc::Server> server_;  // The gRPC server.
+  std::unique_ptr<grpc::Server> server_;  // The gRPC server; or
+  std::unique_ptr<H2Transport> transport_;  // nghttp2's (--transport).
   std::unique_ptr<CqPoller> poller_;      // Runs every call's operations.
   absl::Mutex shutdown_mu_;               // Guards below.
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;  // Shutdown() ran.

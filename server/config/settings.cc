@@ -333,6 +333,14 @@ void LimitRows(Rows* r) {
          false},
         &ServerOptions::door, &DoorOptions::max_reply_bytes_in_flight);
   Add(r,
+      {"transport", nullptr,
+       "the gRPC port's HTTP/2: grpc (gRPC 1.51's own) or nghttp2 (ours, on "
+       "Debian's nghttp2: reset-rate and CONTINUATION limits, a deadline on "
+       "every write, connections shared between hosts; plaintext only for "
+       "now)",
+       false},
+      &ServerOptions::transport, OneOf({"grpc", "nghttp2"}));
+  Add(r,
       {"grpc_memory_limit", nullptr,
        "bytes gRPC itself may use for connections and calls (its "
        "ResourceQuota); bounds what one peer can make it buffer (0: none, "

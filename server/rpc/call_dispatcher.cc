@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "server/ops/log_limit.h"
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/h2_door_call.h"
 
 namespace metasrv::server {
 namespace {
@@ -231,7 +232,45 @@ void CallDispatcher::Dispatch(ServerCall* call) {
     call->ArmRequestDeadline(absl::Now() + door_->options().request_timeout,
                              door_->metrics());
   }
-  call->Serve(entry.make(call), entry.series);
+  call->Serve(entry.make.cq(call), entry.series);
+}
+
+void CallDispatcher::OnCall(H2Call* call, const std::string& peer) {
+  H2Start start;
+  start.call = call;
+  start.peer = peer;
+  start.book = &book_;
+  const CallLimits limits{0, door_};
+  auto it = methods_.find(call->head().path);
+  if (it == methods_.end()) {
+    start.series = unknown_series_;
+    H2Refused::Start(std::move(start), CallLimits{},
+                     absl::UnimplementedError(""), false, absl::Now());
+    return;
+  }
+  const Entry& entry = it->second;
+  start.row = entry.row;
+  start.series = entry.series;
+  if (door_ != nullptr) {
+    // Charged from its HEADERS, before its handler exists.
+    absl::Time answer_at = absl::InfinitePast();
+    absl::Status entered =
+        door_->Enter(*entry.row, peer, call->head().authorization,
+                     &start.ticket, &answer_at);
+    if (!entered.ok()) {
+      H2Refused::Start(std::move(start), limits, std::move(entered), true,
+                       absl::Now() + (answer_at - door_->Now()));
+      return;
+    }
+  }
+  entry.make.h2(std::move(start));
+}
+
+void CallDispatcher::SweepOn(H2Transport* transport) {
+  if (door_ == nullptr || door_->options().sweep_period <= absl::ZeroDuration()) {
+    return;
+  }
+  transport->Every(door_->options().sweep_period, [door = door_] { door->Sweep(); });
 }
 
 bool CallDispatcher::WaitForCalls(absl::Time deadline) const {

@@ -21,14 +21,18 @@
 #include "server/ops/call_metrics.h"
 #include "server/rpc/call_door.h"
 #include "server/rpc/method_table.h"
+#include "server/rpc/call_handlers.h"
+#include "server/rpc/h2_transport.h"
 #include "server/rpc/server_call.h"
 
 namespace metasrv::server {
 
 // Thread safety: Add() before Start(); the rest from any thread.
-class CallDispatcher {
+// Also the nghttp2 transport's sink: its calls come through OnCall(), on
+// their loop threads, past the same door.
+class CallDispatcher final : public CallSink {
  public:
-  using Factory = CallHandlerFactory;
+  using Factory = MethodHandlers;
 
   // Counts calls in `metrics` (null: not counted) and admits them through
   // `door` (null: every call is admitted, for tests of the runtime alone);
@@ -38,7 +42,8 @@ class CallDispatcher {
   CallDispatcher(const CallDispatcher&) = delete;
   CallDispatcher& operator=(const CallDispatcher&) = delete;
 
-  // Serves `method` (its path and kind are its row's) with `make`.
+  // Serves `method` (its path and kind are its row's) with `make` (one
+  // handler per transport; the shapes' Factory() makes both).
   void Add(Method method, Factory make);
   // Whether `method` is served.
   bool Serves(Method method) const {
@@ -65,13 +70,18 @@ class CallDispatcher {
   // (CallDoor::ResetEarly). Before Start().
   void SetConnectionCloser(std::function<bool(const std::string&)> close);
 
+  // CallSink: a call on the nghttp2 transport, at its HEADERS.
+  void OnCall(H2Call* call, const std::string& peer) override;
+  // Sweeps the door (silent streams) on `transport`'s first loop. Once.
+  void SweepOn(H2Transport* transport);
+
  private:
   // One request for the next call, renewed each time a call comes.
   class Acceptor;
   class Sweeper;
   struct Entry {
     const MethodRow* row;  // The method's row.
-    Factory make;          // Its handler.
+    Factory make;          // Its handlers.
     CallSeries* series;    // Its call metrics; null when not counted.
   };
   // An accepted call: handed to its method's handler.

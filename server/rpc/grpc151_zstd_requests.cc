@@ -263,6 +263,17 @@ absl::Status DecodeRequest(grpc::ByteBuffer* raw, size_t max_bytes,
                       message, type);
 }
 
+absl::Status DecodeRequest(absl::string_view raw, size_t max_bytes,
+                           google::protobuf::MessageLite* message,
+                           absl::string_view type) {
+  std::string own_type;
+  if (type.empty()) type = own_type = message->GetTypeName();
+  // Refers to the bytes, which outlive it; no reference is counted.
+  const grpc_slice slice = grpc_slice_from_static_buffer(raw.data(), raw.size());
+  return DecodeSlices(absl::MakeConstSpan(&slice, 1), max_bytes, message,
+                      type);
+}
+
 absl::Status DecodeRequest(grpc_byte_buffer* raw, size_t max_bytes,
                            google::protobuf::MessageLite* message,
                            absl::string_view type) {

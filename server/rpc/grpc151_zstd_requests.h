@@ -40,6 +40,10 @@ bool IsZstdFrame(const grpc::ByteBuffer& raw);
 absl::Status DecodeRequest(grpc::ByteBuffer* raw, size_t max_bytes,
                            google::protobuf::MessageLite* message,
                            absl::string_view type = {});
+// The same for a message's bytes as the nghttp2 transport reads them.
+absl::Status DecodeRequest(absl::string_view raw, size_t max_bytes,
+                           google::protobuf::MessageLite* message,
+                           absl::string_view type = {});
 // The same for the bytes of a core batch's receive (null: no bytes).
 absl::Status DecodeRequest(grpc_byte_buffer* raw, size_t max_bytes,
                            google::protobuf::MessageLite* message,

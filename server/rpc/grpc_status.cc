@@ -53,17 +53,18 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
       std::string(absl::StripAsciiWhitespace(status.message())));
 }
 
-grpc::Status ToGrpcStatus(const absl::Status& status,
-                          grpc::ServerContextBase* context) {
-  grpc::Status out = ToGrpcStatus(status);
-  if (status.ok() || context == nullptr) return out;
+WireStatus ToWireStatus(const absl::Status& status, bool greptime) {
+  WireStatus out;
+  out.code = static_cast<int>(status.code());
+  out.message = std::string(absl::StripAsciiWhitespace(status.message()));
+  if (status.ok() || !greptime) return out;
   const GreptimeError error = ClassifyForGreptime(status);
   // Two entries, as define_into_tonic_status sends (no x-greptime-err-msg:
   // that is an HTTP header of upstream's servers).
-  context->AddTrailingMetadata(kGreptimeErrCode,
-                               absl::StrCat(static_cast<uint32_t>(error.code)));
-  context->AddTrailingMetadata(kGreptimeErrRetryHint,
-                               error.retryable ? "retryable" : "non_retryable");
+  out.trailers.emplace_back(kGreptimeErrCode,
+                            absl::StrCat(static_cast<uint32_t>(error.code)));
+  out.trailers.emplace_back(kGreptimeErrRetryHint,
+                            error.retryable ? "retryable" : "non_retryable");
   if (error.code == GreptimeCode::kInternal ||
       error.code == GreptimeCode::kUnknown) {
     // The message as upstream's output_msg() gives it (src/common/error/
@@ -71,12 +72,22 @@ grpc::Status ToGrpcStatus(const absl::Status& status,
     // the real one.
     LogLimited(spdlog::level::warn, "internal_error_answered", "",
                "internal error answered as \"Internal error: {}\": {}",
-               static_cast<uint32_t>(error.code), out.error_message());
-    return grpc::Status(
-        out.error_code(),
-        absl::StrCat("Internal error: ", static_cast<uint32_t>(error.code)));
+               static_cast<uint32_t>(error.code), out.message);
+    out.message =
+        absl::StrCat("Internal error: ", static_cast<uint32_t>(error.code));
   }
   return out;
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status,
+                          grpc::ServerContextBase* context) {
+  if (status.ok() || context == nullptr) return ToGrpcStatus(status);
+  WireStatus wire = ToWireStatus(status, true);
+  for (auto& [name, value] : wire.trailers) {
+    context->AddTrailingMetadata(name, value);
+  }
+  return grpc::Status(static_cast<grpc::StatusCode>(wire.code),
+                      std::move(wire.message));
 }
 
 }  // namespace metasrv::server

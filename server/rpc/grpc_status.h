@@ -8,6 +8,10 @@
 
 #include <cstdint>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
@@ -55,6 +59,16 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // call or stream is finished.
 grpc::Status ToGrpcStatus(const absl::Status& status,
                           grpc::ServerContextBase* context);
+
+// A status as a transport that writes its own trailers sends it: the code,
+// the message (stripped; masked as ToGrpcStatus masks it when `greptime`),
+// and with `greptime` GreptimeDB's two error trailers.
+struct WireStatus {
+  int code = 0;
+  std::string message;
+  std::vector<std::pair<std::string, std::string>> trailers;
+};
+WireStatus ToWireStatus(const absl::Status& status, bool greptime);
 
 }  // namespace metasrv::server
 

@@ -20,13 +20,20 @@ void H2Call::Next() {
   conn_->Deliver(this);
 }
 
-void H2Call::Send(std::shared_ptr<const std::string> message) {
+void CallEvents::OnDeadline(H2Call* call) {
+  call->Finish(4, "deadline exceeded");  // DEADLINE_EXCEEDED.
+}
+
+H2Loop* H2Call::loop() const { return conn_->loop_; }
+
+void H2Call::Send(std::vector<SharedBytes> pieces) {
   if (finishing_) return;
+  size_t length = 0;
+  for (const SharedBytes& p : pieces) length += p.bytes.size();
   Piece piece;
-  WriteMessagePrefix(false, static_cast<uint32_t>(message->size()),
-                     piece.prefix);
-  piece.body = std::move(message);
-  queued_ += piece.size();
+  WriteMessagePrefix(false, static_cast<uint32_t>(length), piece.prefix);
+  piece.parts = std::move(pieces);
+  queued_ += kMessagePrefixBytes + length;
   if (out_.empty()) waiting_since_ = conn_->now_;
   out_.push_back(std::move(piece));
   if (!headers_sent_) {
@@ -78,26 +85,37 @@ void H2Call::Reset() {
 }
 
 void H2Call::Take(size_t n, std::string* out) {
+  queued_ -= n;
   while (n > 0) {
     Piece& piece = out_.front();
-    if (piece.done < kMessagePrefixBytes) {
-      const size_t k = std::min(n, kMessagePrefixBytes - piece.done);
-      out->append(piece.prefix + piece.done, k);
-      piece.done += k;
+    if (piece.prefix_done < kMessagePrefixBytes) {
+      const size_t k = std::min(n, kMessagePrefixBytes - piece.prefix_done);
+      out->append(piece.prefix + piece.prefix_done, k);
+      piece.prefix_done += k;
       n -= k;
-      queued_ -= k;
-      continue;
     }
-    const size_t at = piece.done - kMessagePrefixBytes;
-    const size_t k = std::min(n, piece.body->size() - at);
-    out->append(piece.body->data() + at, k);
-    piece.done += k;
-    n -= k;
-    queued_ -= k;
-    if (piece.done == piece.size()) out_.pop_front();
+    while (n > 0 && piece.part < piece.parts.size()) {
+      const absl::string_view bytes = piece.parts[piece.part].bytes;
+      const size_t k = std::min(n, bytes.size() - piece.offset);
+      out->append(bytes.data() + piece.offset, k);
+      piece.offset += k;
+      n -= k;
+      if (piece.offset == bytes.size()) {
+        ++piece.part;
+        piece.offset = 0;
+      }
+    }
+    if (piece.prefix_done == kMessagePrefixBytes &&
+        piece.part == piece.parts.size()) {
+      out_.pop_front();
+    }
   }
-  waiting_since_ = out_.empty() && !finishing_ ? absl::InfiniteFuture()
-                                               : conn_->now_;
+  if (out_.empty()) {
+    waiting_since_ = finishing_ ? conn_->now_ : absl::InfiniteFuture();
+    conn_->drained_.push_back(id_);
+  } else {
+    waiting_since_ = conn_->now_;
+  }
 }
 
 }  // namespace metasrv::server

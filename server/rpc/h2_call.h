@@ -24,6 +24,18 @@
 namespace metasrv::server {
 
 class H2Connection;
+class H2Loop;
+
+// One piece of an answer's bytes, shared: `bytes` stays valid while `owner`
+// lives (a string, a protobuf's cached encoding, gRPC's slice). Immutable.
+struct SharedBytes {
+  std::shared_ptr<const void> owner;
+  absl::string_view bytes;
+  static SharedBytes Of(std::shared_ptr<const std::string> text) {
+    absl::string_view view(*text);
+    return {std::move(text), view};
+  }
+};
 
 // A header field that nghttp2 sends without copying: `name` and `value`
 // must outlive the frame.
@@ -54,6 +66,11 @@ class CallEvents {
                          std::string message) = 0;
   // Asked for by Next(): the client sent its last message.
   virtual void OnHalfClose(H2Call* call) = 0;
+  // Everything Send() queued has gone to the socket's buffer.
+  virtual void OnDrained(H2Call* /*call*/) {}
+  // The call's deadline (set_deadline) passed. By default it finishes
+  // DEADLINE_EXCEEDED.
+  virtual void OnDeadline(H2Call* call);
   // The stream is gone (finished and sent, reset by either side, the
   // connection lost); the call is deleted when this returns.
   virtual void OnClosed(H2Call* call) = 0;
@@ -77,8 +94,11 @@ class H2Call {
   void set_events(CallEvents* events) { events_ = events; }
   // Asks for the next message (or the end of the client's side).
   void Next();
-  // Queues `message` (HEADERS first, once).
-  void Send(std::shared_ptr<const std::string> message);
+  // Queues one message made of `pieces` (HEADERS first, once).
+  void Send(std::vector<SharedBytes> pieces);
+  void Send(std::shared_ptr<const std::string> message) {
+    Send(std::vector<SharedBytes>{SharedBytes::Of(std::move(message))});
+  }
   // Ends the call with a status: trailers behind what is queued, or the
   // Trailers-Only answer if nothing was sent. `trailers` are extra fields.
   // Once; later calls do nothing.
@@ -90,15 +110,25 @@ class H2Call {
   // Bytes queued and not yet taken by the socket buffer.
   size_t queued() const { return queued_; }
   bool finished() const { return finishing_; }
+  // Whether it was reset because its answer could not be written within
+  // the write stall limit (a client that does not read).
+  bool stalled() const { return stalled_; }
+  // The client's deadline (grpc-timeout); InfiniteFuture without one.
+  absl::Time client_deadline() const { return client_deadline_; }
+  // When OnDeadline() is called (the client's deadline until set).
+  void set_deadline(absl::Time deadline) { deadline_ = deadline; }
+  // The loop the call lives on: other threads reach it through Post().
+  H2Loop* loop() const;
 
  private:
   friend class H2Connection;
-  // One message queued: its prefix, then its bytes (shared).
+  // One message queued: its prefix, then its pieces (shared).
   struct Piece {
     char prefix[kMessagePrefixBytes];
-    std::shared_ptr<const std::string> body;
-    size_t done = 0;  // Bytes of prefix and body taken.
-    size_t size() const { return kMessagePrefixBytes + body->size(); }
+    size_t prefix_done = 0;  // Bytes of the prefix taken.
+    std::vector<SharedBytes> parts;
+    size_t part = 0;    // The part being taken,
+    size_t offset = 0;  // and its bytes taken.
   };
   H2Call(H2Connection* conn, int32_t id, size_t max_message)
       : conn_(conn), id_(id), assembler_(max_message) {}
@@ -126,7 +156,9 @@ class H2Call {
   std::deque<Piece> out_;         // Queued messages.
   size_t queued_ = 0;             // Their bytes not taken yet.
   absl::Time waiting_since_ = absl::InfiniteFuture();  // Oldest unsent.
-  absl::Time deadline_ = absl::InfiniteFuture();       // From grpc-timeout.
+  absl::Time client_deadline_ = absl::InfiniteFuture();  // grpc-timeout.
+  absl::Time deadline_ = absl::InfiniteFuture();  // OnDeadline() is due.
+  bool stalled_ = false;  // Reset for a write past its stall limit.
 };
 
 }  // namespace metasrv::server

@@ -46,11 +46,12 @@ nghttp2_session_callbacks* H2Connection::Callbacks() {
 }
 
 H2Connection::H2Connection(int fd, std::string peer, const H2Limits& limits,
-                           CallSink* sink, absl::Time now)
+                           CallSink* sink, H2Loop* loop, absl::Time now)
     : fd_(fd),
       peer_(std::move(peer)),
       limits_(limits),
       sink_(sink),
+      loop_(loop),
       opened_(now),
       idle_since_(now),
       now_(now) {
@@ -126,6 +127,17 @@ bool H2Connection::Flush(absl::Time now) {
   do {
     if (nghttp2_session_send(session_) != 0 || broken_) return false;
     if (!WriteOut(now)) return false;
+    // Told outside nghttp2's callbacks: they may queue more.
+    while (!drained_.empty()) {
+      std::vector<int32_t> drained;
+      drained.swap(drained_);
+      for (int32_t id : drained) {
+        H2Call* call = Find(id);
+        if (call != nullptr && call->events_ != nullptr && !call->finishing_) {
+          call->events_->OnDrained(call);
+        }
+      }
+    }
   } while (!wants_write() && nghttp2_session_want_write(session_));
   if (!nghttp2_session_want_read(session_) &&
       !nghttp2_session_want_write(session_) && !wants_write()) {
@@ -171,6 +183,7 @@ bool H2Connection::Tick(absl::Time now) {
   for (auto& [id, call] : calls_) {
     if (call->waiting_since_ != absl::InfiniteFuture() &&
         now - call->waiting_since_ > limits_.write_stall_limit) {
+      call->stalled_ = true;
       call->Reset();  // Its answer could not be written: it ends here.
       call->waiting_since_ = absl::InfiniteFuture();
       changed = true;
@@ -178,7 +191,14 @@ bool H2Connection::Tick(absl::Time now) {
       late.push_back(call.get());
     }
   }
-  for (H2Call* call : late) call->Finish(kH2Deadline, "deadline exceeded");
+  for (H2Call* call : late) {
+    call->deadline_ = absl::InfiniteFuture();
+    if (call->events_ != nullptr) {
+      call->events_->OnDeadline(call);
+    } else {
+      call->Finish(kH2Deadline, "deadline exceeded");
+    }
+  }
   return changed || !late.empty() ? Flush(now) : true;
 }
 
@@ -226,7 +246,10 @@ void H2Connection::Dispatch(H2Call* call) {
     Refuse(call, kH2Unimplemented,
            "grpc-encoding " + head.encoding + " is not supported");
   } else {
-    if (head.timeout.has_value()) call->deadline_ = now_ + *head.timeout;
+    if (head.timeout.has_value()) {
+      call->client_deadline_ = now_ + *head.timeout;
+      call->deadline_ = call->client_deadline_;
+    }
     sink_->OnCall(call, peer_);
   }
 }

@@ -52,7 +52,7 @@ class H2Connection {
  public:
   // Takes `fd` (non-blocking; closed with the connection).
   H2Connection(int fd, std::string peer, const H2Limits& limits,
-               CallSink* sink, absl::Time now);
+               CallSink* sink, H2Loop* loop, absl::Time now);
   ~H2Connection();  // Closes every call (OnClosed), then the socket.
   H2Connection(const H2Connection&) = delete;
   H2Connection& operator=(const H2Connection&) = delete;
@@ -111,7 +111,9 @@ class H2Connection {
   const std::string peer_;
   const H2Limits limits_;
   CallSink* const sink_;
+  H2Loop* const loop_;  // Its loop (H2Call::loop()); may be null in tests.
   const absl::Time opened_;
+  std::vector<int32_t> drained_;  // Calls whose answers all left.
   nghttp2_session* session_ = nullptr;  // Owned.
   absl::flat_hash_map<int32_t, std::unique_ptr<H2Call>> calls_;
   std::string out_;       // Bytes for the socket,

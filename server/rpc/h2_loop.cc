@@ -63,7 +63,7 @@ void H2Loop::Adopt(int fd, uint64_t id, std::string peer) {
       Open& open = open_[fd];
       open.id = id;
       open.conn = std::make_unique<H2Connection>(fd, std::move(peer), limits_,
-                                                 sink_, absl::Now());
+                                                 sink_, this, absl::Now());
       fd_of_[id] = fd;
       connections_.fetch_add(1, std::memory_order_relaxed);
       epoll_event ev{};
@@ -138,8 +138,17 @@ void H2Loop::Settle(int fd, bool alive) {
   }
 }
 
+void H2Loop::Every(absl::Duration period, std::function<void()> tick) {
+  Post([this, period, tick = std::move(tick)]() mutable {
+    period_ = period;
+    periodic_ = std::move(tick);
+  });
+}
+
 void H2Loop::Run() {
+  loop_thread_ = std::this_thread::get_id();
   absl::Time next_tick = absl::Now() + kTick;
+  absl::Time next_period = absl::Now();
   epoll_event events[64];
   while (!stop_requested_) {
     const int wait_ms = static_cast<int>(std::max<int64_t>(
@@ -177,6 +186,10 @@ void H2Loop::Run() {
       for (auto& [fd, open] : open_) touched.push_back(fd);
     }
     const absl::Time now = absl::Now();
+    if (periodic_ && now >= next_period + period_) {
+      next_period = now;
+      periodic_();
+    }
     if (now >= next_tick) {
       next_tick = now + kTick;
       for (auto& [fd, open] : open_) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <atomic>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -40,6 +41,10 @@ class H2Loop {
   void Adopt(int fd, uint64_t id, std::string peer) ABSL_LOCKS_EXCLUDED(mu_);
   // Runs `task` on the loop's thread, soon. Dropped after Stop().
   void Post(absl::AnyInvocable<void()> task) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether the caller is the loop's own thread.
+  bool InLoop() const { return std::this_thread::get_id() == loop_thread_; }
+  // Runs `tick` on the loop's thread about every `period` (one at most).
+  void Every(absl::Duration period, std::function<void()> tick);
   // Closes connection `id` if it is still open.
   void Close(uint64_t id);
   // GOAWAY, in two phases, on every connection; new ones are still served
@@ -71,6 +76,9 @@ class H2Loop {
   const int epoll_fd_;
   const int wake_fd_;
   std::thread thread_;
+  std::atomic<std::thread::id> loop_thread_{};
+  absl::Duration period_ = absl::InfiniteDuration();  // Set by Every().
+  std::function<void()> periodic_;
   std::atomic<int64_t> connections_{0};
   absl::flat_hash_map<int, Open> open_;  // By descriptor; loop thread only.
   absl::flat_hash_map<uint64_t, int> fd_of_;  // Loop thread only.

@@ -41,6 +41,10 @@ class H2Transport {
   void Start();
   // Takes an accepted connection (non-blocking `fd`, its peer address).
   void Adopt(int fd, const sockaddr_storage& peer) ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs `tick` about every `period` on the first loop (after Start()).
+  void Every(absl::Duration period, std::function<void()> tick) {
+    loops_.front()->Every(period, std::move(tick));
+  }
   // GOAWAY on every connection (two phases); calls open go on.
   void Shutdown();
   // Closes every connection and stops the loops.

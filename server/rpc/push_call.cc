@@ -8,6 +8,7 @@
 #include "server/ops/log_limit.h"
 #include "server/rpc/call_ledger.h"
 #include "server/rpc/grpc_status.h"
+#include "server/rpc/h2_push_call.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -33,27 +34,54 @@ grpc_byte_buffer* CoreBuffer(const google::protobuf::MessageLite& message) {
 
 }  // namespace
 
+// References to `raw`'s slices, as shared pieces.
+std::vector<SharedBytes> PiecesOfCore(grpc_byte_buffer* raw) {
+  std::vector<SharedBytes> pieces;
+  const grpc_slice_buffer& buffer = raw->data.raw.slice_buffer;
+  for (size_t i = 0; i < buffer.count; ++i) {
+    auto slice = std::make_shared<const grpc::Slice>(
+        grpc::Slice(buffer.slices[i], grpc::Slice::ADD_REF));
+    const absl::string_view bytes(
+        reinterpret_cast<const char*>(slice->begin()), slice->size());
+    pieces.push_back({std::move(slice), bytes});
+  }
+  return pieces;
+}
+
 SharedMessage::SharedMessage(const std::vector<grpc::Slice>& slices)
-    : raw_(CoreBuffer(slices)) {}
+    : raw_(CoreBuffer(slices)), pieces_(PiecesOfCore(raw_)) {}
 
 SharedMessage::SharedMessage(const google::protobuf::MessageLite& message)
-    : raw_(CoreBuffer(message)) {}
+    : raw_(CoreBuffer(message)), pieces_(PiecesOfCore(raw_)) {}
 
-PushCall::PushCall(ServerCall* call, CallLimits limits,
+MethodHandlers PushCall::Factory(CallLimits limits, MakeHandler make) {
+  auto shared = std::make_shared<const MakeHandler>(std::move(make));
+  MethodHandlers handlers;
+  handlers.cq = [limits,
+                 shared](ServerCall* call) -> std::unique_ptr<CallHandler> {
+    return std::make_unique<CqPushCall>(call, limits, (*shared)(call));
+  };
+  handlers.h2 = [limits, shared](H2Start start) {
+    H2PushCall::Start(std::move(start), limits, (*shared)(nullptr));
+  };
+  return handlers;
+}
+
+CqPushCall::CqPushCall(ServerCall* call, CallLimits limits,
                    std::unique_ptr<Handler> handler)
     : call_(call),
       limits_(limits),
       handler_(std::move(handler)),
-      read_(this, &PushCall::OnRead),
-      metadata_(this, &PushCall::OnSent),
-      written_(this, &PushCall::OnWriteDone),
-      finished_(this, &PushCall::OnSent) {}
+      read_(this, &CqPushCall::OnRead),
+      metadata_(this, &CqPushCall::OnSent),
+      written_(this, &CqPushCall::OnWriteDone),
+      finished_(this, &CqPushCall::OnSent) {}
 
-void PushCall::Start() {
+void CqPushCall::Start() {
   call_->stream()->Read(&request_, call_->Begin(&read_));
 }
 
-void PushCall::OnRead(bool ok) {
+void CqPushCall::OnRead(bool ok) {
   // The door's deadline for a first request no longer applies (a late one
   // was cancelled: its read failed).
   call_->RequestArrived();
@@ -89,7 +117,7 @@ void PushCall::OnRead(bool ok) {
   if (write) Write();
 }
 
-bool PushCall::Offer(std::shared_ptr<const PushItem> item) {
+bool CqPushCall::Offer(std::shared_ptr<const PushItem> item) {
   bool stalled = false;  // End it rather than send.
   {
     absl::MutexLock lock(&mu_);
@@ -120,7 +148,7 @@ bool PushCall::Offer(std::shared_ptr<const PushItem> item) {
   return false;
 }
 
-bool PushCall::StartWriteOf(std::shared_ptr<const PushItem> item) {
+bool CqPushCall::StartWriteOf(std::shared_ptr<const PushItem> item) {
   const SharedMessage* message = handler_->Choose(*item);
   if (message == nullptr) return false;
   end_.write_in_flight = true;
@@ -131,7 +159,7 @@ bool PushCall::StartWriteOf(std::shared_ptr<const PushItem> item) {
   return true;
 }
 
-void PushCall::Write() {
+void CqPushCall::Write() {
   grpc_op op = {};
   op.op = GRPC_OP_SEND_MESSAGE;
   op.data.send_message.send_message = write_buffer_;
@@ -144,7 +172,7 @@ void PushCall::Write() {
   }
 }
 
-void PushCall::EndStalled() {
+void CqPushCall::EndStalled() {
   // What the client is told, ahead of the cancellation gRPC reports.
   call_->Finishing(GRPC_STATUS_RESOURCE_EXHAUSTED);
   limits_.door->metrics()->DoorRefused(DoorRefusal::kReplyStalled);
@@ -163,7 +191,7 @@ void PushCall::EndStalled() {
       nullptr);
 }
 
-void PushCall::OnWriteDone(bool ok) {
+void CqPushCall::OnWriteDone(bool ok) {
   StreamEnd::AfterWrite after;
   bool write = false;
   {
@@ -187,17 +215,17 @@ void PushCall::OnWriteDone(bool ok) {
   }
 }
 
-void PushCall::OnCancel() {
+void CqPushCall::OnCancel() {
   // The client went away. A write in flight completes with !ok.
   End(grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled"));
 }
 
-void PushCall::OnDone() {
+void CqPushCall::OnDone() {
   if (attached_) call_->ticket()->Detach(this);
   handler_->OnClose();
 }
 
-void PushCall::End(const grpc::Status& status) {
+void CqPushCall::End(const grpc::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     next_.reset();
@@ -206,7 +234,7 @@ void PushCall::End(const grpc::Status& status) {
   StartFinish(status);
 }
 
-void PushCall::FinishOnce(const grpc::Status& status) {
+void CqPushCall::FinishOnce(const grpc::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     if (!end_.TryFinish()) return;
@@ -214,7 +242,7 @@ void PushCall::FinishOnce(const grpc::Status& status) {
   StartFinish(status);
 }
 
-void PushCall::StartFinish(const grpc::Status& status) {
+void CqPushCall::StartFinish(const grpc::Status& status) {
   call_->Finishing(static_cast<int>(status.error_code()));
   call_->stream()->Finish(status, call_->BeginFinish(&finished_));
 }

@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/rpc/call_handlers.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/raw_request.h"
 #include "server/rpc/server_call.h"
@@ -47,13 +48,16 @@ class SharedMessage {
   SharedMessage& operator=(const SharedMessage&) = delete;
 
   size_t Length() const { return grpc_byte_buffer_length(raw_); }
+  // Its bytes as the nghttp2 transport sends them (shared, no copy).
+  const std::vector<SharedBytes>& pieces() const { return pieces_; }
 
  private:
-  friend class PushCall;
+  friend class CqPushCall;
   // A new buffer for one write (the caller owns it; gRPC empties it).
   grpc_byte_buffer* NewWrite() const { return grpc_byte_buffer_copy(raw_); }
 
   grpc_byte_buffer* const raw_;  // Owned; never handed to gRPC itself.
+  std::vector<SharedBytes> pieces_;  // The same bytes (references).
 };
 
 // Something a push stream is offered: the handler's own type, ordered by
@@ -63,7 +67,10 @@ struct PushItem {
   uint64_t sequence = 0;
 };
 
-class PushCall final : public CallHandler, public AbortableCall {
+// A server stream of pushed messages, as its method sees it on either
+// transport. Abort() ends it behind the write in flight (a step-down,
+// shutdown).
+class PushCall : public virtual AbortableCall {
  public:
   // A method's logic, one per call.
   class Handler {
@@ -88,27 +95,33 @@ class PushCall final : public CallHandler, public AbortableCall {
   };
   using MakeHandler = std::function<std::unique_ptr<Handler>(ServerCall*)>;
 
-  // A handler factory for the dispatcher.
-  static CallHandlerFactory Factory(CallLimits limits, MakeHandler make) {
-    return [limits, make = std::move(make)](
-               ServerCall* call) -> std::unique_ptr<CallHandler> {
-      return std::make_unique<PushCall>(call, limits, make(call));
-    };
-  }
+  // Both transports' handlers of the method, for the dispatcher.
+  static MethodHandlers Factory(CallLimits limits, MakeHandler make);
 
-  PushCall(ServerCall* call, CallLimits limits,
-           std::unique_ptr<Handler> handler);
-
-  ServerCall* call() const { return call_; }
-  const std::string& peer() const { return call_->peer(); }
-
+  virtual ~PushCall() = default;
+  // The client's address ("ipv4:10.0.0.1:5000").
+  virtual const std::string& peer() const = 0;
   // Sends `item` if no write is in flight, else keeps it as the next one
   // (replacing, and so skipping, an older one waiting: returns true then).
-  // Items not newer than one offered before are dropped. A write in flight
-  // past the door's stall limit while answers exceed the reply budget
-  // (CallDoor::Stalled) ends the stream instead: the client is not reading.
-  // Never blocks.
-  bool Offer(std::shared_ptr<const PushItem> item) ABSL_LOCKS_EXCLUDED(mu_);
+  // Items not newer than one offered before are dropped. A write that does
+  // not complete within the door's stall limit ends the stream instead:
+  // the client is not reading. Never blocks.
+  virtual bool Offer(std::shared_ptr<const PushItem> item) = 0;
+};
+
+// The push shape on gRPC 1.51's completion queue.
+class CqPushCall final : public PushCall, public CallHandler {
+ public:
+  CqPushCall(ServerCall* call, CallLimits limits,
+             std::unique_ptr<Handler> handler);
+
+  ServerCall* call() const { return call_; }
+  const std::string& peer() const override { return call_->peer(); }
+  // On this transport a write in flight past the door's stall limit ends
+  // the stream only while answers exceed the reply budget
+  // (CallDoor::Stalled).
+  bool Offer(std::shared_ptr<const PushItem> item) override
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   void Start() override;
   void OnCancel() override;
@@ -139,10 +152,10 @@ class PushCall final : public CallHandler, public AbortableCall {
   std::unique_ptr<Handler> handler_;  // The method's logic.
   bool attached_ = false;             // To its ledger entry, by OnRead().
   grpc::ByteBuffer request_;          // The request's bytes, until read.
-  CallOp<PushCall> read_;             // The request read.
-  CallOp<PushCall> metadata_;         // The headers sent.
-  CallOp<PushCall> written_;          // A message written.
-  CallOp<PushCall> finished_;         // The status sent.
+  CallOp<CqPushCall> read_;           // The request read.
+  CallOp<CqPushCall> metadata_;       // The headers sent.
+  CallOp<CqPushCall> written_;        // A message written.
+  CallOp<CqPushCall> finished_;       // The status sent.
 
   absl::Mutex mu_;  // Guards the fields below; never held into gRPC calls.
   // The bytes being written (owned); assigned only while no write is in

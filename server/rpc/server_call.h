@@ -84,6 +84,7 @@ class CallBook {
 
  private:
   friend class ServerCall;
+  friend class H2DoorCall;
   void Enter() ABSL_LOCKS_EXCLUDED(mu_);
   void Leave() ABSL_LOCKS_EXCLUDED(mu_);
 

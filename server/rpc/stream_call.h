@@ -60,8 +60,10 @@ class StreamStep {
   absl::Status status_;
 };
 
+// A bidi stream of one answer per request, as its method sees it on either
+// transport.
 template <typename Answer>
-class StreamCall final : public CallHandler, public AbortableCall {
+class StreamCall {
  public:
   // A method's logic, one per call. Its callbacks run one at a time.
   class Handler {
@@ -81,23 +83,36 @@ class StreamCall final : public CallHandler, public AbortableCall {
   };
   using MakeHandler = std::function<std::unique_ptr<Handler>(ServerCall*)>;
 
-  // A handler factory for the dispatcher.
-  static CallHandlerFactory Factory(CallLimits limits, MakeHandler make) {
-    return [limits, make = std::move(make)](
-               ServerCall* call) -> std::unique_ptr<CallHandler> {
-      return std::make_unique<StreamCall>(call, limits, make(call));
-    };
-  }
+  // Both transports' handlers of the method, for the dispatcher. Defined
+  // below the two shapes.
+  static MethodHandlers Factory(CallLimits limits, MakeHandler make);
 
-  StreamCall(ServerCall* call, CallLimits limits,
-             std::unique_ptr<Handler> handler)
+  virtual ~StreamCall() = default;
+  // The client's address ("ipv4:10.0.0.1:5000").
+  virtual const std::string& peer() const = 0;
+  // Its client was told to send a request every `interval` and to retry
+  // after `retry` (a handshake answer): from now on the stream is silent,
+  // and ended by the door's sweep, past CallDoor::SilenceLimitFor of them.
+  virtual void Told(absl::Duration interval, absl::Duration retry) = 0;
+};
+
+// The bidi shape on gRPC 1.51's completion queue.
+template <typename Answer>
+class CqStreamCall final : public StreamCall<Answer>,
+                           public CallHandler,
+                           public AbortableCall {
+ public:
+  using Handler = typename StreamCall<Answer>::Handler;
+
+  CqStreamCall(ServerCall* call, CallLimits limits,
+               std::unique_ptr<Handler> handler)
       : call_(call),
         limits_(limits),
         handler_(std::move(handler)),
-        batch_(this, &StreamCall::OnBatch),
-        metadata_(this, &StreamCall::OnSent),
-        finished_(this, &StreamCall::OnSent) {}
-  ~StreamCall() override {
+        batch_(this, &CqStreamCall::OnBatch),
+        metadata_(this, &CqStreamCall::OnSent),
+        finished_(this, &CqStreamCall::OnSent) {}
+  ~CqStreamCall() override {
     // Every batch completed before the call is deleted.
     if (received_ != nullptr) grpc_byte_buffer_destroy(received_);
     absl::MutexLock lock(&mu_);
@@ -105,13 +120,9 @@ class StreamCall final : public CallHandler, public AbortableCall {
   }
 
   ServerCall* call() const { return call_; }
-  // The client's address, as gRPC gives it ("ipv4:10.0.0.1:5000").
-  const std::string& peer() const { return call_->peer(); }
+  const std::string& peer() const override { return call_->peer(); }
 
-  // Its client was told to send a request every `interval` and to retry
-  // after `retry` (a handshake answer): from now on the stream is silent,
-  // and ended by the door's sweep, past CallDoor::SilenceLimitFor of them.
-  void Told(absl::Duration interval, absl::Duration retry) {
+  void Told(absl::Duration interval, absl::Duration retry) override {
     CallLedger::Ticket* ticket = call_->ticket();
     if (ticket == nullptr || limits_.door == nullptr) return;
     ticket->SetTold(interval, limits_.door->SilenceLimitFor(interval, retry));
@@ -277,9 +288,9 @@ class StreamCall final : public CallHandler, public AbortableCall {
   std::unique_ptr<Handler> handler_;  // The method's logic.
   bool attached_ = false;             // To its ledger entry, by Start().
   Answer answer_;                     // Reused per answer.
-  CallOp<StreamCall> batch_;          // The batch in flight.
-  CallOp<StreamCall> metadata_;       // Initial metadata, before answer 1.
-  CallOp<StreamCall> finished_;       // The status sent.
+  CallOp<CqStreamCall> batch_;        // The batch in flight.
+  CallOp<CqStreamCall> metadata_;     // Initial metadata, before answer 1.
+  CallOp<CqStreamCall> finished_;     // The status sent.
   // The next request, once the batch completed; owned, until handled.
   grpc_byte_buffer* received_ = nullptr;
 
@@ -292,6 +303,29 @@ class StreamCall final : public CallHandler, public AbortableCall {
   grpc_byte_buffer* sent_ ABSL_GUARDED_BY(mu_) = nullptr;
   uint64_t held_ ABSL_GUARDED_BY(mu_) = 0;  // Its bytes charged at the door.
 };
+
+}  // namespace metasrv::server
+
+// The nghttp2 shape needs the base above; the factory below needs both.
+#include "server/rpc/h2_stream_call.h"  // IWYU pragma: export
+
+namespace metasrv::server {
+
+template <typename Answer>
+MethodHandlers StreamCall<Answer>::Factory(CallLimits limits,
+                                           MakeHandler make) {
+  auto shared = std::make_shared<const MakeHandler>(std::move(make));
+  MethodHandlers handlers;
+  handlers.cq = [limits,
+                 shared](ServerCall* call) -> std::unique_ptr<CallHandler> {
+    return std::make_unique<CqStreamCall<Answer>>(call, limits,
+                                                  (*shared)(call));
+  };
+  handlers.h2 = [limits, shared](H2Start start) {
+    H2StreamCall<Answer>::Start(std::move(start), limits, (*shared)(nullptr));
+  };
+  return handlers;
+}
 
 }  // namespace metasrv::server
 

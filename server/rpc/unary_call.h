@@ -23,86 +23,118 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/rpc/call_door.h"
+#include "server/rpc/call_handlers.h"
 #include "server/rpc/grpc151_zstd_requests.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/method_table.h"
 #include "server/rpc/read_executor.h"
+#include "server/rpc/raw_request.h"
 #include "server/rpc/server_call.h"
 
 namespace metasrv::server {
 
-// What every unary call is held to.
-struct CallLimits {
-  // An inflated request, at most (--max_message_bytes, which declares the
-  // default; 0 here until the server sets it).
-  size_t max_request_bytes = 0;
-  // Admission, the reply charge and the deadlines; null: every call is
-  // served as admitted, nothing is charged or timed (tests of the runtime).
-  CallDoor* door = nullptr;
-};
-
-// The handler of one unary call. Its method (`serve`) gets it once the
-// request is decoded and finishes it, at once or later from any thread,
-// exactly once.
+// One unary call, as a method sees it on either transport. Its method
+// (`serve`) gets it once the request is decoded and admitted, and finishes
+// it, at once or later from any thread, exactly once.
 template <typename Request, typename Response>
-class UnaryCall final : public CallHandler {
+class UnaryCall {
  public:
   // What a method does with a decoded request.
   using Serve = std::function<void(UnaryCall*)>;
+  // Both transports' handlers of the method, which the dispatcher names
+  // once (CallDispatcher::Add). Defined below the two shapes.
+  static MethodHandlers Factory(CallLimits limits, Serve serve);
 
-  // `serve` outlives the call, whose row (ServerCall::row()) names its
-  // method.
-  UnaryCall(ServerCall* call, const CallLimits& limits, const Serve* serve)
-      : call_(call),
-        method_(call->row()->method),
-        limits_(limits),
-        serve_(serve),
-        read_(this, &UnaryCall::OnRead),
-        finished_(this, &UnaryCall::OnFinished),
-        reply_due_(this, &UnaryCall::OnReplyDue),
-        request_(google::protobuf::Arena::CreateMessage<Request>(&arena_)),
-        response_(google::protobuf::Arena::CreateMessage<Response>(&arena_)) {}
-
-  // A handler factory for the dispatcher, which names the method once
-  // (CallDispatcher::Add).
-  static CallHandlerFactory Factory(CallLimits limits, Serve serve) {
-    auto shared = std::make_shared<const Serve>(std::move(serve));
-    return [limits, shared](ServerCall* call) -> std::unique_ptr<CallHandler> {
-      return std::make_unique<UnaryCall>(call, limits, shared.get());
-    };
-  }
-
-  ServerCall* call() const { return call_; }
-  grpc::ServerContextBase* context() const { return call_->context(); }
+  virtual ~UnaryCall() = default;
   const Request& request() const { return *request_; }
   // How the door admitted it: serve it, or answer GreptimeDB's not-leader
   // header; and the flow-state term of the leadership it was admitted under.
   const Admission& admission() const { return admission_; }
   Response* response() { return response_; }
+  // The client's address ("ipv4:10.0.0.1:5000").
+  virtual const std::string& peer() const = 0;
   // Whether the client cancelled the call or its deadline passed: work for
   // it is wasted.
-  bool cancelled() const { return call_->cancelled(); }
-
+  virtual bool cancelled() const = 0;
   // Makes `bytes` the answer instead of response(): an answer built without
   // the message (cached encodings). Call before Finish(OkStatus()).
-  void SetResponseBytes(grpc::ByteBuffer bytes) {
+  virtual void SetResponseBytes(grpc::ByteBuffer bytes) = 0;
+  // Sends the response (when `status` is OK) or the error. An answer that
+  // does not fit the reply budget is refused with RESOURCE_EXHAUSTED.
+  virtual void Finish(const absl::Status& status) = 0;
+
+ protected:
+  UnaryCall()
+      : request_(google::protobuf::Arena::CreateMessage<Request>(&arena_)),
+        response_(google::protobuf::Arena::CreateMessage<Response>(&arena_)) {}
+  // Decodes `raw` and admits the call by its method's leader policy.
+  absl::Status DecodeAndAdmit(const RawRequest& raw, const CallLimits& limits,
+                              Method method) {
+    if (absl::Status decoded =
+            raw.DecodeInto(request_, limits.max_request_bytes);
+        !decoded.ok()) {
+      return decoded;
+    }
+    if (limits.door == nullptr) return absl::OkStatus();
+    absl::StatusOr<Admission> admitted = limits.door->AdmitLeader(method);
+    if (!admitted.ok()) return admitted.status();
+    admission_ = *admitted;
+    return absl::OkStatus();
+  }
+  // The messages are no longer needed (the answer is serialized).
+  void DropMessages() {
+    request_ = nullptr;
+    response_ = nullptr;
+    arena_.Reset();
+  }
+
+  google::protobuf::Arena arena_;  // Holds both messages.
+  Request* request_;               // On arena_; null once answered.
+  Response* response_;             // On arena_; null once answered.
+  Admission admission_;            // Set before the method runs.
+};
+
+template <typename Request, typename Response>
+class CqUnaryCall;
+template <typename Request, typename Response>
+class H2UnaryCall;
+
+// The unary shape on gRPC 1.51's completion queue.
+template <typename Request, typename Response>
+class CqUnaryCall final : public UnaryCall<Request, Response>,
+                          public CallHandler {
+ public:
+  using Serve = typename UnaryCall<Request, Response>::Serve;
+
+  // `serve` outlives the call, whose row (ServerCall::row()) names its
+  // method.
+  CqUnaryCall(ServerCall* call, const CallLimits& limits, const Serve* serve)
+      : call_(call),
+        method_(call->row()->method),
+        limits_(limits),
+        serve_(serve),
+        read_(this, &CqUnaryCall::OnRead),
+        finished_(this, &CqUnaryCall::OnFinished),
+        reply_due_(this, &CqUnaryCall::OnReplyDue) {}
+
+  ServerCall* call() const { return call_; }
+  grpc::ServerContextBase* context() const { return call_->context(); }
+  const std::string& peer() const override { return call_->peer(); }
+  bool cancelled() const override { return call_->cancelled(); }
+  void SetResponseBytes(grpc::ByteBuffer bytes) override {
     out_.Swap(&bytes);
     raw_ = true;
   }
 
-  // Sends the response (when `status` is OK) or the error. An answer that
-  // does not fit the reply budget is refused with RESOURCE_EXHAUSTED.
-  void Finish(const absl::Status& status) {
+  void Finish(const absl::Status& status) override {
     grpc::Status result = ToGrpcStatus(status, context());
     if (!result.ok()) out_.Clear();
     if (result.ok() && !raw_) {
-      result = SerializeMessage(*response_, &out_);
+      result = SerializeMessage(*this->response_, &out_);
     }
     if (result.ok()) result = Charge();
     // The answer is serialized: its messages are no longer needed.
-    request_ = nullptr;
-    response_ = nullptr;
-    arena_.Reset();
+    this->DropMessages();
     call_->Finishing(result.error_code());
     if (result.ok()) {
       if (held_ != 0 && limits_.door->Watches(held_)) {
@@ -155,20 +187,12 @@ class UnaryCall final : public CallHandler {
       return;
     }
     call_->GotRequest();
-    absl::Status decoded =
-        DecodeRequest(&in_, limits_.max_request_bytes, request_);
+    absl::Status admitted =
+        this->DecodeAndAdmit(RawRequest(&in_), limits_, method_);
     in_.Clear();
-    if (!decoded.ok()) {
-      Finish(decoded);
+    if (!admitted.ok()) {
+      Finish(admitted);
       return;
-    }
-    if (limits_.door != nullptr) {
-      absl::StatusOr<Admission> admitted = limits_.door->AdmitLeader(method_);
-      if (!admitted.ok()) {
-        Finish(admitted.status());
-        return;
-      }
-      admission_ = *admitted;
     }
     (*serve_)(this);
   }
@@ -192,21 +216,17 @@ class UnaryCall final : public CallHandler {
   const Method method_;                // Its row in the method table.
   const CallLimits limits_;            // Request size, the door.
   const Serve* const serve_;           // The method; the table's.
-  CallOp<UnaryCall> read_;             // The request read.
-  CallOp<UnaryCall> finished_;         // The answer and status sent.
-  CallOp<UnaryCall> reply_due_;        // The answer's stall limit.
+  CallOp<CqUnaryCall> read_;           // The request read.
+  CallOp<CqUnaryCall> finished_;       // The answer and status sent.
+  CallOp<CqUnaryCall> reply_due_;      // The answer's stall limit.
   grpc::Alarm reply_alarm_;            // Set for a large answer, with a door.
   std::atomic<bool> answered_{false};  // The answer's batch completed.
-  Admission admission_;                // Set before serve_ runs.
   bool reply_armed_ = false;           // reply_alarm_ was set.
   bool attached_ = false;              // Its answer may be ended for others.
   grpc::ByteBuffer in_;                // The request's bytes, until decoded.
   grpc::ByteBuffer out_;               // The answer's bytes, until sent.
   uint64_t held_ = 0;                  // Bytes taken from the budget.
   bool raw_ = false;                   // SetResponseBytes() made the answer.
-  google::protobuf::Arena arena_;      // Holds both messages.
-  Request* request_;                   // On arena_; null once answered.
-  Response* response_;                 // On arena_; null once answered.
 };
 
 // Runs `read(request, response)` (returning an absl::Status) for `call` on
@@ -226,6 +246,30 @@ void ScheduleRead(ReadExecutor* reads, ReadCost cost,
     call->Finish(read(call->request(), call->response()));
   });
   if (!queued.ok()) call->Finish(queued);
+}
+
+}  // namespace metasrv::server
+
+// The nghttp2 shape needs the base above; the factory below needs both.
+#include "server/rpc/h2_unary_call.h"  // IWYU pragma: export
+
+namespace metasrv::server {
+
+template <typename Request, typename Response>
+MethodHandlers UnaryCall<Request, Response>::Factory(CallLimits limits,
+                                                     Serve serve) {
+  auto shared = std::make_shared<const Serve>(std::move(serve));
+  MethodHandlers handlers;
+  handlers.cq = [limits,
+                 shared](ServerCall* call) -> std::unique_ptr<CallHandler> {
+    return std::make_unique<CqUnaryCall<Request, Response>>(call, limits,
+                                                            shared.get());
+  };
+  handlers.h2 = [limits, shared](H2Start start) {
+    H2UnaryCall<Request, Response>::Start(std::move(start), limits,
+                                          shared.get());
+  };
+  return handlers;
 }
 
 }  // namespace metasrv::server

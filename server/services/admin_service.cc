@@ -23,7 +23,7 @@ void AdminService::Add(CallDispatcher* dispatcher, Method method,
   // kLeaderOrRefuse, admin: the door finished a refused call.
   dispatcher->Add(method, Call::Factory(limits_, [handle](Call* call) {
                     call->Finish(handle(call->request(), call->response(),
-                                        call->context()->peer()));
+                                        call->peer()));
                   }));
 }
 

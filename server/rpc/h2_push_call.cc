@@ -1,0 +1,90 @@
+#include "server/rpc/h2_push_call.h"
+
+#include <utility>
+#include <vector>
+
+namespace metasrv::server {
+
+void H2PushCall::Start(H2Start start, const CallLimits& limits,
+                       std::unique_ptr<Handler> handler) {
+  auto* call = new H2PushCall(std::move(start), limits, std::move(handler));
+  H2Call* stream = call->call_;
+  if (absl::Status begun = call->Begin(); !begun.ok()) {
+    call->End(begun, true);
+    return;
+  }
+  stream->Next();
+}
+
+std::optional<std::vector<SharedBytes>> H2PushCall::Choose(
+    std::shared_ptr<const PushItem> item) {
+  const SharedMessage* message = handler_->Choose(*item);
+  if (message == nullptr) return std::nullopt;
+  in_flight_ = std::move(item);
+  return message->pieces();
+}
+
+void H2PushCall::OnMessage(H2Call* stream, bool, std::string message) {
+  RequestCame();
+  absl::Status accepted = handler_->OnRequest(RawRequest(&message), this);
+  if (accepted.ok()) accepted = Attach();
+  if (!accepted.ok()) {
+    End(accepted, true);
+    return;
+  }
+  std::optional<std::vector<SharedBytes>> first;
+  {
+    absl::MutexLock lock(&mu_);
+    started_ = true;
+    if (next_ != nullptr) first = Choose(std::move(next_));
+    next_.reset();
+  }
+  if (first.has_value()) stream->Send(*std::move(first));
+}
+
+bool H2PushCall::Offer(std::shared_ptr<const PushItem> item) {
+  std::optional<std::vector<SharedBytes>> bytes;
+  {
+    absl::MutexLock lock(&mu_);
+    if (over_) return false;
+    if (offered_.has_value() && item->sequence <= *offered_) return false;
+    offered_ = item->sequence;
+    if (!started_ || in_flight_ != nullptr) {
+      const bool skipped = next_ != nullptr;
+      next_ = std::move(item);
+      return skipped;
+    }
+    bytes = Choose(std::move(item));
+  }
+  if (bytes.has_value()) {
+    OnLoop([bytes = *std::move(bytes)](H2Call* stream) mutable {
+      if (stream != nullptr) stream->Send(std::move(bytes));
+    });
+  }
+  return false;
+}
+
+void H2PushCall::OnDrained(H2Call* stream) {
+  H2DoorCall::OnDrained(stream);
+  std::optional<std::vector<SharedBytes>> bytes;
+  {
+    absl::MutexLock lock(&mu_);
+    in_flight_.reset();
+    if (next_ != nullptr) bytes = Choose(std::move(next_));
+    next_.reset();
+  }
+  if (bytes.has_value() && !ended_) stream->Send(*std::move(bytes));
+}
+
+void H2PushCall::OnEnded() {
+  {
+    absl::MutexLock lock(&mu_);
+    over_ = true;
+    in_flight_.reset();
+    next_.reset();
+  }
+  if (stalled_) handler_->OnStalled();
+  handler_->OnClose();
+}
+
+}  // namespace metasrv::server
