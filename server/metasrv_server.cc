@@ -407,6 +407,11 @@ absl::Status MetasrvServer::ServeOnNghttp2() {
   h2.limits.max_message_bytes = options_.max_message_bytes;
   h2.limits.write_stall_limit = options_.door.reply_stall_limit;
   h2.limits.preface_limit = options_.door.request_timeout;
+  // nghttp2's reset bucket: a burst and a rate of a second's worth.
+  if (options_.door.max_early_resets > 0) {
+    h2.limits.reset_burst = h2.limits.reset_rate =
+        static_cast<uint64_t>(options_.door.max_early_resets);
+  }
   transport_ = std::make_unique<H2Transport>(h2, dispatcher_.get());
   transport_->Start();
   dispatcher_->SweepOn(transport_.get());

@@ -399,7 +399,9 @@ void LimitRows(Rows* r) {
          "calls one connection may have cancelled before sending their "
          "requests, in a second, before the server closes it (a rapid "
          "reset); its client host may have four times that over all its "
-         "connections (0: no limit)",
+         "connections (0: no limit). With --transport=nghttp2: the "
+         "RST_STREAM frames a connection may send, as a burst and then each "
+         "second, before nghttp2 closes it (0: nghttp2's 1,000 and 33)",
          false},
         &ServerOptions::door, &DoorOptions::max_early_resets,
         InRange<int>(0, 1 << 20));

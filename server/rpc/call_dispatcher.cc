@@ -266,6 +266,15 @@ void CallDispatcher::OnCall(H2Call* call, const std::string& peer) {
   entry.make.h2(std::move(start));
 }
 
+void CallDispatcher::OnConnectionCut(const std::string& peer) {
+  if (door_ == nullptr) return;
+  door_->metrics()->ConnectionDropped(ConnectionDrop::kGrpcRapidReset);
+  LogLimited(spdlog::level::warn, "rapid_reset", door_->ledger().HostOf(peer),
+             "closed the connection of {}: it reset more than {} calls in a "
+             "burst (--max_early_resets), or sent a header block without end",
+             peer, door_->options().max_early_resets);
+}
+
 void CallDispatcher::SweepOn(H2Transport* transport) {
   if (door_ == nullptr || door_->options().sweep_period <= absl::ZeroDuration()) {
     return;

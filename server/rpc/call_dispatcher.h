@@ -72,6 +72,8 @@ class CallDispatcher final : public CallSink {
 
   // CallSink: a call on the nghttp2 transport, at its HEADERS.
   void OnCall(H2Call* call, const std::string& peer) override;
+  // Counted and logged as gRPC 1.51's rapid resets are.
+  void OnConnectionCut(const std::string& peer) override;
   // Sweeps the door (silent streams) on `transport`'s first loop. Once.
   void SweepOn(H2Transport* transport);
 

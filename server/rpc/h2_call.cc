@@ -49,6 +49,43 @@ void H2Call::Finish(
   if (finishing_) return;
   finishing_ = true;
   if (waiting_since_ == absl::InfiniteFuture()) waiting_since_ = conn_->now_;
+  SetStatus(code, message, trailers);
+  if (!headers_sent_) {
+    headers_sent_ = true;
+    trailers_sent_ = true;
+    nghttp2_submit_response(conn_->session_, id_, trailer_nv_.data(),
+                            trailer_nv_.size(), nullptr);
+  } else {
+    conn_->Resume(this);
+  }
+}
+
+void H2Call::Abandon(int code, absl::string_view message) {
+  if (trailers_sent_) {
+    Reset();  // Its status is on its way already: nothing more to say.
+    return;
+  }
+  out_.clear();
+  queued_ = 0;
+  finishing_ = true;
+  waiting_since_ = absl::InfiniteFuture();
+  SetStatus(code, message, {});
+  trailers_sent_ = true;
+  if (!headers_sent_) {
+    headers_sent_ = true;
+    nghttp2_submit_response(conn_->session_, id_, trailer_nv_.data(),
+                            trailer_nv_.size(), nullptr);
+  } else {
+    // Not flow-controlled: it goes whatever the windows; the data source
+    // stays deferred until the stream closes.
+    nghttp2_submit_trailer(conn_->session_, id_, trailer_nv_.data(),
+                           trailer_nv_.size());
+  }
+}
+
+void H2Call::SetStatus(
+    int code, absl::string_view message,
+    const std::vector<std::pair<std::string, std::string>>& trailers) {
   trailer_text_.clear();
   trailer_text_.push_back(std::to_string(code));
   trailer_text_.push_back(PercentEncode(message));
@@ -68,13 +105,6 @@ void H2Call::Finish(
   }
   for (size_t i = 2; i + 1 < trailer_text_.size(); i += 2) {
     trailer_nv_.push_back(NoCopyField(trailer_text_[i], trailer_text_[i + 1]));
-  }
-  if (!headers_sent_) {
-    headers_sent_ = true;
-    nghttp2_submit_response(conn_->session_, id_, trailer_nv_.data(),
-                            trailer_nv_.size(), nullptr);
-  } else {
-    conn_->Resume(this);
   }
 }
 

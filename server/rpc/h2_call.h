@@ -83,6 +83,9 @@ class CallSink {
   // A call came on a connection from `peer` (the socket's address, exact):
   // set its events, or Finish() it at once.
   virtual void OnCall(H2Call* call, const std::string& peer) = 0;
+  // nghttp2 cut the connection from `peer` (a GOAWAY with an error): a
+  // flood of resets, a header block that never ends, a protocol error.
+  virtual void OnConnectionCut(const std::string& /*peer*/) {}
 };
 
 // One stream: a gRPC call. Owned by its connection; its methods only on the
@@ -105,6 +108,11 @@ class H2Call {
   void Finish(int code, absl::string_view message,
               const std::vector<std::pair<std::string, std::string>>&
                   trailers = {});
+  // Drops what is queued and sends the status now, whatever the windows
+  // (trailers are not flow-controlled): an answer that cannot be written
+  // frees what it holds at once. Resets the stream if its status is on its
+  // way already.
+  void Abandon(int code, absl::string_view message);
   // Resets the stream (RST_STREAM CANCEL): nothing more is sent.
   void Reset();
   // Bytes queued and not yet taken by the socket buffer.
@@ -134,6 +142,10 @@ class H2Call {
       : conn_(conn), id_(id), assembler_(max_message) {}
   // Copies `n` queued bytes to `out`.
   void Take(size_t n, std::string* out);
+  // Makes the status fields (Trailers-Only while no HEADERS went).
+  void SetStatus(int code, absl::string_view message,
+                 const std::vector<std::pair<std::string, std::string>>&
+                     trailers);
 
   H2Connection* const conn_;  // Its connection; owns it.
   const int32_t id_;          // The stream id.
@@ -150,6 +162,7 @@ class H2Call {
   bool end_told_ = false;     // OnHalfClose() was called.
   bool headers_sent_ = false;
   bool finishing_ = false;  // Finish() was called.
+  bool trailers_sent_ = false;  // Its status was submitted.
   bool deferred_ = false;   // nghttp2 waits for data (resume to send).
   std::vector<nghttp2_nv> trailer_nv_;  // Point into trailer_text_.
   std::vector<std::string> trailer_text_;

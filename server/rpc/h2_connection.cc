@@ -184,7 +184,9 @@ bool H2Connection::Tick(absl::Time now) {
     if (call->waiting_since_ != absl::InfiniteFuture() &&
         now - call->waiting_since_ > limits_.write_stall_limit) {
       call->stalled_ = true;
-      call->Reset();  // Its answer could not be written: it ends here.
+      // Its answer could not be written: it ends here, and says why.
+      call->Abandon(kH2Resource,
+                    "the answer was not read within --reply_stall_limit");
       call->waiting_since_ = absl::InfiniteFuture();
       changed = true;
     } else if (!call->finishing_ && now > call->deadline_) {
@@ -306,6 +308,10 @@ ssize_t H2Connection::ReadDataCb(nghttp2_session* session, int32_t id,
                                  uint8_t*, size_t length, uint32_t* flags,
                                  nghttp2_data_source* source, void* user_data) {
   auto* call = static_cast<H2Call*>(source->ptr);
+  if (call->trailers_sent_) {
+    call->deferred_ = true;  // Abandoned: its status went by itself.
+    return NGHTTP2_ERR_DEFERRED;
+  }
   const size_t n = std::min(length, call->queued_);
   if (n == 0 && !call->finishing_) {
     call->deferred_ = true;
@@ -314,6 +320,7 @@ ssize_t H2Connection::ReadDataCb(nghttp2_session* session, int32_t id,
   if (n > 0) *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
   if (call->finishing_ && n == call->queued_) {
     *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    call->trailers_sent_ = true;
     nghttp2_submit_trailer(session, id, call->trailer_nv_.data(),
                            call->trailer_nv_.size());
   }
@@ -411,6 +418,10 @@ int H2Connection::FrameRecvCb(nghttp2_session*, const nghttp2_frame* frame,
 int H2Connection::FrameSendCb(nghttp2_session*, const nghttp2_frame* frame,
                               void* user_data) {
   H2Connection* conn = ConnectionOf(user_data);
+  if (frame->hd.type == NGHTTP2_GOAWAY &&
+      frame->goaway.error_code != NGHTTP2_NO_ERROR) {
+    conn->sink_->OnConnectionCut(conn->peer_);  // nghttp2 cut a flood.
+  }
   if (frame->hd.type != NGHTTP2_HEADERS ||
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
     return 0;

@@ -69,6 +69,15 @@ void H2DoorCall::End(const absl::Status& status, bool greptime) {
   call_->Finish(wire.code, wire.message, wire.trailers);
 }
 
+void H2DoorCall::Abandon(const absl::Status& status) {
+  if (call_ == nullptr) return;
+  ended_ = true;
+  WireStatus wire = ToWireStatus(status, false);
+  counted_.Finishing(wire.code);
+  call_->Abandon(wire.code, wire.message);
+  OnDrained(call_);  // Nothing of it will be written.
+}
+
 absl::Status H2DoorCall::Charge(uint64_t bytes) {
   if (limits_.door == nullptr) return absl::OkStatus();
   if (closed_.load()) return absl::CancelledError("the call is over");
@@ -111,6 +120,10 @@ void H2DoorCall::OnDeadline(H2Call*) {
 
 void H2DoorCall::OnClosed(H2Call* call) {
   stalled_ = call->stalled();
+  if (!request_came_ && !ended_ && limits_.door != nullptr) {
+    // Reset by its client before its request came.
+    limits_.door->metrics()->DoorRefused(DoorRefusal::kResetEarly);
+  }
   if (stalled_ && limits_.door != nullptr) {
     limits_.door->metrics()->DoorRefused(DoorRefusal::kReplyStalled);
   }

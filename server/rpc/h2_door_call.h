@@ -53,6 +53,9 @@ class H2DoorCall : public CallEvents, public virtual AbortableCall {
   // Loop thread: ends the call with `status`, with GreptimeDB's error
   // trailers when `greptime`; once.
   void End(const absl::Status& status, bool greptime);
+  // Loop thread: drops the answer queued and sends `status` now, whatever
+  // the windows; its charge is given back at once.
+  void Abandon(const absl::Status& status);
   // Charges an answer of `bytes` at the door (loop thread); an error if it
   // does not fit. Given back once its bytes left (OnDrained) or the stream
   // ended.

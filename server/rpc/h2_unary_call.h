@@ -41,6 +41,17 @@ class H2UnaryCall final : public UnaryCall<Request, Response>,
 
   const std::string& peer() const override { return H2DoorCall::peer(); }
   bool cancelled() const override { return cancelled_.load(); }
+  // The ledger ends it: an answer still queued is dropped, so that what it
+  // holds is free at once.
+  void Abort(const absl::Status& status) override {
+    OnLoop([this, status](H2Call* stream) {
+      if (stream != nullptr && stream->queued() > 0) {
+        Abandon(status);
+      } else {
+        End(status, false);
+      }
+    });
+  }
   void SetResponseBytes(grpc::ByteBuffer bytes) override {
     raw_ = std::move(bytes);
     has_raw_ = true;
@@ -66,6 +77,13 @@ class H2UnaryCall final : public UnaryCall<Request, Response>,
           for (const SharedBytes& p : pieces) bytes += p.bytes.size();
           result = Charge(bytes);
           if (result.ok()) stream->Send(std::move(pieces));
+          // A large answer the client does not read may be ended for
+          // another host (Abort drops it).
+          if (result.ok() && limits_.door != nullptr &&
+              limits_.door->Watches(bytes)) {
+            if (CallLedger::Ticket* t = ticket()) t->Touch();
+            Attach().IgnoreError();
+          }
         }
         End(result, true);
       }

@@ -127,6 +127,10 @@ std::map<std::string, double> ScrapeMetrics(int port);
 std::vector<uint32_t> FlowIds(const metasrv::v1::WatchFlowStateResponse& m);
 
 // A child process, killed when this object dies.
+// The gRPC port's transport the tests run against: $METASRV_TEST_TRANSPORT
+// (grpc or nghttp2; CI runs the suites against both), grpc when unset.
+std::string TestTransport();
+
 class ChildProcess {
  public:
   // Starts `argv[0]` with `argv`. Its stdout is readable through ReadLine()

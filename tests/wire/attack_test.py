@@ -312,9 +312,15 @@ class LogInjectionTest(unittest.TestCase):
         server = Server("--log_level=info", *flags)
         self.addCleanup(server.stop)
         self.send_bad_header(server)
-        wait_for(lambda: "parsing metadata" in server.log_text() or
-                 "grpc-timeout" in server.log_text(), timeout=10,
-                 what="gRPC's complaint in the log")
+        if harness.TRANSPORT == "nghttp2":
+            # nghttp2 refuses a field value with a newline before any code
+            # of ours reads it (RST_STREAM): nothing of it reaches the log.
+            wait_for(lambda: "serving on" in server.log_text(), timeout=10,
+                     what="the server's start in the log")
+        else:
+            wait_for(lambda: "parsing metadata" in server.log_text() or
+                     "grpc-timeout" in server.log_text(), timeout=10,
+                     what="gRPC's complaint in the log")
         with open(server.log.name, "rb") as f:
             return f.read()
 
@@ -323,7 +329,10 @@ class LogInjectionTest(unittest.TestCase):
         for line in raw.split(b"\n"):
             self.assertFalse(line.startswith(self.FORGED), raw)
         self.assertNotIn(b"\x1b", raw)
-        self.assertIn(b"\\x0a" + self.FORGED, raw)  # Escaped, on its line.
+        if harness.TRANSPORT == "grpc":
+            self.assertIn(b"\\x0a" + self.FORGED, raw)  # Escaped, on its line.
+        else:
+            self.assertNotIn(self.FORGED, raw)
         raw.decode("utf-8")  # Broken UTF-8 escaped too.
 
     def test_json_lines_stay_json(self):

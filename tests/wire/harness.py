@@ -44,6 +44,10 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+# The gRPC port's transport under test (CI runs the suites against both).
+TRANSPORT = os.environ.get("METASRV_TEST_TRANSPORT") or "grpc"
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -88,7 +92,7 @@ class Server:
         fresh = ["--metrics_reuse_threshold=0"] if fresh_scrapes else []
         self.proc = subprocess.Popen(
             [BINARY, f"--bind_addr={self.addr}", f"--metrics_addr={metrics_addr}",
-             *fresh, *extra],
+             *fresh, f"--transport={TRANSPORT}", *extra],
             stdout=subprocess.DEVNULL, stderr=self.log)
         wait_for(lambda: accepts(self.port), what=f"metasrv on {self.addr}")
 
