@@ -426,8 +426,9 @@ absl::Status MetasrvServer::ServeOnNghttp2() {
 
 void MetasrvServer::LogServing() const {
   spdlog::info(
-      "metasrv {} serving on {} (advertised as {}){}", METASRV_VERSION,
+      "metasrv {} serving on {} (advertised as {}){}{}", METASRV_VERSION,
       options_.bind_addr, advertised_addr_,
+      transport_ != nullptr ? " over nghttp2" : "",
       options_.tls_cert.empty()
           ? ""
           : (options_.tls_client_ca.empty() ? " with TLS" : " with mTLS"));
