@@ -412,8 +412,21 @@ absl::Status MetasrvServer::ServeOnNghttp2() {
     h2.limits.reset_burst = h2.limits.reset_rate =
         static_cast<uint64_t>(options_.door.max_early_resets);
   }
+  if (!files_.tls_cert.empty()) {
+    if (absl::Status made = MakeTlsIdentity(); !made.ok()) return made;
+    absl::StatusOr<std::unique_ptr<H2Tls>> tls =
+        H2Tls::Create({tls_identity_->cert_path(), tls_identity_->key_path(),
+                       tls_identity_->client_ca_path()});
+    if (!tls.ok()) return tls.status();
+    h2_tls_ = *std::move(tls);
+    h2.tls = h2_tls_.get();
+  }
   transport_ = std::make_unique<H2Transport>(h2, dispatcher_.get());
   transport_->Start();
+  if (h2_tls_ != nullptr) {
+    transport_->Every(absl::Seconds(kTlsRefreshSeconds),
+                      [tls = h2_tls_.get()] { tls->Refresh(); });
+  }
   dispatcher_->SweepOn(transport_.get());
   acceptor_->Start(
       [transport = transport_.get()](int fd, const sockaddr_storage& peer) {
@@ -495,11 +508,9 @@ HttpServer::Routes MetasrvServer::HttpRoutes() {
   return routes;
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
-MetasrvServer::ServerCredentials() {
-  if (files_.tls_cert.empty()) return grpc::InsecureServerCredentials();
+absl::Status MetasrvServer::MakeTlsIdentity() {
   // CheckOptions checked the files once (a key of another pair is refused
-  // there). gRPC's provider re-reads every kTlsRefreshSeconds the copies
+  // there). The transport re-reads every kTlsRefreshSeconds the copies
   // TlsIdentity keeps, and TlsIdentity copies the configured files over
   // only when they changed into a matching pair: a certificate renewed in
   // place serves every new connection, a botched rotation none (the last
@@ -510,6 +521,13 @@ MetasrvServer::ServerCredentials() {
       absl::Seconds(kTlsRefreshSeconds), metrics_.get());
   if (!identity.ok()) return identity.status();
   tls_identity_ = *std::move(identity);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
+MetasrvServer::ServerCredentials() {
+  if (files_.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  if (absl::Status made = MakeTlsIdentity(); !made.ok()) return made;
   const TlsIdentity& served = *tls_identity_;
   auto provider =
       options_.tls_client_ca.empty()

@@ -121,6 +121,8 @@ class MetasrvServer final : public core::LeadershipListener {
   void SetLimits(grpc::ServerBuilder* builder);
   // Says where it serves.
   void LogServing() const;
+  // The TLS identity both transports serve from (tls_identity_).
+  absl::Status MakeTlsIdentity();
   // Serve() on the nghttp2 transport (--transport=nghttp2).
   absl::Status ServeOnNghttp2();
   // What the acceptor tells of: refused connections, accepting or not.
@@ -164,6 +166,8 @@ class MetasrvServer final : public core::LeadershipListener {
   std::unique_ptr<HttpServer> http_;  // /metrics, /health, /ready; or null.
   // The certificate gRPC serves, rotated to matching pairs only; or null.
   std::unique_ptr<TlsIdentity> tls_identity_;
+  // The nghttp2 transport's TLS contexts, from tls_identity_'s copies.
+  std::unique_ptr<H2Tls> h2_tls_;
   // Reads, off gRPC's threads.
   // Declared before the services and the server, so it outlives their calls.
   ReadExecutor reads_{options_.reads};

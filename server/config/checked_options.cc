@@ -99,11 +99,6 @@ absl::Status CheckTogether(const ServerOptions& o) {
   if (o.tls_cert.empty() != o.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
   }
-  if (o.transport == "nghttp2" && !o.tls_cert.empty()) {
-    return absl::InvalidArgumentError(
-        "--transport=nghttp2 serves plaintext only for now: leave "
-        "--transport=grpc (the default) for --tls_cert");
-  }
   if (!o.tls_client_ca.empty() && o.tls_cert.empty()) {
     return absl::InvalidArgumentError(
         "--tls_client_ca needs --tls_cert and --tls_key");

@@ -336,8 +336,8 @@ void LimitRows(Rows* r) {
       {"transport", nullptr,
        "the gRPC port's HTTP/2: grpc (gRPC 1.51's own) or nghttp2 (ours, on "
        "Debian's nghttp2: reset-rate and CONTINUATION limits, a deadline on "
-       "every write, connections shared between hosts; plaintext only for "
-       "now)",
+       "every write, connections shared between hosts; TLS and mTLS on "
+       "OpenSSL with ALPN h2)",
        false},
       &ServerOptions::transport, OneOf({"grpc", "nghttp2"}));
   Add(r,

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <sys/socket.h>
+#include <openssl/err.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,7 +47,8 @@ nghttp2_session_callbacks* H2Connection::Callbacks() {
 }
 
 H2Connection::H2Connection(int fd, std::string peer, const H2Limits& limits,
-                           CallSink* sink, H2Loop* loop, absl::Time now)
+                           CallSink* sink, H2Loop* loop, absl::Time now,
+                           SslContext tls)
     : fd_(fd),
       peer_(std::move(peer)),
       limits_(limits),
@@ -55,6 +57,10 @@ H2Connection::H2Connection(int fd, std::string peer, const H2Limits& limits,
       opened_(now),
       idle_since_(now),
       now_(now) {
+  if (tls != nullptr) {
+    tls_context_ = std::move(tls);
+    ssl_ = H2Tls::NewSession(tls_context_.get(), fd_);
+  }
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
   nghttp2_option_set_no_auto_window_update(option, 1);
@@ -84,6 +90,7 @@ H2Connection::~H2Connection() {
   }
   calls.clear();
   nghttp2_session_del(session_);
+  if (ssl_ != nullptr) SSL_free(ssl_);
   close(fd_);
 }
 
@@ -95,14 +102,13 @@ H2Call* H2Connection::Find(int32_t id) {
 bool H2Connection::OnReadable(absl::Time now) {
   now_ = now;
   char buf[16384];
-  for (int reads = 0; reads < 16; ++reads) {
-    const ssize_t n = read(fd_, buf, sizeof(buf));
-    if (n == 0) return false;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      return false;
-    }
+  for (int reads = 0;; ++reads) {
+    // A few reads per event; TLS bytes OpenSSL already holds are not seen
+    // by epoll, so they are read whatever the count.
+    if (reads >= 16 && (ssl_ == nullptr || SSL_pending(ssl_) == 0)) break;
+    const ssize_t n = ReadSome(buf, sizeof(buf));
+    if (n == 0 || n == -2) return false;
+    if (n == -1) break;
     const ssize_t fed = nghttp2_session_mem_recv(
         session_, reinterpret_cast<const uint8_t*>(buf), n);
     if (fed < 0 || broken_) return false;
@@ -113,12 +119,16 @@ bool H2Connection::OnReadable(absl::Time now) {
       return false;
     }
     if (!nghttp2_session_want_read(session_)) break;
-    if (static_cast<size_t>(n) < sizeof(buf)) break;
+    if (ssl_ == nullptr && static_cast<size_t>(n) < sizeof(buf)) break;
   }
   return Flush(now);
 }
 
-bool H2Connection::OnWritable(absl::Time now) { return Flush(now); }
+bool H2Connection::OnWritable(absl::Time now) {
+  // A TLS read that waited for the socket to take bytes goes on too.
+  if (ssl_ != nullptr && tls_wants_write_ && !OnReadable(now)) return false;
+  return Flush(now);
+}
 
 bool H2Connection::Flush(absl::Time now) {
   now_ = now;
@@ -148,13 +158,10 @@ bool H2Connection::Flush(absl::Time now) {
 
 bool H2Connection::WriteOut(absl::Time now) {
   while (out_done_ < out_.size()) {
-    const ssize_t n = send(fd_, out_.data() + out_done_,
-                           out_.size() - out_done_, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      return false;
-    }
+    const ssize_t n =
+        WriteSome(out_.data() + out_done_, out_.size() - out_done_);
+    if (n == -2 || n == 0) return false;
+    if (n == -1) break;
     out_done_ += static_cast<size_t>(n);
     out_waiting_since_ = now;
   }
@@ -167,6 +174,49 @@ bool H2Connection::WriteOut(absl::Time now) {
     out_done_ = 0;
   }
   return true;
+}
+
+ssize_t H2Connection::TlsResult(int result) {
+  if (result > 0) return result;
+  switch (SSL_get_error(ssl_, result)) {
+    case SSL_ERROR_WANT_READ:
+      return -1;
+    case SSL_ERROR_WANT_WRITE:
+      tls_wants_write_ = true;
+      return -1;
+    case SSL_ERROR_ZERO_RETURN:
+      return 0;
+    default:
+      ERR_clear_error();
+      return -2;
+  }
+}
+
+ssize_t H2Connection::ReadSome(char* buf, size_t size) {
+  if (ssl_ != nullptr) {
+    tls_wants_write_ = false;
+    return TlsResult(SSL_read(ssl_, buf, static_cast<int>(size)));
+  }
+  for (;;) {
+    const ssize_t n = read(fd_, buf, size);
+    if (n >= 0) return n;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : -2;
+  }
+}
+
+ssize_t H2Connection::WriteSome(const char* data, size_t size) {
+  if (ssl_ != nullptr) {
+    tls_wants_write_ = false;
+    const ssize_t n = TlsResult(SSL_write(ssl_, data, static_cast<int>(size)));
+    return n == 0 ? -2 : n;
+  }
+  for (;;) {
+    const ssize_t n = send(fd_, data, size, MSG_NOSIGNAL);
+    if (n >= 0) return n;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : -2;
+  }
 }
 
 bool H2Connection::Tick(absl::Time now) {

@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "server/rpc/h2_call.h"
+#include "server/rpc/h2_tls.h"
 
 namespace metasrv::server {
 
@@ -51,8 +52,11 @@ struct H2Limits {
 class H2Connection {
  public:
   // Takes `fd` (non-blocking; closed with the connection).
+  // With `tls` (null: plaintext), the connection is TLS: the handshake
+  // comes first, within the preface limit.
   H2Connection(int fd, std::string peer, const H2Limits& limits,
-               CallSink* sink, H2Loop* loop, absl::Time now);
+               CallSink* sink, H2Loop* loop, absl::Time now,
+               SslContext tls = nullptr);
   ~H2Connection();  // Closes every call (OnClosed), then the socket.
   H2Connection(const H2Connection&) = delete;
   H2Connection& operator=(const H2Connection&) = delete;
@@ -67,7 +71,9 @@ class H2Connection {
   // Sends what calls queued. False: close the connection.
   bool Flush(absl::Time now);
   // Whether bytes wait for the socket (poll it for writing).
-  bool wants_write() const { return out_.size() > out_done_; }
+  bool wants_write() const {
+    return out_.size() > out_done_ || tls_wants_write_;
+  }
   // Deadlines: stalled answers, calls past their timeout, the preface, an
   // idle connection, a socket that takes nothing. False: close it.
   bool Tick(absl::Time now);
@@ -106,6 +112,13 @@ class H2Connection {
   void Refuse(H2Call* call, int code, absl::string_view message);
   // Writes out_ to the socket; false on an error.
   bool WriteOut(absl::Time now);
+  // The socket's bytes, through TLS if it is on: > 0 bytes, 0 the peer
+  // closed, -1 nothing now (EAGAIN), -2 an error.
+  ssize_t ReadSome(char* buf, size_t size);
+  ssize_t WriteSome(const char* data, size_t size);
+  // Maps an OpenSSL result to ReadSome()'s; notes a TLS read or write that
+  // waits for the socket's other direction.
+  ssize_t TlsResult(int result);
 
   const int fd_;
   const std::string peer_;
@@ -115,6 +128,9 @@ class H2Connection {
   const absl::Time opened_;
   std::vector<int32_t> drained_;  // Calls whose answers all left.
   nghttp2_session* session_ = nullptr;  // Owned.
+  SslContext tls_context_;              // Kept while ssl_ lives.
+  SSL* ssl_ = nullptr;                  // Owned; null: plaintext.
+  bool tls_wants_write_ = false;  // OpenSSL waits for the socket to take.
   absl::flat_hash_map<int32_t, std::unique_ptr<H2Call>> calls_;
   std::string out_;       // Bytes for the socket,
   size_t out_done_ = 0;   // of which these were written.

@@ -52,18 +52,20 @@ void H2Loop::Post(absl::AnyInvocable<void()> task) {
   Wake();
 }
 
-void H2Loop::Adopt(int fd, uint64_t id, std::string peer) {
+void H2Loop::Adopt(int fd, uint64_t id, std::string peer, SslContext tls) {
   {
     absl::MutexLock lock(&mu_);
     if (stopped_) {
       close(fd);
       return;
     }
-    tasks_.push_back([this, fd, id, peer = std::move(peer)]() mutable {
+    tasks_.push_back([this, fd, id, peer = std::move(peer),
+                      tls = std::move(tls)]() mutable {
       Open& open = open_[fd];
       open.id = id;
       open.conn = std::make_unique<H2Connection>(fd, std::move(peer), limits_,
-                                                 sink_, this, absl::Now());
+                                                 sink_, this, absl::Now(),
+                                                 std::move(tls));
       fd_of_[id] = fd;
       connections_.fetch_add(1, std::memory_order_relaxed);
       epoll_event ev{};
@@ -140,15 +142,13 @@ void H2Loop::Settle(int fd, bool alive) {
 
 void H2Loop::Every(absl::Duration period, std::function<void()> tick) {
   Post([this, period, tick = std::move(tick)]() mutable {
-    period_ = period;
-    periodic_ = std::move(tick);
+    periodic_.push_back({period, absl::Now() + period, std::move(tick)});
   });
 }
 
 void H2Loop::Run() {
   loop_thread_ = std::this_thread::get_id();
   absl::Time next_tick = absl::Now() + kTick;
-  absl::Time next_period = absl::Now();
   epoll_event events[64];
   while (!stop_requested_) {
     const int wait_ms = static_cast<int>(std::max<int64_t>(
@@ -186,9 +186,10 @@ void H2Loop::Run() {
       for (auto& [fd, open] : open_) touched.push_back(fd);
     }
     const absl::Time now = absl::Now();
-    if (periodic_ && now >= next_period + period_) {
-      next_period = now;
-      periodic_();
+    for (Periodic& p : periodic_) {
+      if (now < p.next) continue;
+      p.next = now + p.period;
+      p.tick();
     }
     if (now >= next_tick) {
       next_tick = now + kTick;

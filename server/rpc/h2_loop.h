@@ -37,13 +37,15 @@ class H2Loop {
 
   // Starts the thread, named `name` (at most 15 characters).
   void Start(const std::string& name);
-  // Takes `fd` as connection `id` from `peer`. After Stop(), closes it.
-  void Adopt(int fd, uint64_t id, std::string peer) ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes `fd` as connection `id` from `peer`, over TLS with `tls` (null:
+  // plaintext). After Stop(), closes it.
+  void Adopt(int fd, uint64_t id, std::string peer, SslContext tls = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Runs `task` on the loop's thread, soon. Dropped after Stop().
   void Post(absl::AnyInvocable<void()> task) ABSL_LOCKS_EXCLUDED(mu_);
   // Whether the caller is the loop's own thread.
   bool InLoop() const { return std::this_thread::get_id() == loop_thread_; }
-  // Runs `tick` on the loop's thread about every `period` (one at most).
+  // Runs `tick` on the loop's thread about every `period`.
   void Every(absl::Duration period, std::function<void()> tick);
   // Closes connection `id` if it is still open.
   void Close(uint64_t id);
@@ -77,8 +79,12 @@ class H2Loop {
   const int wake_fd_;
   std::thread thread_;
   std::atomic<std::thread::id> loop_thread_{};
-  absl::Duration period_ = absl::InfiniteDuration();  // Set by Every().
-  std::function<void()> periodic_;
+  struct Periodic {
+    absl::Duration period;
+    absl::Time next;
+    std::function<void()> tick;
+  };
+  std::vector<Periodic> periodic_;  // Set by Every(); loop thread only.
   std::atomic<int64_t> connections_{0};
   absl::flat_hash_map<int, Open> open_;  // By descriptor; loop thread only.
   absl::flat_hash_map<uint64_t, int> fd_of_;  // Loop thread only.

@@ -62,7 +62,9 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
     evicted_.fetch_add(1);
     loops_[evict->loop]->Close(evict->id);
   }
-  loops_[placed.loop]->Adopt(fd, placed.id, std::move(text));
+  loops_[placed.loop]->Adopt(
+      fd, placed.id, std::move(text),
+      options_.tls != nullptr ? options_.tls->Context() : nullptr);
 }
 
 void H2Transport::Forget(uint64_t id) {

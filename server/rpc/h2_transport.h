@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "server/rpc/h2_loop.h"
+#include "server/rpc/h2_tls.h"
 
 namespace metasrv::server {
 
@@ -26,6 +27,9 @@ struct H2TransportOptions {
   int threads = 1;            // Event loops.
   int max_connections = 0;    // Open at once; 0: no bound.
   int ipv4_prefix_bits = 32;  // What one host is (CallLedger::HostOf).
+  // TLS for every connection (borrowed; outlives the transport); null:
+  // plaintext.
+  H2Tls* tls = nullptr;
 };
 
 // Thread safety: all of it, from any thread.

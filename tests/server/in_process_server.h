@@ -30,7 +30,7 @@ inline server::ServerOptions LoopbackOptions() {
 inline std::unique_ptr<server::MetasrvServer> StartInProcess(
     server::ServerOptions options) {
   options.bind_addr = "127.0.0.1:0";
-  if (options.tls_cert.empty()) options.transport = TestTransport();
+  options.transport = TestTransport();
   auto started = server::MetasrvServer::Start(options);
   EXPECT_TRUE(started.ok()) << started.status();
   return started.ok() ? *std::move(started) : nullptr;
