@@ -407,6 +407,12 @@ absl::Status MetasrvServer::ServeOnNghttp2() {
   h2.limits.max_message_bytes = options_.max_message_bytes;
   h2.limits.write_stall_limit = options_.door.reply_stall_limit;
   h2.limits.preface_limit = options_.door.request_timeout;
+  h2.limits.keepalive_time = options_.keepalive_time;
+  h2.limits.keepalive_timeout = options_.keepalive_timeout;
+  // What gRPC's ResourceQuota bounded on its transport: here the request
+  // bytes held before their messages are whole, over every connection.
+  h2.limits.max_held_requests =
+      static_cast<int64_t>(options_.grpc_memory_limit);
   // nghttp2's reset bucket: a burst and a rate of a second's worth.
   if (options_.door.max_early_resets > 0) {
     h2.limits.reset_burst = h2.limits.reset_rate =

@@ -344,7 +344,8 @@ void LimitRows(Rows* r) {
       {"grpc_memory_limit", nullptr,
        "bytes gRPC itself may use for connections and calls (its "
        "ResourceQuota); bounds what one peer can make it buffer (0: none, "
-       "else at least 16 MiB)",
+       "else at least 16 MiB). With --transport=nghttp2: the request bytes "
+       "held before their messages are whole, over every connection",
        false},
       &ServerOptions::grpc_memory_limit, [](const uint64_t& n) {
         return n == 0 || n >= (16 << 20)

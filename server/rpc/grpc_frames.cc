@@ -26,7 +26,9 @@ absl::Status MessageAssembler::Feed(
             "a request message is longer than --max_message_bytes");
       }
       body_.clear();
-      body_.reserve(length_);
+      // What arrives, not what the prefix claims: a client that announces
+      // 4 MiB and sends 5 bytes holds 5 bytes.
+      body_.reserve(std::min<size_t>(length_, 16 << 10));
     }
     const size_t take =
         std::min(length_ - (have_ - kMessagePrefixBytes), data.size());

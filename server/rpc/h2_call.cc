@@ -26,6 +26,13 @@ void CallEvents::OnDeadline(H2Call* call) {
 
 H2Loop* H2Call::loop() const { return conn_->loop_; }
 
+void H2Call::ReleaseHeld(size_t bytes) {
+  bytes = std::min(bytes, held_bytes_);
+  if (bytes == 0) return;
+  held_bytes_ -= bytes;
+  conn_->limits_.held_requests->fetch_sub(static_cast<int64_t>(bytes));
+}
+
 void H2Call::Send(std::vector<SharedBytes> pieces) {
   if (finishing_) return;
   size_t length = 0;

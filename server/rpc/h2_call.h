@@ -157,6 +157,9 @@ class H2Call {
   std::deque<std::string> inbox_;  // Messages not asked for yet,
   std::deque<bool> inbox_flags_;   // with their compressed flags.
   size_t unconsumed_ = 0;  // DATA bytes held back from the window.
+  size_t held_bytes_ = 0;  // Counted in H2Limits::held_requests.
+  // Gives back up to `bytes` of what it counts in held_requests.
+  void ReleaseHeld(size_t bytes);
   bool asked_ = false;     // Next() is waiting for a message.
   bool half_closed_ = false;  // The client's END_STREAM came.
   bool end_told_ = false;     // OnHalfClose() was called.

@@ -228,8 +228,20 @@ bool H2Connection::Tick(absl::Time now) {
   if (calls_.empty() && now - idle_since_ > limits_.idle_limit) {
     return false;
   }
-  std::vector<H2Call*> late;
+  if (ping_outstanding_ && now - ping_sent_ > limits_.keepalive_timeout) {
+    return false;  // The peer is gone.
+  }
   bool changed = false;
+  if (preface_seen_ && !ping_outstanding_ &&
+      now - ping_sent_ > limits_.keepalive_time) {
+    static constexpr uint8_t kKeepalive[8] = {'k', 'e', 'e', 'p',
+                                              'a', 'l', 'i', 'v'};
+    nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, kKeepalive);
+    ping_sent_ = now;
+    ping_outstanding_ = true;
+    changed = true;
+  }
+  std::vector<H2Call*> late;
   for (auto& [id, call] : calls_) {
     if (call->waiting_since_ != absl::InfiniteFuture() &&
         now - call->waiting_since_ > limits_.write_stall_limit) {
@@ -313,6 +325,7 @@ void H2Connection::Deliver(H2Call* call) {
     const bool compressed = call->inbox_flags_.front();
     call->inbox_.pop_front();
     call->inbox_flags_.pop_front();
+    call->ReleaseHeld(message.size() + kMessagePrefixBytes);
     call->asked_ = false;
     if (call->inbox_.empty() && call->unconsumed_ > 0) {
       nghttp2_session_consume(session_, call->id_, call->unconsumed_);
@@ -435,6 +448,9 @@ int H2Connection::FrameRecvCb(nghttp2_session*, const nghttp2_frame* frame,
       conn->preface_seen_ = true;
       return 0;
     case NGHTTP2_PING:
+      if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
+        conn->ping_outstanding_ = false;
+      }
       if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0 && conn->shutting_down_ &&
           !conn->goaway_final_) {
         conn->goaway_final_ = true;
@@ -494,6 +510,18 @@ int H2Connection::DataChunkCb(nghttp2_session*, uint8_t, int32_t id,
     nghttp2_session_consume(conn->session_, id, len);
     return 0;
   }
+  if (std::atomic<int64_t>* held = conn->limits_.held_requests) {
+    const auto bytes = static_cast<int64_t>(len);
+    if (held->fetch_add(bytes) + bytes > conn->limits_.max_held_requests) {
+      held->fetch_sub(bytes);
+      nghttp2_session_consume(conn->session_, id, len);
+      call->Finish(kH2Resource,
+                   "requests not yet whole exceed the server's bound "
+                   "(--grpc_memory_limit); retry later");
+      return 0;
+    }
+    call->held_bytes_ += len;
+  }
   absl::Status fed = call->assembler_.Feed(
       absl::string_view(reinterpret_cast<const char*>(data), len),
       [call](bool compressed, std::string message) {
@@ -527,6 +555,7 @@ int H2Connection::StreamCloseCb(nghttp2_session*, int32_t id, uint32_t,
   if (call->unconsumed_ > 0) {
     nghttp2_session_consume_connection(conn->session_, call->unconsumed_);
   }
+  call->ReleaseHeld(call->held_bytes_);
   if (conn->calls_.empty()) conn->idle_since_ = conn->now_;
   if (call->events_ != nullptr) call->events_->OnClosed(call.get());
   return 0;

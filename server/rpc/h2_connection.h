@@ -17,6 +17,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -45,6 +46,15 @@ struct H2Limits {
   absl::Duration write_stall_limit = absl::Seconds(10);
   absl::Duration preface_limit = absl::Seconds(10);
   absl::Duration idle_limit = absl::Minutes(5);
+  // A PING after this long without one; no answer within the timeout
+  // closes the connection (a peer gone without a FIN).
+  absl::Duration keepalive_time = absl::Seconds(30);
+  absl::Duration keepalive_timeout = absl::Seconds(10);
+  // Request bytes the transport holds before their messages are whole, over
+  // every connection (`held_requests` counts them; null: no bound): a call
+  // whose message would pass it ends RESOURCE_EXHAUSTED.
+  std::atomic<int64_t>* held_requests = nullptr;
+  int64_t max_held_requests = 0;
   // Bytes made ready for the socket before nghttp2 is asked for more.
   size_t socket_buffer_bytes = 256 << 10;
 };
@@ -136,6 +146,8 @@ class H2Connection {
   size_t out_done_ = 0;   // of which these were written.
   absl::Time out_waiting_since_ = absl::InfiniteFuture();
   bool preface_seen_ = false;  // The client's SETTINGS came.
+  absl::Time ping_sent_ = absl::InfinitePast();  // Our last keepalive.
+  bool ping_outstanding_ = false;                // Its answer is due.
   absl::Time idle_since_;      // No call open since.
   bool shutting_down_ = false;
   bool goaway_final_ = false;  // The real GOAWAY was submitted.

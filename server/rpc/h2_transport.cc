@@ -14,9 +14,11 @@ namespace metasrv::server {
 H2Transport::H2Transport(const H2TransportOptions& options, CallSink* sink)
     : options_(options) {
   const int threads = std::max(1, options.threads);
+  H2Limits limits = options.limits;
+  if (limits.max_held_requests > 0) limits.held_requests = &held_requests_;
   for (int i = 0; i < threads; ++i) {
     loops_.push_back(std::make_unique<H2Loop>(
-        options.limits, sink, [this](uint64_t id) { Forget(id); }));
+        limits, sink, [this](uint64_t id) { Forget(id); }));
   }
 }
 

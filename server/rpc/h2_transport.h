@@ -67,6 +67,8 @@ class H2Transport {
   const H2TransportOptions options_;
   std::vector<std::unique_ptr<H2Loop>> loops_;
   std::atomic<int64_t> evicted_{0};
+  // Request bytes held before their messages are whole (H2Limits).
+  std::atomic<int64_t> held_requests_{0};
 
   absl::Mutex mu_;  // Guards the bookkeeping of connections by host.
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;

@@ -356,5 +356,43 @@ TEST_F(H2FramesTest, NoPrefaceOrNoCallsWithinTheirLimitsClosesTheConnection) {
   EXPECT_TRUE(WaitFor([&] { return transport_->connections() == 0; }));
 }
 
+TEST_F(H2FramesTest, APeerThatNeverAnswersKeepalivePingsIsClosed) {
+  H2TransportOptions options;
+  options.limits.keepalive_time = absl::Milliseconds(100);
+  options.limits.keepalive_timeout = absl::Milliseconds(200);
+  Serve(options);
+  RawClient client(port(), "127.0.0.1");
+  client.Send(FrameBytes(kHeaders, kEndHeaders, 1, Request("/t.T/Echo")));
+  // A PING comes; it is never answered.
+  ASSERT_TRUE(client.ReadUntil([](const Frame& f) {
+                      return f.type == kPing && (f.flags & kAck) == 0;
+                    }).has_value());
+  EXPECT_TRUE(client.ClosedWithin(absl::Seconds(10)));
+  EXPECT_TRUE(WaitFor([&] { return sink_.closed.load() == 1; }));
+}
+
+TEST_F(H2FramesTest, PartMessagesPastTheBoundEndTheirCallsNotOthers) {
+  H2TransportOptions options;
+  options.limits.max_held_requests = 1000;
+  Serve(options);
+  RawClient client(port(), "127.0.0.1");
+  // A message announced as 1 MiB; 1,500 bytes of it sent, never the rest.
+  const std::string part =
+      Message(std::string(1 << 20, 'p')).substr(0, kMessagePrefixBytes + 1500);
+  client.Send(FrameBytes(kHeaders, kEndHeaders, 1, Request("/t.T/Echo")) +
+              FrameBytes(kData, 0, 1, part));
+  std::optional<Frame> status = client.ReadUntil([](const Frame& f) {
+    return f.type == kHeaders && f.stream == 1 && (f.flags & kEndStream) != 0;
+  });
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(RawClient::Field(client.Fields(*status), "grpc-status"), "8");
+  // What it held is free again: a whole message of 900 bytes is served.
+  client.Send(FrameBytes(kHeaders, kEndHeaders, 3, Request("/t.T/Echo")) +
+              FrameBytes(kData, kEndStream, 3, Message(std::string(900, 'w'))));
+  std::optional<Frame> data = client.ReadUntil(Is(kData, 3));
+  ASSERT_TRUE(data.has_value());
+  EXPECT_EQ(data->payload, Message(std::string(900, 'w')));
+}
+
 }  // namespace
 }  // namespace metasrv::server
