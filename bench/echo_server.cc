@@ -160,25 +160,30 @@ class EchoService final : public meta::Heartbeat::CallbackService {
   }
 };
 
+// A GetFlowStateResponse of `flows` flows with the values the read bench's
+// fill leaves in the metasrv (loadgen's one report per node: size 1025,
+// executed at 1 ms), so that both replies are of the same size (the bench
+// prints both); serialized.
+std::string FixedStateReply(int flows) {
+  metasrv::v1::GetFlowStateResponse reply;
+  reply.set_found(true);
+  for (int id = 0; id < flows; ++id) {
+    reply.add_flow_ids(id);
+    reply.add_fields(3);
+    reply.add_state_sizes(1025);
+    reply.add_last_exec_times_ms(1);
+    reply.add_start_times_ms(0);
+  }
+  return reply.SerializeAsString();
+}
+
 // GetFlowState answered with the same serialized bytes every time.
 class FixedStateService final
     : public metasrv::v1::FlowState::WithRawCallbackMethod_GetFlowState<
           metasrv::v1::FlowState::Service> {
  public:
-  // A reply of `flows` flows with the values the read bench's fill leaves in
-  // the metasrv (loadgen's one report per node: size 1025, executed at 1 ms),
-  // so that both replies are of the same size (the bench prints both).
   explicit FixedStateService(int flows) {
-    metasrv::v1::GetFlowStateResponse reply;
-    reply.set_found(true);
-    for (int id = 0; id < flows; ++id) {
-      reply.add_flow_ids(id);
-      reply.add_fields(3);
-      reply.add_state_sizes(1025);
-      reply.add_last_exec_times_ms(1);
-      reply.add_start_times_ms(0);
-    }
-    const std::string bytes = reply.SerializeAsString();
+    const std::string bytes = FixedStateReply(flows);
     grpc::Slice slice(bytes);
     reply_ = grpc::ByteBuffer(&slice, 1);
     std::fprintf(stderr, "GetFlowState reply: %zu bytes\n", bytes.size());
@@ -231,17 +236,9 @@ class H2EchoCall final : public metasrv::server::CallEvents {
 class H2Echo final : public metasrv::server::CallSink {
  public:
   explicit H2Echo(int flows) {
-    if (flows <= 0) return;
-    metasrv::v1::GetFlowStateResponse reply;
-    reply.set_found(true);
-    for (int id = 0; id < flows; ++id) {
-      reply.add_flow_ids(id);
-      reply.add_fields(3);
-      reply.add_state_sizes(1025);
-      reply.add_last_exec_times_ms(1);
-      reply.add_start_times_ms(0);
+    if (flows > 0) {
+      state_ = std::make_shared<const std::string>(FixedStateReply(flows));
     }
-    state_ = std::make_shared<const std::string>(reply.SerializeAsString());
   }
   void OnCall(metasrv::server::H2Call* call, const std::string&) override {
     const std::string& path = call->head().path;

@@ -68,6 +68,19 @@ def flood(port, authority, source, calls):
                 sock.close()
 
 
+def start_flood(port, addr, args):
+    """Starts the flood's threads, one per host; returns them and when they
+    started, one second into the flood."""
+    threads = [threading.Thread(target=flood, args=(
+        port, addr, f"127.0.0.{2 + h}", args.calls // args.hosts))
+        for h in range(args.hosts)]
+    start = time.monotonic()
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    return threads, start
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -86,13 +99,7 @@ def main():
     server = harness.Server(metrics=True)
     try:
         idle = harness.rss_kib(server.proc.pid)
-        threads = [threading.Thread(target=flood, args=(
-            server.port, server.addr, f"127.0.0.{2 + h}",
-            args.calls // args.hosts)) for h in range(args.hosts)]
-        start = time.monotonic()
-        for t in threads:
-            t.start()
-        time.sleep(1.0)
+        threads, start = start_flood(server.port, server.addr, args)
         asked = time.monotonic()
         try:
             served = heartbeat_answered(server.addr, 9)
@@ -132,13 +139,7 @@ def echo_main(args):
         harness.wait_for(lambda: harness.accepts(port), what="the echo")
         addr = f"127.0.0.1:{port}"
         idle = harness.rss_kib(proc.pid)
-        threads = [threading.Thread(target=flood, args=(
-            port, addr, f"127.0.0.{2 + h}", args.calls // args.hosts))
-            for h in range(args.hosts)]
-        start = time.monotonic()
-        for t in threads:
-            t.start()
-        time.sleep(1.0)
+        threads, start = start_flood(port, addr, args)
         asked = time.monotonic()
         try:
             served = heartbeat_answered(addr, 9)

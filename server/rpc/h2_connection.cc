@@ -421,19 +421,21 @@ int H2Connection::HeaderCb(nghttp2_session*, const nghttp2_frame* frame,
                                name_len);
   const absl::string_view value(reinterpret_cast<const char*>(value_data),
                                 value_len);
-  if (name == ":path") {
-    head.path = std::string(value);
-  } else if (name == ":method") {
-    head.method = std::string(value);
-  } else if (name == "content-type") {
-    head.content_type = std::string(value);
-  } else if (name == "te") {
-    head.te = std::string(value);
-  } else if (name == "grpc-encoding") {
-    head.encoding = std::string(value);
-  } else if (name == "authorization") {
-    head.authorization = std::string(value);
-  } else if (name == "grpc-timeout") {
+  // The fields gRPC reads, each kept as it came.
+  static constexpr std::pair<const char*, std::string RequestHead::*>
+      kKept[] = {{":path", &RequestHead::path},
+                 {":method", &RequestHead::method},
+                 {"content-type", &RequestHead::content_type},
+                 {"te", &RequestHead::te},
+                 {"grpc-encoding", &RequestHead::encoding},
+                 {"authorization", &RequestHead::authorization}};
+  for (const auto& [field, member] : kKept) {
+    if (name == field) {
+      head.*member = std::string(value);
+      return 0;
+    }
+  }
+  if (false) {  } else if (name == "grpc-timeout") {
     head.timeout = ParseGrpcTimeout(value);
     head.bad_timeout = !head.timeout.has_value();
   }
