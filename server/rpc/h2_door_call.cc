@@ -89,8 +89,9 @@ absl::Status H2DoorCall::Charge(uint64_t bytes) {
   return absl::OkStatus();
 }
 
-void H2DoorCall::OnLoop(absl::AnyInvocable<void(H2Call*)> task) {
-  if (loop_->InLoop()) {
+void H2DoorCall::OnLoop(absl::AnyInvocable<void(H2Call*)> task,
+                        bool now_if_here) {
+  if (now_if_here && loop_->InLoop()) {
     task(call_);  // Already there: no hop.
     return;
   }
@@ -104,7 +105,9 @@ void H2DoorCall::Release() {
 }
 
 void H2DoorCall::Abort(const absl::Status& status) {
-  OnLoop([this, status](H2Call*) { End(status, false); });
+  // Never at once: the ledger's lock is held, and ending gives back to it.
+  OnLoop([this, status](H2Call*) { End(status, false); },
+         /*now_if_here=*/false);
 }
 
 void H2DoorCall::OnDeadline(H2Call*) {

@@ -60,9 +60,9 @@ class H2DoorCall : public CallEvents, public virtual AbortableCall {
   // does not fit. Given back once its bytes left (OnDrained) or the stream
   // ended.
   absl::Status Charge(uint64_t bytes);
-  // Runs `task` on the call's loop, if the call still lives then. Any
-  // thread.
-  void OnLoop(absl::AnyInvocable<void(H2Call*)> task);
+  // Runs `task` on the call's loop, if the call still lives then: at once
+  // when called there and `now_if_here`, else soon. Any thread.
+  void OnLoop(absl::AnyInvocable<void(H2Call*)> task, bool now_if_here = true);
   // Keeps the call alive past its stream's end until Release().
   void Hold() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void Release();

@@ -44,13 +44,16 @@ class H2UnaryCall final : public UnaryCall<Request, Response>,
   // The ledger ends it: an answer still queued is dropped, so that what it
   // holds is free at once.
   void Abort(const absl::Status& status) override {
-    OnLoop([this, status](H2Call* stream) {
-      if (stream != nullptr && stream->queued() > 0) {
-        Abandon(status);
-      } else {
-        End(status, false);
-      }
-    });
+    // Never at once: the ledger's lock is held, and ending gives back to it.
+    OnLoop(
+        [this, status](H2Call* stream) {
+          if (stream != nullptr && stream->queued() > 0) {
+            Abandon(status);
+          } else {
+            End(status, false);
+          }
+        },
+        /*now_if_here=*/false);
   }
   void SetResponseBytes(grpc::ByteBuffer bytes) override {
     raw_ = std::move(bytes);

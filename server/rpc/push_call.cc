@@ -32,8 +32,6 @@ grpc_byte_buffer* CoreBuffer(const google::protobuf::MessageLite& message) {
   return raw;
 }
 
-}  // namespace
-
 // References to `raw`'s slices, as shared pieces.
 std::vector<SharedBytes> PiecesOfCore(grpc_byte_buffer* raw) {
   std::vector<SharedBytes> pieces;
@@ -47,6 +45,8 @@ std::vector<SharedBytes> PiecesOfCore(grpc_byte_buffer* raw) {
   }
   return pieces;
 }
+
+}  // namespace
 
 SharedMessage::SharedMessage(const std::vector<grpc::Slice>& slices)
     : raw_(CoreBuffer(slices)), pieces_(PiecesOfCore(raw_)) {}
