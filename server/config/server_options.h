@@ -26,7 +26,7 @@ struct ServerOptions {
   // host:port to listen on; port 0 picks a free one.
   std::string bind_addr = "127.0.0.1:3002";
   // The gRPC port's HTTP/2 (--transport): "grpc" or "nghttp2".
-  std::string transport = "grpc";
+  std::string transport = "nghttp2";
   // Address clients are told to use; empty means the bound address.
   std::string server_addr;
   // Where the election runs. Empty: standalone, always the leader.

@@ -334,10 +334,10 @@ void LimitRows(Rows* r) {
         &ServerOptions::door, &DoorOptions::max_reply_bytes_in_flight);
   Add(r,
       {"transport", nullptr,
-       "the gRPC port's HTTP/2: grpc (gRPC 1.51's own) or nghttp2 (ours, on "
-       "Debian's nghttp2: reset-rate and CONTINUATION limits, a deadline on "
-       "every write, connections shared between hosts; TLS and mTLS on "
-       "OpenSSL with ALPN h2)",
+       "the gRPC port's HTTP/2: nghttp2 (ours, on Debian's nghttp2: "
+       "reset-rate and CONTINUATION limits, a deadline on every write, "
+       "connections shared between hosts; TLS and mTLS on OpenSSL with ALPN "
+       "h2) or grpc (gRPC 1.51's own, the old default)",
        false},
       &ServerOptions::transport, OneOf({"grpc", "nghttp2"}));
   Add(r,

@@ -234,7 +234,7 @@ bool IsServing(const std::shared_ptr<grpc::Channel>& channel) {
 
 std::string TestTransport() {
   const char* transport = std::getenv("METASRV_TEST_TRANSPORT");
-  return transport != nullptr && *transport != '\0' ? transport : "grpc";
+  return transport != nullptr && *transport != '\0' ? transport : "nghttp2";
 }
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv) {

@@ -45,7 +45,7 @@ def cpu_seconds(pid):
 
 
 # The gRPC port's transport under test (CI runs the suites against both).
-TRANSPORT = os.environ.get("METASRV_TEST_TRANSPORT") or "grpc"
+TRANSPORT = os.environ.get("METASRV_TEST_TRANSPORT") or "nghttp2"
 
 
 def free_port():
