@@ -29,7 +29,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "server/ops/tcp_listener.h"
-#include "server/rpc/grpc151_acceptor.h"
+#include "server/rpc/grpc_acceptor.h"
 #include "server/rpc/h2_transport.h"
 #include "greptime/v1/meta/heartbeat.grpc.pb.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"

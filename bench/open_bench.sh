@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Open loop, each flownode reporting every 3 s: the metasrv's server CPU per
-# heartbeat and its p99, beside the callback echo and the completion-queue
-# echo at the same load in the same round (ratios per round; medians over
+# heartbeat and its p99, beside the callback echo, the completion-queue
+# echo and the echo on the nghttp2 transport at the same load in the same
+# round (ratios per round; medians over
 # REPS rounds), at 1,000, 10,000 and 30,000 flownodes. The server's CPU is
 # read from /proc at the ends of the measured window (loadgen --server_pid).
 #   REPS=3 bash bench/open_bench.sh   # writes ${OUT:-build/bench-results}/open_api.csv
@@ -20,7 +21,7 @@ csv="$OUT/open_api.csv"
 echo "rep,streams,target,msgs,msgs_per_s,p50_us,p99_us,late,errors,server_cpu_s,cpu_us_per_msg,rss_kib" >"$csv"
 for rep in $(seq "$REPS"); do
   for streams in $STREAMS; do
-    for target in echo echo-cq metasrv; do
+    for target in echo echo-cq echo-h2 metasrv; do
       # 30,000 flownodes are more than --max_nodes' default.
       port=$((port + 1)); start_server $target $port --max_nodes=100000
       # The metasrv takes 1,000 streams per connection (and gRPC's default
@@ -38,4 +39,5 @@ for rep in $(seq "$REPS"); do
 done
 cat "$csv"
 # Per load: median over the rounds of the metasrv's ratio to each echo.
-python3 bench/ratios.py "$csv" rep,streams cpu_us_per_msg,p99_us metasrv:echo metasrv:echo-cq echo-cq:echo
+python3 bench/ratios.py "$csv" rep,streams cpu_us_per_msg,p99_us metasrv:echo metasrv:echo-cq \
+  metasrv:echo-h2 echo-cq:echo echo-h2:echo

@@ -8,10 +8,14 @@ after, the connections the server closed and the early resets it counted.
 Loopback only.
 
   python3 bench/rapid_reset.py --binary=build/server/metasrv \\
-      --pydir=build/gen_py --calls=200000
+      --pydir=build/gen_py --calls=200000 [--as_limit_mib=1536]
+
+--as_limit_mib runs the metasrv under that address-space limit (prlimit):
+a flood it cannot bound kills it there.
 
 With --echo=build/bench/echo_server --api=callback|h2 the flood hits the
-bare echo instead (gRPC 1.51's HTTP/2, or the metasrv's nghttp2 transport),
+bare echo instead (gRPC 1.51's HTTP/2, or the metasrv's own nghttp2
+transport),
 and the honest call is a heartbeat to it.
 """
 
@@ -89,6 +93,8 @@ def main():
     parser.add_argument("--hosts", type=int, default=4)
     parser.add_argument("--echo", default="")
     parser.add_argument("--api", default="h2")
+    parser.add_argument("--as_limit_mib", type=int, default=0,
+                        help="run the metasrv under this address-space limit")
     args = parser.parse_args()
     if args.echo:
         echo_main(args)
@@ -96,7 +102,9 @@ def main():
     import harness
     harness.setup(args.binary, args.pydir)
     from attack_test import heartbeat_answered, one_flow_read
-    server = harness.Server(metrics=True)
+    wrapper = (["/usr/bin/prlimit", f"--as={args.as_limit_mib << 20}"]
+               if args.as_limit_mib else [])
+    server = harness.Server(metrics=True, wrapper=wrapper)
     try:
         idle = harness.rss_kib(server.proc.pid)
         threads, start = start_flood(server.port, server.addr, args)
@@ -113,7 +121,8 @@ def main():
         end = harness.rss_kib(server.proc.pid)
         time.sleep(15)
         later = harness.rss_kib(server.proc.pid)
-        closed = server.metric("metasrv_grpc_connections_closed_total") or 0
+        closed = server.metric("metasrv_grpc_connections_closed_total",
+                               'reason="rapid_reset"') or 0
         resets = server.metric("metasrv_calls_refused_total",
                                'reason="reset_early"') or 0
         print(f"{args.calls} calls from {args.hosts} hosts in {took:.1f} s; "

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GetFlowState of every flow of an unchanged 100,000-flow state (10,000
-# flownodes x 10 flows), against a bare gRPC server answering a prebuilt reply
-# of the same shape (echo_server --state_flows), interleaved, REPS times. One
+# flownodes x 10 flows), against bare servers answering a prebuilt reply of
+# the same shape (echo_server --state_flows: on gRPC 1.51's callback API, and
+# on the metasrv's own nghttp2 transport, echo-h2), interleaved, REPS times. One
 # reader calling back to back; server CPU per call from /proc. Each server is
 # read twice: `raw` takes the answer as bytes and only counts its flow ids
 # (the server's part alone), `parse` parses it into an arena as a frontend
@@ -16,9 +17,12 @@ DUR=${DUR:-5s}
 mkdir -p "$OUT"
 . bench/lib.sh
 port=39400
-start_reader_target() {  # start_reader_target echo|metasrv PORT
-  if [[ $1 == echo ]]; then
-    "$B/bench/echo_server" --bind_addr=127.0.0.1:$2 --state_flows=100000 2>/dev/null &
+start_reader_target() {  # start_reader_target echo|echo-h2|metasrv PORT
+  if [[ $1 == echo* ]]; then
+    local api=callback
+    [[ $1 == echo-h2 ]] && api=h2
+    "$B/bench/echo_server" --bind_addr=127.0.0.1:$2 --api=$api \
+      --state_flows=100000 2>/dev/null &
     server_pid=$!
     wait_for_port "$2"
   else
@@ -30,7 +34,7 @@ start_reader_target() {  # start_reader_target echo|metasrv PORT
 }
 echo "rep,target,client,calls,p50_us,p99_us,server_cpu_us_per_call,flows,bytes" >"$OUT/read.csv"
 for rep in $(seq "$REPS"); do
-  for target in echo metasrv; do
+  for target in echo echo-h2 metasrv; do
     port=$((port + 1)); start_reader_target $target $port
     for client in raw parse; do
       before=$(cpu_ticks)

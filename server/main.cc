@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,12 @@ int Serve(const metasrv::server::CheckedOptions& checked, int argc, char** argv,
 
 int main(int argc, char** argv) {
   namespace srv = metasrv::server;
+  // gRPC's client channels (the etcd election's) see a connection finish
+  // or fail only while some thread polls gRPC. No gRPC server runs here, so
+  // between calls only gRPC's backup poller does, every 5 s by default: a
+  // replica rejoined its store up to 5 s late after a partition healed
+  // (PartitionTest). Before gRPC starts; an operator's value stands.
+  setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "100", 0);
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
   srv::CommandLine command_line = srv::ReadCommandLine(argc, argv, env);

@@ -1,13 +1,9 @@
 #include "server/metasrv_server.h"
 
-#include <grpcpp/resource_quota.h>
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/security/tls_certificate_provider.h>
-#include <grpcpp/security/tls_credentials_options.h>
-#include <grpcpp/server_builder.h>
 #include <unistd.h>
 
-#include <chrono>
+#include <algorithm>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -32,7 +28,7 @@ double OpenOf(const CallDoor* door, CallKind kind) {
 }
 
 // How long, past the shutdown grace, calls may take to end (each was
-// cancelled by then) before the pollers stop anyway.
+// cancelled by then) before the server stops waiting.
 constexpr absl::Duration kCallsEndSlack = absl::Seconds(10);
 
 ServerOptions BoundTo(ServerOptions options, std::string bind_addr) {
@@ -275,44 +271,6 @@ absl::Status MetasrvServer::MakeServices() {
   return absl::OkStatus();
 }
 
-void MetasrvServer::SetLimits(grpc::ServerBuilder* builder) {
-  // Without this, a second server could silently share the port.
-  builder->AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder->SetMaxReceiveMessageSize(options_.max_message_bytes);
-  // One connection cannot take every stream slot (nor hold unboundedly many
-  // answers in flight).
-  builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
-                              options_.max_streams_per_connection);
-  builder->AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, 16 << 10);
-  // Only what GreptimeDB's clients send: identity and zstd (which gRPC 1.51
-  // passes on compressed; grpc151_zstd_requests.h inflates it within
-  // --max_message_bytes). gRPC would inflate gzip and deflate itself, with
-  // no bound but the message size, on the poller: a few kB sent, megabytes
-  // of work. Refused as gRPC refuses a disabled encoding (UNIMPLEMENTED).
-  builder->SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
-  builder->SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
-  // gRPC's own memory (connection buffers, call arenas, parsed metadata) has
-  // a ceiling. In Debian's gRPC 1.51 it is what bounds an HTTP/2 header
-  // block that never ends (CONTINUATION frames forever): without it, memory
-  // grows with every byte the peer sends. See docs/RELIABILITY.md.
-  if (options_.grpc_memory_limit > 0) {
-    quota_.Resize(options_.grpc_memory_limit);
-    builder->SetResourceQuota(quota_);
-  }
-  // Ping idle connections; drop peers that do not answer, which releases
-  // their streams. Accept the clients' own pings as often as GreptimeDB's.
-  builder->AddChannelArgument(
-      GRPC_ARG_KEEPALIVE_TIME_MS,
-      static_cast<int>(absl::ToInt64Milliseconds(options_.keepalive_time)));
-  builder->AddChannelArgument(
-      GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
-      static_cast<int>(absl::ToInt64Milliseconds(options_.keepalive_timeout)));
-  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder->AddChannelArgument(
-      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
-  builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-}
-
 absl::Status MetasrvServer::Serve() {
   if (acceptor_->port() == 0) {
     if (absl::Status bound = acceptor_->Listen(options_.bind_addr);
@@ -320,83 +278,16 @@ absl::Status MetasrvServer::Serve() {
       return bound;
     }
   }
-  // Our own health service (HealthService) answers grpc.health.v1.Health:
-  // gRPC's default one is a callback service, whose threads would poll
-  // beside ours.
-  grpc::EnableDefaultHealthCheckService(false);
   // gRPC's health service has no protobuf descriptor; ours (from Debian's
   // grpc-proto) must be linked in for reflection to describe it. A static
   // library drops an object nothing refers to: this refers to it.
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   port_ = acceptor_->port();
-  if (options_.transport == "nghttp2") return ServeOnNghttp2();
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      ServerCredentials();
-  if (!credentials.ok()) return credentials.status();
-  grpc::ServerBuilder builder;
-  SetLimits(&builder);
-  // Connections come from our listener (GrpcAcceptor), not gRPC's own.
-  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> into =
-      builder.experimental().AddExternalConnectionAcceptor(
-          grpc::ServerBuilder::experimental_type::ExternalConnectionType::
-              FROM_FD,
-          *std::move(credentials));
-  builder.RegisterAsyncGenericService(dispatcher_->service());
-  std::unique_ptr<grpc::ServerCompletionQueue> cq =
-      builder.AddCompletionQueue();
-  server_ = builder.BuildAndStart();
-  if (server_ == nullptr) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve gRPC on ", options_.bind_addr));
-  }
-  poller_ = std::make_unique<CqPoller>(std::move(cq), CqPoller::Options{});
-  poller_->Start();
-  watch_->OfferOn(poller_.get());
-  dispatcher_->SetConnectionCloser(
-      [acceptor = acceptor_.get(),
-       metrics = metrics_.get()](const std::string& peer) {
-        if (!acceptor->Disconnect(peer)) return false;
-        metrics->ConnectionDropped(ConnectionDrop::kGrpcRapidReset);
-        return true;
-      });
-  dispatcher_->Start(poller_->cq());
-  std::shared_ptr<grpc::experimental::ExternalConnectionAcceptor> grpc_side =
-      std::move(into);
-  acceptor_->Start(
-      [grpc_side, listener = acceptor_->listener_fd()](
-          int fd, const sockaddr_storage&) {
-        grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters
-            connection;
-        connection.listener_fd = listener;
-        connection.fd = fd;  // gRPC's from here, closed if not taken.
-        grpc_side->HandleNewConnection(&connection);
-      },
-      AcceptorListeners());
-  LogServing();
-  return absl::OkStatus();
-}
-
-GrpcAcceptor::Listeners MetasrvServer::AcceptorListeners() {
-  GrpcAcceptor::Listeners listeners;
-  listeners.on_refused = [metrics = metrics_.get()] {
-    metrics->ConnectionDropped(ConnectionDrop::kGrpcRefused);
-  };
-  listeners.on_accepting = [health = health_.get()](bool accepting) {
-    LogLimited(accepting ? spdlog::level::info : spdlog::level::err,
-               "accepting", "",
-               accepting ? "accepting gRPC connections again"
-                         : "refusing gRPC connections: out of file "
-                           "descriptors (see metasrv_connections_refused_"
-                           "total, process_open_fds, process_max_fds)");
-    health->SetServing(accepting);
-  };
-  return listeners;
-}
-
-absl::Status MetasrvServer::ServeOnNghttp2() {
   H2TransportOptions h2;
   h2.threads =
-      static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      options_.transport_threads > 0
+          ? options_.transport_threads
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   h2.ipv4_prefix_bits = options_.door.peers.ipv4_prefix_bits;
   // A share of the descriptors gRPC connections may take, kept below the
   // acceptor's ceiling so that the share, not the ceiling, decides.
@@ -409,8 +300,8 @@ absl::Status MetasrvServer::ServeOnNghttp2() {
   h2.limits.preface_limit = options_.door.request_timeout;
   h2.limits.keepalive_time = options_.keepalive_time;
   h2.limits.keepalive_timeout = options_.keepalive_timeout;
-  // What gRPC's ResourceQuota bounded on its transport: here the request
-  // bytes held before their messages are whole, over every connection.
+  // The request bytes held before their messages are whole, over every
+  // connection.
   h2.limits.max_held_requests =
       static_cast<int64_t>(options_.grpc_memory_limit);
   // nghttp2's reset bucket: a burst and a rate of a second's worth.
@@ -441,6 +332,23 @@ absl::Status MetasrvServer::ServeOnNghttp2() {
       AcceptorListeners());
   LogServing();
   return absl::OkStatus();
+}
+
+GrpcAcceptor::Listeners MetasrvServer::AcceptorListeners() {
+  GrpcAcceptor::Listeners listeners;
+  listeners.on_refused = [metrics = metrics_.get()] {
+    metrics->ConnectionDropped(ConnectionDrop::kGrpcRefused);
+  };
+  listeners.on_accepting = [health = health_.get()](bool accepting) {
+    LogLimited(accepting ? spdlog::level::info : spdlog::level::err,
+               "accepting", "",
+               accepting ? "accepting gRPC connections again"
+                         : "refusing gRPC connections: out of file "
+                           "descriptors (see metasrv_connections_refused_"
+                           "total, process_open_fds, process_max_fds)");
+    health->SetServing(accepting);
+  };
+  return listeners;
 }
 
 void MetasrvServer::LogServing() const {
@@ -530,30 +438,6 @@ absl::Status MetasrvServer::MakeTlsIdentity() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
-MetasrvServer::ServerCredentials() {
-  if (files_.tls_cert.empty()) return grpc::InsecureServerCredentials();
-  if (absl::Status made = MakeTlsIdentity(); !made.ok()) return made;
-  const TlsIdentity& served = *tls_identity_;
-  auto provider =
-      options_.tls_client_ca.empty()
-          ? std::make_shared<
-                grpc::experimental::FileWatcherCertificateProvider>(
-                served.key_path(), served.cert_path(), kTlsRefreshSeconds)
-          : std::make_shared<
-                grpc::experimental::FileWatcherCertificateProvider>(
-                served.key_path(), served.cert_path(), served.client_ca_path(),
-                kTlsRefreshSeconds);
-  grpc::experimental::TlsServerCredentialsOptions tls(provider);
-  tls.watch_identity_key_cert_pairs();
-  if (!options_.tls_client_ca.empty()) {
-    tls.watch_root_certs();
-    tls.set_cert_request_type(
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  }
-  return grpc::experimental::TlsServerCredentials(tls);
-}
-
 uint64_t MetasrvServer::OnBecomeLeader() {
   metrics_->LeaderChanged(LeaderChangeCause::kElected);
   return flow_state_.Reset().term;
@@ -587,7 +471,7 @@ MetasrvServer::~MetasrvServer() {
 void MetasrvServer::Shutdown() {
   {
     absl::MutexLock lock(&shutdown_mu_);
-    if (shut_down_ || (server_ == nullptr && transport_ == nullptr)) return;
+    if (shut_down_ || transport_ == nullptr) return;
     shut_down_ = true;
   }
   // Hand leadership over first, so another replica takes the streams.
@@ -595,7 +479,6 @@ void MetasrvServer::Shutdown() {
   spdlog::info("shutting down: ending {} heartbeat streams",
                door_->ledger().open(CallKind::kHeartbeat));
   acceptor_->Stop();  // First: it sets the health status too.
-  dispatcher_->StopSweeping();
   health_->Shutdown();
   if (expirer_ != nullptr) expirer_->Stop();
   const absl::Status shutting_down =
@@ -603,36 +486,19 @@ void MetasrvServer::Shutdown() {
   watch_->Stop();
   door_->ledger().Close(CallKind::kHeartbeat, shutting_down);
   door_->ledger().Close(CallKind::kWatch, shutting_down);
-  if (transport_ != nullptr) {
-    transport_->Shutdown();  // GOAWAY; the calls open finish.
-    return;
-  }
-  server_->Shutdown(std::chrono::system_clock::now() +
-                    absl::ToChronoMilliseconds(options_.shutdown_grace));
+  transport_->Shutdown();  // GOAWAY; the calls open finish.
 }
 
 void MetasrvServer::Wait() {
-  if (transport_ != nullptr) {
-    // The calls open finish within the grace; then every connection closes
-    // (which ends the calls left).
-    dispatcher_->WaitForCalls(absl::Now() + options_.shutdown_grace);
-    transport_->Stop();
-    if (!dispatcher_->WaitForCalls(absl::Now() + kCallsEndSlack)) {
-      spdlog::error("shutting down: {} calls did not end; stopping anyway",
-                    dispatcher_->live_calls());
-    }
-    return;
-  }
-  if (server_ == nullptr) return;
-  server_->Wait();
-  // Every call was cancelled by the shutdown's deadline; each ends once its
-  // last operation completes, which the pollers still run.
-  if (!dispatcher_->WaitForCalls(absl::Now() + options_.shutdown_grace +
-                                 kCallsEndSlack)) {
+  if (transport_ == nullptr) return;
+  // The calls open finish within the grace; then every connection closes
+  // (which ends the calls left).
+  dispatcher_->WaitForCalls(absl::Now() + options_.shutdown_grace);
+  transport_->Stop();
+  if (!dispatcher_->WaitForCalls(absl::Now() + kCallsEndSlack)) {
     spdlog::error("shutting down: {} calls did not end; stopping anyway",
                   dispatcher_->live_calls());
   }
-  poller_->Stop();
 }
 
 }  // namespace metasrv::server

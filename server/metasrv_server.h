@@ -3,11 +3,6 @@
 #ifndef METASRV_SERVER_METASRV_SERVER_H_
 #define METASRV_SERVER_METASRV_SERVER_H_
 
-#include <grpcpp/resource_quota.h>
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/server.h>
-#include <grpcpp/server_builder.h>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -30,8 +25,7 @@
 #include "server/ops/tls_identity.h"
 #include "server/rpc/call_dispatcher.h"
 #include "server/rpc/call_door.h"
-#include "server/rpc/cq_poller.h"
-#include "server/rpc/grpc151_acceptor.h"
+#include "server/rpc/grpc_acceptor.h"
 #include "server/rpc/h2_transport.h"
 #include "server/rpc/health_service.h"
 #include "server/rpc/read_executor.h"
@@ -115,23 +109,17 @@ class MetasrvServer final : public core::LeadershipListener {
   absl::Status StartSupport();
   // The heartbeat logic and the gRPC services.
   absl::Status MakeServices();
-  // Builds and starts the gRPC server with the services.
+  // Starts the transport (HTTP/2 on nghttp2) with the services, and
+  // accepting into it.
   absl::Status Serve();
-  // gRPC's limits, keepalive and memory quota, from the options.
-  void SetLimits(grpc::ServerBuilder* builder);
   // Says where it serves.
   void LogServing() const;
-  // The TLS identity both transports serve from (tls_identity_).
+  // The TLS identity the transport serves from (tls_identity_).
   absl::Status MakeTlsIdentity();
-  // Serve() on the nghttp2 transport (--transport=nghttp2).
-  absl::Status ServeOnNghttp2();
   // What the acceptor tells of: refused connections, accepting or not.
   GrpcAcceptor::Listeners AcceptorListeners();
   // How often the TLS files are read again, seconds.
   static constexpr unsigned int kTlsRefreshSeconds = 2;
-  // Plaintext, TLS or mTLS, as the options say; TLS files are watched
-  // (tls_identity_ rotates them).
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials();
   // /metrics, /health and /ready.
   HttpServer::Routes HttpRoutes();
   // What LeaderChange does.
@@ -166,9 +154,9 @@ class MetasrvServer final : public core::LeadershipListener {
   std::unique_ptr<HttpServer> http_;  // /metrics, /health, /ready; or null.
   // The certificate gRPC serves, rotated to matching pairs only; or null.
   std::unique_ptr<TlsIdentity> tls_identity_;
-  // The nghttp2 transport's TLS contexts, from tls_identity_'s copies.
+  // The transport's TLS contexts, from tls_identity_'s copies; or null.
   std::unique_ptr<H2Tls> h2_tls_;
-  // Reads, off gRPC's threads.
+  // Reads, off the transport's loops.
   // Declared before the services and the server, so it outlives their calls.
   ReadExecutor reads_{options_.reads};
   // Every call comes through it: charged per peer, admitted, bounded; the
@@ -185,13 +173,10 @@ class MetasrvServer final : public core::LeadershipListener {
   std::unique_ptr<ReflectionV1Service> reflection_v1_;    // Reflection v1.
   std::unique_ptr<ReflectionV1alphaService> reflection_v1alpha_;  // v1alpha.
   std::unique_ptr<HealthService> health_;  // grpc.health.v1.Health.
-  // Takes every call and hands it to its method; outlives the pollers.
+  // Takes every call and hands it to its method; outlives the transport.
   std::unique_ptr<CallDispatcher> dispatcher_;
-  grpc::ResourceQuota quota_{"metasrv"};  // gRPC's memory; lives with it.
-  std::unique_ptr<grpc::Server> server_;  // The gRPC server; or
-  std::unique_ptr<H2Transport> transport_;  // nghttp2's (--transport).
-  std::unique_ptr<CqPoller> poller_;      // Runs every call's operations.
-  absl::Mutex shutdown_mu_;               // Guards below.
+  std::unique_ptr<H2Transport> transport_;  // HTTP/2 on nghttp2; its loops.
+  absl::Mutex shutdown_mu_;                 // Guards below.
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;  // Shutdown() ran.
 };
 

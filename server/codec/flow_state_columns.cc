@@ -1,6 +1,5 @@
 #include "server/codec/flow_state_columns.h"
 
-#include <grpcpp/support/slice.h>
 
 #include <utility>
 
@@ -63,17 +62,6 @@ void AppendValueColumns(absl::Span<const core::AggregateFlow> flows,
         return static_cast<uint64_t>(f.stat.start_time);
       },
       out);
-}
-
-// gRPC's slice of `bytes`, keeping them alive while gRPC holds it.
-grpc::Slice SliceOf(std::shared_ptr<const std::string> bytes) {
-  auto* held = new std::shared_ptr<const std::string>(std::move(bytes));
-  return grpc::Slice(
-      const_cast<char*>((*held)->data()), (*held)->size(),
-      [](void* p) {
-        delete static_cast<std::shared_ptr<const std::string>*>(p);
-      },
-      held);
 }
 
 }  // namespace
@@ -154,23 +142,19 @@ std::optional<EncodedFlowState> CachedFlowStateColumns(
   return FromChunks(std::move(chunks));
 }
 
-std::vector<grpc::Slice> ToSlices(const EncodedFlowState& state,
-                                  std::string prefix) {
+SharedPieces ToPieces(const EncodedFlowState& state, std::string prefix) {
   if (state.found) {
     AppendVarint(kFound << 3 | kVarint, &prefix);
     AppendVarint(1, &prefix);
   }
-  std::vector<grpc::Slice> slices;
-  slices.reserve(state.chunks.size() + 1);
-  if (!prefix.empty()) slices.emplace_back(prefix);
-  for (const auto& chunk : state.chunks) slices.push_back(SliceOf(chunk));
-  return slices;
-}
-
-grpc::ByteBuffer ToByteBuffer(const EncodedFlowState& state,
-                              std::string prefix) {
-  std::vector<grpc::Slice> slices = ToSlices(state, std::move(prefix));
-  return grpc::ByteBuffer(slices.data(), slices.size());
+  SharedPieces pieces;
+  pieces.reserve(state.chunks.size() + 1);
+  if (!prefix.empty()) {
+    pieces.push_back(
+        SharedBytes::Of(std::make_shared<const std::string>(std::move(prefix))));
+  }
+  for (const auto& chunk : state.chunks) pieces.push_back(SharedBytes::Of(chunk));
+  return pieces;
 }
 
 }  // namespace metasrv::server

@@ -9,9 +9,6 @@
 #ifndef METASRV_SERVER_CODEC_FLOW_STATE_COLUMNS_H_
 #define METASRV_SERVER_CODEC_FLOW_STATE_COLUMNS_H_
 
-#include <grpcpp/support/byte_buffer.h>
-#include <grpcpp/support/slice.h>
-
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -19,6 +16,7 @@
 #include <vector>
 
 #include "core/flow_state_manager.h"
+#include "server/rpc/shared_bytes.h"
 
 namespace metasrv::server {
 
@@ -37,7 +35,7 @@ EncodedFlowState EncodeFlowStateColumns(
     const core::FlowStateManager& flow_state, bool with_nodes);
 
 // EncodeFlowStateColumns()'s answer when no chunk needs encoding (every one
-// is cached): cheap enough to make on a gRPC thread. nullopt when some chunk
+// is cached): cheap enough to make on a loop thread. nullopt when some chunk
 // would need encoding (then call EncodeFlowStateColumns off it).
 std::optional<EncodedFlowState> CachedFlowStateColumns(
     const core::FlowStateManager& flow_state, bool with_nodes);
@@ -45,12 +43,7 @@ std::optional<EncodedFlowState> CachedFlowStateColumns(
 // `state` as a serialized GetFlowStateResponse, after `prefix` (the bytes of
 // an enclosing message that come before it, if any): the chunks are
 // referenced, not copied.
-grpc::ByteBuffer ToByteBuffer(const EncodedFlowState& state,
-                              std::string prefix = "");
-// The same bytes as the slices ToByteBuffer() would hold, for a caller that
-// builds gRPC core's buffer itself.
-std::vector<grpc::Slice> ToSlices(const EncodedFlowState& state,
-                                  std::string prefix = "");
+SharedPieces ToPieces(const EncodedFlowState& state, std::string prefix = "");
 
 // The slots of the aggregate's view cache these encodings use (core knows
 // nothing of them; one encoder per slot).

@@ -1,7 +1,5 @@
 #include "server/codec/full_state_reply.h"
 
-#include <grpcpp/support/slice.h>
-
 #include <utility>
 
 namespace metasrv::server {
@@ -17,8 +15,8 @@ bool FullStateReply::Same(const Entry& entry, const EncodedFlowState& state) {
   return true;
 }
 
-grpc::ByteBuffer FullStateReply::Get(const EncodedFlowState& state,
-                                     bool with_nodes) {
+SharedPieces FullStateReply::Get(const EncodedFlowState& state,
+                                 bool with_nodes) {
   const int slot = with_nodes ? 1 : 0;
   std::shared_ptr<const Entry> last;
   {
@@ -27,18 +25,20 @@ grpc::ByteBuffer FullStateReply::Get(const EncodedFlowState& state,
   }
   const bool again = last != nullptr && Same(*last, state);
   if (again && last->flat) return last->bytes;
-  grpc::ByteBuffer pieces = ToByteBuffer(state);
+  SharedPieces pieces = ToPieces(state);
   auto made = std::make_shared<Entry>();
   made->found = state.found;
   made->chunks = state.chunks;
-  grpc::Slice whole;
-  // A state read a second time is worth one slice (one copy of its bytes);
+  // A state read a second time is worth one piece (one copy of its bytes);
   // one read once, as a state that changes between reads is, is not.
-  if (again && pieces.DumpToSingleSlice(&whole).ok()) {
-    made->bytes = grpc::ByteBuffer(&whole, 1);
+  if (again) {
+    auto whole = std::make_shared<std::string>();
+    whole->reserve(LengthOf(pieces));
+    for (const SharedBytes& p : pieces) whole->append(p.bytes.data(), p.bytes.size());
+    made->bytes.push_back(SharedBytes::Of(std::move(whole)));
     made->flat = true;
   }
-  grpc::ByteBuffer out = made->flat ? made->bytes : pieces;
+  SharedPieces out = made->flat ? made->bytes : std::move(pieces);
   absl::MutexLock lock(&mu_);
   entries_[slot] = std::move(made);
   return out;

@@ -1,11 +1,9 @@
 // GetFlowState's answer for every flow, as one serialized buffer kept while
 // the state stays as it is: an unchanged state is answered by sharing those
-// bytes (one slice, no copy, nothing encoded), as a bare server would answer
+// bytes (one piece, no copy, nothing encoded), as a bare server would answer
 // with a prebuilt reply.
 #ifndef METASRV_SERVER_CODEC_FULL_STATE_REPLY_H_
 #define METASRV_SERVER_CODEC_FULL_STATE_REPLY_H_
-
-#include <grpcpp/support/byte_buffer.h>
 
 #include <memory>
 #include <string>
@@ -30,8 +28,8 @@ class FullStateReply {
   // The serialized GetFlowStateResponse of `state`: the remembered bytes when
   // `state` is the one they were made of. A state seen for the first time is
   // answered with its chunks' bytes as they are (no copy) and remembered; at
-  // its second read its answer is made into one slice and kept.
-  grpc::ByteBuffer Get(const EncodedFlowState& state, bool with_nodes)
+  // its second read its answer is made into one piece and kept.
+  SharedPieces Get(const EncodedFlowState& state, bool with_nodes)
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -39,8 +37,8 @@ class FullStateReply {
   struct Entry {
     bool found = false;  // EncodedFlowState::found.
     std::vector<std::shared_ptr<const std::string>> chunks;  // Its chunks.
-    bool flat = false;       // Whether `bytes` holds the answer.
-    grpc::ByteBuffer bytes;  // The answer as one slice, once read twice.
+    bool flat = false;   // Whether `bytes` holds the answer.
+    SharedPieces bytes;  // The answer as one piece, once read twice.
   };
   static bool Same(const Entry& entry, const EncodedFlowState& state);
 

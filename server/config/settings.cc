@@ -180,8 +180,8 @@ void ClientRows(Rows* r) {
       Between(absl::ZeroDuration(), absl::Hours(1)));
   AddIn(r,
         {"read_threads", nullptr,
-         "threads that serve GetFlowState and Cluster reads, off gRPC's "
-         "threads; 0 serves them on gRPC's threads",
+         "threads that serve GetFlowState and Cluster reads, off the "
+         "transport's loops; 0 serves them on the loops",
          false},
         &ServerOptions::reads, &ReadExecutor::Options::threads, InRange(0, 64));
   Add(r,
@@ -334,18 +334,31 @@ void LimitRows(Rows* r) {
         &ServerOptions::door, &DoorOptions::max_reply_bytes_in_flight);
   Add(r,
       {"transport", nullptr,
-       "the gRPC port's HTTP/2: nghttp2 (ours, on Debian's nghttp2: "
+       "the gRPC port's HTTP/2: nghttp2, the only one (Debian's nghttp2: "
        "reset-rate and CONTINUATION limits, a deadline on every write, "
        "connections shared between hosts; TLS and mTLS on OpenSSL with ALPN "
-       "h2) or grpc (gRPC 1.51's own, the old default)",
+       "h2); grpc, gRPC 1.51's own, was removed",
        false},
-      &ServerOptions::transport, OneOf({"grpc", "nghttp2"}));
+      &ServerOptions::transport, [](const std::string& name) {
+        if (name == "nghttp2") return absl::OkStatus();
+        if (name == "grpc") {
+          return absl::InvalidArgumentError(
+              "grpc (gRPC 1.51's HTTP/2) was removed: the server speaks "
+              "HTTP/2 through nghttp2 only; drop the setting");
+        }
+        return absl::InvalidArgumentError("must be nghttp2");
+      });
+  Add(r,
+      {"transport_threads", nullptr,
+       "threads that run the gRPC port's connections (an epoll loop each; "
+       "0: one per core)",
+       false},
+      &ServerOptions::transport_threads, InRange(0, 256));
   Add(r,
       {"grpc_memory_limit", nullptr,
-       "bytes gRPC itself may use for connections and calls (its "
-       "ResourceQuota); bounds what one peer can make it buffer (0: none, "
-       "else at least 16 MiB). With --transport=nghttp2: the request bytes "
-       "held before their messages are whole, over every connection",
+       "request bytes the gRPC port may hold before their messages are "
+       "whole, over every connection; a call whose message would pass it "
+       "ends RESOURCE_EXHAUSTED (0: none, else at least 16 MiB)",
        false},
       &ServerOptions::grpc_memory_limit, [](const uint64_t& n) {
         return n == 0 || n >= (16 << 20)
@@ -359,7 +372,7 @@ void LimitRows(Rows* r) {
        "charged from its first HEADERS frame; past it, a host under its fair "
        "share (the bound over the hosts holding calls) takes the longest-idle "
        "stream of the host holding the most, others get RESOURCE_EXHAUSTED "
-       "(0: --grpc_memory_limit / 20 KiB, what a call costs gRPC; no limit "
+       "(0: --grpc_memory_limit / 20 KiB; no limit "
        "if that is 0 too; --print_config shows the value in force)",
        false},
       &ServerOptions::door, &DoorOptions::peers, &PeerLimits::max_calls);
@@ -397,12 +410,9 @@ void LimitRows(Rows* r) {
         Between(absl::Milliseconds(100), kDay));
   AddIn(r,
         {"max_early_resets", nullptr,
-         "calls one connection may have cancelled before sending their "
-         "requests, in a second, before the server closes it (a rapid "
-         "reset); its client host may have four times that over all its "
-         "connections (0: no limit). With --transport=nghttp2: the "
          "RST_STREAM frames a connection may send, as a burst and then each "
-         "second, before nghttp2 closes it (0: nghttp2's 1,000 and 33)",
+         "second, before nghttp2 closes it (a rapid reset; 0: nghttp2's "
+         "1,000 and 33)",
          false},
         &ServerOptions::door, &DoorOptions::max_early_resets,
         InRange<int>(0, 1 << 20));

@@ -52,7 +52,7 @@ class SelfCountedCall {
   }
   // The call is about to finish with gRPC status `code`.
   void Finishing(int code) { code_.store(code); }
-  // gRPC is done with the call (its ServerCall's done notification).
+  // The call is over (its stream closed).
   void Done() {
     if (series_ != nullptr)
       series_->Handled(code_.load(), absl::Now() - started_);

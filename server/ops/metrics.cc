@@ -311,12 +311,15 @@ Metrics::Metrics(Sources sources, absl::Duration reuse_threshold,
       "HTTP connections closed by the server: a request not answered in "
       "time (late), or the oldest one at the connection limit (evicted).",
       "reason", {"late", "evicted"});
-  prometheus::Counter* reset = Single(
+  const auto grpc_closed = Labelled<2>(
       r, "metasrv_grpc_connections_closed_total",
-      "gRPC connections the server closed because they cancelled more than "
-      "--max_early_resets calls a second before sending their requests (a "
-      "rapid reset; docs/RELIABILITY.md).");
-  dropped_ = {refused[0], refused[1], closed[0], closed[1], reset};
+      "gRPC connections the server closed: they reset calls faster than "
+      "--max_early_resets allows or sent a header block without end "
+      "(rapid_reset), or, at the port's connection bound, the oldest of the "
+      "host holding the most (evicted) (docs/RELIABILITY.md).",
+      "reason", {"rapid_reset", "evicted"});
+  dropped_ = {refused[0],     refused[1],     closed[0],
+              closed[1],      grpc_closed[0], grpc_closed[1]};
   door_ = Labelled<kDoorRefusals>(
       r, "metasrv_calls_refused_total",
       "Calls the server refused or ended before serving them in full, by "

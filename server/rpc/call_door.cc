@@ -130,25 +130,6 @@ absl::Status CallDoor::TakeReply(const MethodRow& row,
   return absl::OkStatus();
 }
 
-bool CallDoor::ResetEarly(absl::string_view peer) {
-  metrics_->DoorRefused(DoorRefusal::kResetEarly);
-  const absl::Time now = Now();
-  const int limit = options_.max_early_resets;
-  absl::MutexLock lock(&resets_mu_);
-  if (now - resets_since_ >= absl::Seconds(1)) {
-    resets_.clear();
-    resets_since_ = now;
-  }
-  // A connection's count under its peer string, its host's under the host
-  // (no port): one map, bounded by what one second brings.
-  const int host = ++resets_[ledger_.HostOf(peer)];
-  int& mine = resets_[peer];  // No insertion after: the reference holds.
-  if (limit <= 0 || mine < 0) return false;  // Told already (-1).
-  if (++mine <= limit && host <= 4 * limit) return false;
-  mine = -1;
-  return true;
-}
-
 void CallDoor::Sweep() {
   const int ended = ledger_.AbortSilent(
       CallKind::kHeartbeat, UntoldSilenceLimit(), [](absl::Duration limit) {

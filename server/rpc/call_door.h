@@ -17,7 +17,6 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -51,12 +50,13 @@ struct DoorOptions {
   // An answer the client has not taken by then is cancelled.
   absl::Duration reply_stall_limit = absl::Seconds(5);
   AuthBackoff::Options auth_backoff;  // Failed admin attempts.
-  // Answers smaller than this are not watched for stalls: an HTTP/2
-  // connection's first window takes them at once, and the peer's share
-  // bounds what many of them hold.
+  // Answers smaller than this do not attach their call while they wait
+  // (unless the budget or the calls are crowded: Watches): an HTTP/2
+  // connection's first window takes them at once, and the stall limit
+  // times every answer anyway.
   uint64_t watched_reply_bytes = 64 << 10;
-  // Calls one connection may have cancelled before their request came, in
-  // a second, before it is closed (a rapid reset); a host four times that.
+  // RST_STREAM frames one connection may send in a burst, and then each
+  // second, before the transport closes it (a rapid reset); 0: nghttp2's.
   int max_early_resets = 2000;
 };
 
@@ -120,20 +120,16 @@ class CallDoor {
   }
   // Whether answers in flight hold more than the reply budget.
   bool RepliesExceeded() const { return replies_.Exceeded(); }
-  // Whether an answer of `bytes` is watched for stalls (cancelled if unread
-  // past --reply_stall_limit, and one the ledger may end for another host):
-  // a large one, or any while answers in flight hold more than a sixteenth
-  // of the budget. Below that, nothing is watched: nothing costs a lock.
+  // Whether the call of an answer of `bytes` is attached while the answer
+  // waits (one the ledger may end for another host): a large one, or any
+  // while answers in flight hold more than a sixteenth of the budget or
+  // calls open reach half of --max_calls (CallLedger::Crowded). Below that,
+  // nothing costs a lock. (Every answer is timed whatever its size: one not
+  // written within --reply_stall_limit ends its call.)
   bool Watches(uint64_t bytes) const {
     return bytes >= options_.watched_reply_bytes ||
-           (replies_.limit() != 0 && replies_.used() > replies_.limit() / 16);
-  }
-  // The door's one stall policy for a stream's write started at `started`
-  // (Now()): past --reply_stall_limit while answers exceed the budget, its
-  // client is taken for one that does not read, and its stream is ended.
-  bool Stalled(absl::Time started) const {
-    return RepliesExceeded() &&
-           clock_->Monotonic() - started > options_.reply_stall_limit;
+           (replies_.limit() != 0 && replies_.used() > replies_.limit() / 16) ||
+           ledger_.Crowded();
   }
   // The door's time (monotonic), to time writes by.
   absl::Time Now() const { return clock_->Monotonic(); }
@@ -149,13 +145,6 @@ class CallDoor {
   // StreamCall::Told, else UntoldSilenceLimit()); called periodically (the
   // dispatcher's sweep).
   void Sweep();
-
-  // A call from `peer` was cancelled by its client before its request came
-  // (HEADERS, then RST_STREAM: a rapid reset). Counted per connection and
-  // per host over one second: whether the connection is past
-  // DoorOptions::max_early_resets (or its host past four times that) and
-  // should be closed; true once per connection and second.
-  bool ResetEarly(absl::string_view peer) ABSL_LOCKS_EXCLUDED(resets_mu_);
 
   // Admin calls admitted from now on are checked against `auth`.
   void SetAdminAuth(AdminAuth auth) ABSL_LOCKS_EXCLUDED(auth_mu_);
@@ -179,11 +168,6 @@ class CallDoor {
   const core::Clock* const clock_;            // Times stalls; borrowed.
   CallLedger ledger_;  // Open calls by host and kind; replies per host.
   AuthBackoff backoff_;  // When wrong admin tokens are answered.
-  // Early resets in the current second, by connection and by host, and
-  // the connections told to close in it; cleared each second.
-  absl::Mutex resets_mu_;
-  absl::Time resets_since_ ABSL_GUARDED_BY(resets_mu_) = absl::InfinitePast();
-  absl::flat_hash_map<std::string, int> resets_ ABSL_GUARDED_BY(resets_mu_);
   mutable absl::Mutex auth_mu_;               // Guards auth_.
   AdminAuth auth_ ABSL_GUARDED_BY(auth_mu_);  // Who may call admin methods.
 };

@@ -1,20 +1,23 @@
-// What a method registers with the dispatcher: how each transport makes the
-// handler of one of its calls. The shapes (unary_call.h, stream_call.h,
-// push_call.h) make both from one method; the services see neither.
+// What a method registers with the dispatcher: how the transport's calls of
+// it are served. The shapes (unary_call.h, stream_call.h, push_call.h) make
+// it from one method; the services see no transport.
 #ifndef METASRV_SERVER_RPC_CALL_HANDLERS_H_
 #define METASRV_SERVER_RPC_CALL_HANDLERS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "server/ops/call_metrics.h"
 #include "server/rpc/call_door.h"
 #include "server/rpc/call_ledger.h"
 #include "server/rpc/h2_call.h"
 #include "server/rpc/method_table.h"
-#include "server/rpc/server_call.h"
 
 namespace metasrv::server {
 
@@ -26,6 +29,25 @@ struct CallLimits {
   // Admission, the reply charge and the deadlines; null: every call is
   // served as admitted, nothing is charged or timed (tests of the runtime).
   CallDoor* door = nullptr;
+};
+
+// The call objects alive, refused ones too: what the shutdown waits for
+// (the ledger, call_ledger.h, counts open calls). One per dispatcher.
+// Thread-safe.
+class CallBook {
+ public:
+  // Calls accepted and not yet deleted.
+  int64_t live() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits until none is, at most until `deadline`; returns whether none is.
+  bool WaitForNone(absl::Time deadline) const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  friend class H2DoorCall;
+  void Enter() ABSL_LOCKS_EXCLUDED(mu_);
+  void Leave() ABSL_LOCKS_EXCLUDED(mu_);
+
+  mutable absl::Mutex mu_;                 // Guards live_.
+  int64_t live_ ABSL_GUARDED_BY(mu_) = 0;  // Calls alive.
 };
 
 // A call on the nghttp2 transport that the door let in, handed to its
@@ -44,11 +66,8 @@ struct H2Start {
 // itself from then on (it ends when its stream is closed).
 using H2Factory = std::function<void(H2Start start)>;
 
-// One method's handlers, one per transport.
-struct MethodHandlers {
-  CallHandlerFactory cq;  // gRPC 1.51's completion queue.
-  H2Factory h2;           // nghttp2.
-};
+// How one method's calls are served.
+using MethodHandlers = H2Factory;
 
 }  // namespace metasrv::server
 

@@ -139,6 +139,7 @@ absl::StatusOr<CallLedger::Ticket> CallLedger::Enter(absl::string_view peer,
   ++host->calls;
   ++by_kind_[k];
   ++calls_;
+  open_now_.store(calls_, std::memory_order_relaxed);
   auto made = std::make_unique<Call>();
   Call* call = made.get();
   call->host = host;
@@ -232,6 +233,7 @@ void CallLedger::Leave(Call* call) {
   attached_[k].erase(call);
   host->open.erase(call);  // Deletes it.
   --calls_;
+  open_now_.store(calls_, std::memory_order_relaxed);
   --by_kind_[k];
   if (--host->by_kind[k] == 0) --hosts_by_kind_[k];
   if (--host->calls > 0) return;
@@ -267,12 +269,6 @@ void CallLedger::Close(CallKind kind, const absl::Status& status) {
   absl::MutexLock lock(&mu_);
   closed_[static_cast<int>(kind)] = true;
   for (Call* call : attached_[static_cast<int>(kind)]) Tell(call, status);
-}
-
-void CallLedger::ForEach(CallKind kind,
-                         absl::FunctionRef<void(AbortableCall*)> fn) {
-  absl::MutexLock lock(&mu_);
-  for (Call* call : attached_[static_cast<int>(kind)]) fn(call->abort);
 }
 
 bool CallLedger::MakeReplyRoom(const Ticket& asker, uint64_t limit,

@@ -106,10 +106,6 @@ class CallLedger {
   // The same, and calls of `kind` attached from now on are refused.
   void Close(CallKind kind, const absl::Status& status)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Calls `fn` with every attached call of `kind`, under the lock (which
-  // keeps them alive); `fn` must not block or call back into the ledger.
-  void ForEach(CallKind kind, absl::FunctionRef<void(AbortableCall*)> fn)
-      ABSL_LOCKS_EXCLUDED(mu_);
   // The reply budget of `limit` bytes is full and `asker` wants room for an
   // answer: whether it is under its fair share of the budget (the limit over
   // the hosts with answers in flight, itself counted) and room is being
@@ -126,6 +122,15 @@ class CallLedger {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   int64_t open_calls() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether calls open reach half of --max_calls: from then on every
+  // answer's call is attached while its bytes wait (CallDoor::Watches), so
+  // that a call whose answer cannot be written can be ended for another
+  // host. Lock-free.
+  bool Crowded() const {
+    return limits_.max_calls != 0 &&
+           static_cast<uint64_t>(open_now_.load(std::memory_order_relaxed)) >=
+               limits_.max_calls / 2;
+  }
   uint64_t open(CallKind kind) const ABSL_LOCKS_EXCLUDED(mu_);
   size_t peers() const ABSL_LOCKS_EXCLUDED(mu_);  // Hosts with a call open.
   // Calls ended to make room for another host, since the start.
@@ -180,6 +185,7 @@ class CallLedger {
   absl::flat_hash_map<std::string, std::unique_ptr<Host>> hosts_
       ABSL_GUARDED_BY(mu_);
   int64_t calls_ ABSL_GUARDED_BY(mu_) = 0;  // Open, in all.
+  std::atomic<int64_t> open_now_{0};        // calls_, for Crowded().
   std::array<int64_t, kCallKinds> by_kind_ ABSL_GUARDED_BY(mu_){};
   // Hosts holding calls of each kind.
   std::array<int64_t, kCallKinds> hosts_by_kind_ ABSL_GUARDED_BY(mu_){};

@@ -2,7 +2,6 @@
 
 #include <grpc/support/log.h>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/ops/log_limit.h"
 #include "spdlog/spdlog.h"
@@ -15,11 +14,6 @@ void Log(gpr_log_func_args* args) {
   if (args->severity == GPR_LOG_SEVERITY_ERROR) {
     level = spdlog::level::warn;
   } else if (args->severity == GPR_LOG_SEVERITY_INFO) {
-    level = spdlog::level::debug;
-  }
-  // Every request of a zstd-compressing client (GreptimeDB's) makes gRPC
-  // 1.51 complain about the encoding header it does not know.
-  if (absl::StrContains(args->message, "grpc-encoding")) {
     level = spdlog::level::debug;
   }
   if (!spdlog::should_log(level)) return;

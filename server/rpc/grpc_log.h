@@ -12,10 +12,9 @@ namespace metasrv::server {
 // same level): its errors as warnings (they are about peers: a failed TLS
 // handshake, a header it does not know), its info as debug. A line from one
 // place in gRPC's code is written at most once per `interval`; the next one
-// says how many were left out, so a client that fails every call cannot
-// flood the log. The header-parse error that every zstd-compressing client
-// causes (gRPC 1.51 does not know `grpc-encoding: zstd`; see
-// grpc151_zstd_requests.h) is expected and logged at debug.
+// says how many were left out, so a peer that fails every call cannot
+// flood the log. (gRPC serves no port: these are its clients' lines, the
+// etcd election's among them.)
 void RouteGrpcLogsToSpdlog(absl::Duration interval = absl::Seconds(10));
 
 // Lines left out by the rate limit so far (gRPC core's and the server's own

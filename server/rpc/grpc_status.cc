@@ -42,19 +42,12 @@ GreptimeError ClassifyForGreptime(const absl::Status& status) {
   }
 }
 
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
+WireStatus ToWireStatus(const absl::Status& status, bool greptime) {
+  WireStatus out;
   // absl and gRPC share the canonical code numbering (0..16). The message
   // becomes the grpc-message header, whose value must not start or end with
   // whitespace (RFC 9113 §8.2.1): strict HTTP/2 clients drop the whole
   // response otherwise.
-  return grpc::Status(
-      static_cast<grpc::StatusCode>(status.code()),
-      std::string(absl::StripAsciiWhitespace(status.message())));
-}
-
-WireStatus ToWireStatus(const absl::Status& status, bool greptime) {
-  WireStatus out;
   out.code = static_cast<int>(status.code());
   out.message = std::string(absl::StripAsciiWhitespace(status.message()));
   if (status.ok() || !greptime) return out;
@@ -77,17 +70,6 @@ WireStatus ToWireStatus(const absl::Status& status, bool greptime) {
         absl::StrCat("Internal error: ", static_cast<uint32_t>(error.code));
   }
   return out;
-}
-
-grpc::Status ToGrpcStatus(const absl::Status& status,
-                          grpc::ServerContextBase* context) {
-  if (status.ok() || context == nullptr) return ToGrpcStatus(status);
-  WireStatus wire = ToWireStatus(status, true);
-  for (auto& [name, value] : wire.trailers) {
-    context->AddTrailingMetadata(name, value);
-  }
-  return grpc::Status(static_cast<grpc::StatusCode>(wire.code),
-                      std::move(wire.message));
 }
 
 }  // namespace metasrv::server

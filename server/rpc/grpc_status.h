@@ -1,13 +1,9 @@
-// The one place where absl::Status becomes grpc::Status, with the error
-// metadata GreptimeDB's servers attach to every error.
+// The one place where absl::Status becomes a gRPC status on the wire, with
+// the error metadata GreptimeDB's servers attach to every error.
 #ifndef METASRV_SERVER_RPC_GRPC_STATUS_H_
 #define METASRV_SERVER_RPC_GRPC_STATUS_H_
 
-#include <grpcpp/server_context.h>
-#include <grpcpp/support/status.h>
-
 #include <cstdint>
-
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,22 +43,12 @@ struct GreptimeError {
 };
 GreptimeError ClassifyForGreptime(const absl::Status& status);
 
-// Same canonical code, same message without surrounding whitespace. Every
-// status the server sends goes through here.
-grpc::Status ToGrpcStatus(const absl::Status& status);
-
-// ToGrpcStatus(), and for an error GreptimeDB's two metadata entries
-// (x-greptime-err-code, x-greptime-err-retry-hint) added to `context`'s
-// trailers; an internal or unknown error's message is masked as upstream's
-// output_msg() masks it ("Internal error: 1003"), the real one logged.
-// `context` may be null (nothing added, nothing masked). Call before the
-// call or stream is finished.
-grpc::Status ToGrpcStatus(const absl::Status& status,
-                          grpc::ServerContextBase* context);
-
-// A status as a transport that writes its own trailers sends it: the code,
-// the message (stripped; masked as ToGrpcStatus masks it when `greptime`),
-// and with `greptime` GreptimeDB's two error trailers.
+// A status as the transport sends it: the same canonical code; the message
+// without surrounding whitespace; with `greptime`, for an error, GreptimeDB's
+// two trailers (x-greptime-err-code, x-greptime-err-retry-hint), and an
+// internal or unknown error's message masked as upstream's output_msg()
+// masks it ("Internal error: 1003"), the real one logged. Every status the
+// server sends goes through here.
 struct WireStatus {
   int code = 0;
   std::string message;

@@ -20,22 +20,12 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "server/rpc/grpc_frames.h"
+#include "server/rpc/shared_bytes.h"
 
 namespace metasrv::server {
 
 class H2Connection;
 class H2Loop;
-
-// One piece of an answer's bytes, shared: `bytes` stays valid while `owner`
-// lives (a string, a protobuf's cached encoding, gRPC's slice). Immutable.
-struct SharedBytes {
-  std::shared_ptr<const void> owner;
-  absl::string_view bytes;
-  static SharedBytes Of(std::shared_ptr<const std::string> text) {
-    absl::string_view view(*text);
-    return {std::move(text), view};
-  }
-};
 
 // A header field that nghttp2 sends without copying: `name` and `value`
 // must outlive the frame.
@@ -86,6 +76,9 @@ class CallSink {
   // nghttp2 cut the connection from `peer` (a GOAWAY with an error): a
   // flood of resets, a header block that never ends, a protocol error.
   virtual void OnConnectionCut(const std::string& /*peer*/) {}
+  // The oldest connection of `host` was closed to make room for a new one
+  // (the transport's connection share).
+  virtual void OnConnectionEvicted(const std::string& /*host*/) {}
 };
 
 // One stream: a gRPC call. Owned by its connection; its methods only on the

@@ -12,7 +12,7 @@
 namespace metasrv::server {
 
 H2Transport::H2Transport(const H2TransportOptions& options, CallSink* sink)
-    : options_(options) {
+    : options_(options), sink_(sink) {
   const int threads = std::max(1, options.threads);
   H2Limits limits = options.limits;
   if (limits.max_held_requests > 0) limits.held_requests = &held_requests_;
@@ -35,11 +35,30 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
   std::string host = CallLedger::HostOf(text, options_.ipv4_prefix_bits);
   Placed placed{};
   std::optional<Placed> evict;
+  std::string evicted_host;
+  {
+    absl::MutexLock lock(&mu_);
+    // Closes still under way (a loop behind a flood of connections) hold
+    // descriptors too: past this many in all, the newcomer is closed at
+    // once, so that descriptors stay bounded whatever the loops' lag.
+    if (options_.max_connections > 0 &&
+        open_ >= options_.max_connections + kClosingSlack) {
+      close(fd);
+      refused_.fetch_add(1);
+      evicted_host = std::move(host);
+    }
+  }
+  if (!evicted_host.empty()) {
+    sink_->OnConnectionEvicted(evicted_host);
+    return;
+  }
   {
     absl::MutexLock lock(&mu_);
     placed.id = next_id_++;
     placed.loop = static_cast<int>(placed.id % loops_.size());
-    if (options_.max_connections > 0 && open_ >= options_.max_connections) {
+    if (options_.max_connections > 0 &&
+        open_ - static_cast<int64_t>(closing_.size()) >=
+            options_.max_connections) {
       // Max-min: the host holding the most gives up its oldest; a host that
       // is that one itself gives up its own oldest.
       auto most = by_host_.end();
@@ -49,11 +68,12 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
         }
       }
       if (most != by_host_.end()) {
+        evicted_host = most->first;
         evict = most->second.front();
         most->second.pop_front();
         host_of_.erase(evict->id);
         if (most->second.empty()) by_host_.erase(most);
-        --open_;
+        closing_.insert(evict->id);  // Open until its loop closed it.
       }
     }
     by_host_[host].push_back(placed);
@@ -63,6 +83,7 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
   if (evict.has_value()) {
     evicted_.fetch_add(1);
     loops_[evict->loop]->Close(evict->id);
+    sink_->OnConnectionEvicted(evicted_host);
   }
   loops_[placed.loop]->Adopt(
       fd, placed.id, std::move(text),
@@ -71,8 +92,12 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
 
 void H2Transport::Forget(uint64_t id) {
   absl::MutexLock lock(&mu_);
+  if (closing_.erase(id) > 0) {  // Evicted: closed now.
+    --open_;
+    return;
+  }
   auto it = host_of_.find(id);
-  if (it == host_of_.end()) return;  // Evicted: forgotten then.
+  if (it == host_of_.end()) return;
   auto host = by_host_.find(it->second);
   if (host != by_host_.end()) {
     auto& placed = host->second;

@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "server/rpc/h2_loop.h"
 #include "server/rpc/h2_tls.h"
@@ -53,9 +54,14 @@ class H2Transport {
   void Shutdown();
   // Closes every connection and stops the loops.
   void Stop();
-  // Connections open, and those closed to make room for another host's.
+  // Connections open; those closed to make room for another host's; and
+  // those closed at accept while too many closes were under way.
   int64_t connections() const;
   int64_t evicted() const { return evicted_.load(); }
+  int64_t refused() const { return refused_.load(); }
+  // Evicted connections whose loop has not closed them yet, at most, beyond
+  // max_connections: past that, a new connection is closed at accept.
+  static constexpr int64_t kClosingSlack = 64;
 
  private:
   struct Placed {
@@ -65,8 +71,10 @@ class H2Transport {
   void Forget(uint64_t id) ABSL_LOCKS_EXCLUDED(mu_);
 
   const H2TransportOptions options_;
+  CallSink* const sink_;  // Borrowed; told of evictions.
   std::vector<std::unique_ptr<H2Loop>> loops_;
   std::atomic<int64_t> evicted_{0};
+  std::atomic<int64_t> refused_{0};
   // Request bytes held before their messages are whole (H2Limits).
   std::atomic<int64_t> held_requests_{0};
 
@@ -77,6 +85,8 @@ class H2Transport {
   absl::flat_hash_map<std::string, std::deque<Placed>> by_host_
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, std::string> host_of_ ABSL_GUARDED_BY(mu_);
+  // Evicted, and not yet closed by their loop (open_ counts them).
+  absl::flat_hash_set<uint64_t> closing_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace metasrv::server

@@ -5,8 +5,6 @@
 #ifndef METASRV_SERVER_RPC_H2_UNARY_CALL_H_
 #define METASRV_SERVER_RPC_H2_UNARY_CALL_H_
 
-#include <grpcpp/support/byte_buffer.h>
-
 #include <atomic>
 #include <memory>
 #include <string>
@@ -17,9 +15,6 @@
 #include "server/rpc/unary_call.h"
 
 namespace metasrv::server {
-
-// The pieces of gRPC's byte buffer, shared with it (no copy).
-std::vector<SharedBytes> PiecesOf(const grpc::ByteBuffer& bytes);
 
 template <typename Request, typename Response>
 class H2UnaryCall final : public UnaryCall<Request, Response>,
@@ -55,7 +50,7 @@ class H2UnaryCall final : public UnaryCall<Request, Response>,
         },
         /*now_if_here=*/false);
   }
-  void SetResponseBytes(grpc::ByteBuffer bytes) override {
+  void SetResponseBytes(SharedPieces bytes) override {
     raw_ = std::move(bytes);
     has_raw_ = true;
   }
@@ -63,7 +58,7 @@ class H2UnaryCall final : public UnaryCall<Request, Response>,
     std::vector<SharedBytes> pieces;
     if (status.ok()) {
       if (has_raw_) {
-        pieces = PiecesOf(raw_);
+        pieces = std::move(raw_);
       } else {
         auto text = std::make_shared<std::string>();
         this->response_->SerializeToString(text.get());
@@ -71,7 +66,7 @@ class H2UnaryCall final : public UnaryCall<Request, Response>,
       }
     }
     this->DropMessages();
-    raw_.Clear();
+    raw_.clear();
     OnLoop([this, status, pieces = std::move(pieces)](H2Call* stream) mutable {
       if (stream != nullptr && !ended_) {
         absl::Status result = status;
@@ -123,7 +118,7 @@ class H2UnaryCall final : public UnaryCall<Request, Response>,
 
   const Serve* const serve_;  // The method; the dispatcher's.
   std::atomic<bool> cancelled_{false};  // The stream is over.
-  grpc::ByteBuffer raw_;      // SetResponseBytes()'s answer.
+  SharedPieces raw_;          // SetResponseBytes()'s answer.
   bool has_raw_ = false;
 };
 

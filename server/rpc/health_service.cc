@@ -80,7 +80,7 @@ void HealthService::Register(CallDispatcher* dispatcher, CallLimits limits) {
       Method::kHealthCheck,
       CheckCall::Factory(limits, [this](CheckCall* call) { Check(call); }));
   dispatcher->Add(
-      Method::kHealthWatch, PushCall::Factory(limits, [this](ServerCall*) {
+      Method::kHealthWatch, PushCall::Factory(limits, [this]() {
         return std::unique_ptr<PushCall::Handler>(new Watcher(this));
       }));
 }

@@ -131,7 +131,7 @@ void ReflectionService<Service, Request, Response>::Register(
           ->method;
   using Call = StreamCall<Response>;
   dispatcher->Add(
-      method, Call::Factory(limits_, [this](ServerCall*) {
+      method, Call::Factory(limits_, [this]() {
         return std::unique_ptr<typename Call::Handler>(
             new ReflectionStream<Request, Response, ReflectionService>(
                 this, limits_.max_request_bytes));

@@ -1,8 +1,8 @@
 // gRPC server reflection, both versions: grpc.reflection.v1 (what current
 // grpcurl and buf curl ask first) and v1alpha (older tools), the same
 // messages under two packages, answered from protobuf's generated descriptor
-// pool by stream handlers on the server's pollers (gRPC 1.51's own v1alpha
-// service held an OS thread per open stream).
+// pool by stream handlers on the transport's loops (no thread per open
+// stream).
 //
 // Bounded: a name in a request (file, symbol, type, host) longer than
 // kMaxReflectionName is refused without being echoed; a request is echoed

@@ -1,39 +1,31 @@
 // A unary call of a method that takes raw bytes, through the door
-// (call_door.h): its request (due within --request_timeout, see
-// ServerCall::ArmRequestDeadline) is decoded (zstd included, see
-// grpc151_zstd_requests.h) into an arena and admitted by the method's leader
-// policy; only then does the method see it, with the admission. The response is
-// built on the same arena and sent, with the status, in one batch when the
-// method finishes it. Until gRPC has taken the answer, its bytes count against
-// its peer's share and the reply budget, and a large answer left unread past
-// --reply_stall_limit is cancelled.
+// (call_door.h): its request (due within --request_timeout) is decoded (zstd
+// included, see request_decoding.h) into an arena and admitted by the
+// method's leader policy; only then does the method see it, with the
+// admission. The response is built on the same arena and sent, with the
+// status, when the method finishes it. Until the socket has taken the
+// answer, its bytes count against its peer's share and the reply budget, and
+// an answer left unwritten past --reply_stall_limit ends its call.
 #ifndef METASRV_SERVER_RPC_UNARY_CALL_H_
 #define METASRV_SERVER_RPC_UNARY_CALL_H_
 
 #include <google/protobuf/arena.h>
-#include <grpcpp/alarm.h>
-#include <grpcpp/support/byte_buffer.h>
 
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "server/rpc/call_door.h"
 #include "server/rpc/call_handlers.h"
-#include "server/rpc/grpc151_zstd_requests.h"
-#include "server/rpc/grpc_status.h"
 #include "server/rpc/method_table.h"
 #include "server/rpc/read_executor.h"
 #include "server/rpc/raw_request.h"
-#include "server/rpc/server_call.h"
+#include "server/rpc/shared_bytes.h"
 
 namespace metasrv::server {
 
-// One unary call, as a method sees it on either transport. Its method
+// One unary call, as a method sees it. Its method
 // (`serve`) gets it once the request is decoded and admitted, and finishes
 // it, at once or later from any thread, exactly once.
 template <typename Request, typename Response>
@@ -41,8 +33,8 @@ class UnaryCall {
  public:
   // What a method does with a decoded request.
   using Serve = std::function<void(UnaryCall*)>;
-  // Both transports' handlers of the method, which the dispatcher names
-  // once (CallDispatcher::Add). Defined below the two shapes.
+  // The handler of the method, which the dispatcher names once
+  // (CallDispatcher::Add). Defined below the transport's shape.
   static MethodHandlers Factory(CallLimits limits, Serve serve);
 
   virtual ~UnaryCall() = default;
@@ -58,7 +50,7 @@ class UnaryCall {
   virtual bool cancelled() const = 0;
   // Makes `bytes` the answer instead of response(): an answer built without
   // the message (cached encodings). Call before Finish(OkStatus()).
-  virtual void SetResponseBytes(grpc::ByteBuffer bytes) = 0;
+  virtual void SetResponseBytes(SharedPieces bytes) = 0;
   // Sends the response (when `status` is OK) or the error. An answer that
   // does not fit the reply budget is refused with RESOURCE_EXHAUSTED.
   virtual void Finish(const absl::Status& status) = 0;
@@ -95,139 +87,7 @@ class UnaryCall {
 };
 
 template <typename Request, typename Response>
-class CqUnaryCall;
-template <typename Request, typename Response>
 class H2UnaryCall;
-
-// The unary shape on gRPC 1.51's completion queue.
-template <typename Request, typename Response>
-class CqUnaryCall final : public UnaryCall<Request, Response>,
-                          public CallHandler {
- public:
-  using Serve = typename UnaryCall<Request, Response>::Serve;
-
-  // `serve` outlives the call, whose row (ServerCall::row()) names its
-  // method.
-  CqUnaryCall(ServerCall* call, const CallLimits& limits, const Serve* serve)
-      : call_(call),
-        method_(call->row()->method),
-        limits_(limits),
-        serve_(serve),
-        read_(this, &CqUnaryCall::OnRead),
-        finished_(this, &CqUnaryCall::OnFinished),
-        reply_due_(this, &CqUnaryCall::OnReplyDue) {}
-
-  ServerCall* call() const { return call_; }
-  grpc::ServerContextBase* context() const { return call_->context(); }
-  const std::string& peer() const override { return call_->peer(); }
-  bool cancelled() const override { return call_->cancelled(); }
-  void SetResponseBytes(grpc::ByteBuffer bytes) override {
-    out_.Swap(&bytes);
-    raw_ = true;
-  }
-
-  void Finish(const absl::Status& status) override {
-    grpc::Status result = ToGrpcStatus(status, context());
-    if (!result.ok()) out_.Clear();
-    if (result.ok() && !raw_) {
-      result = SerializeMessage(*this->response_, &out_);
-    }
-    if (result.ok()) result = Charge();
-    // The answer is serialized: its messages are no longer needed.
-    this->DropMessages();
-    call_->Finishing(result.error_code());
-    if (result.ok()) {
-      if (held_ != 0 && limits_.door->Watches(held_)) {
-        // Cancelled if the client has not taken it by then (OnReplyDue);
-        // until it is taken, the ledger may end it for another host.
-        call_->ticket()->Touch();
-        attached_ = call_->ticket()->Attach(call_).ok();
-        reply_armed_ = true;
-        reply_alarm_.Set(
-            call_->cq(),
-            absl::ToChronoTime(absl::Now() +
-                               limits_.door->options().reply_stall_limit),
-            call_->Begin(&reply_due_));
-      }
-      call_->stream()->WriteAndFinish(out_, grpc::WriteOptions(), result,
-                                      call_->BeginFinish(&finished_));
-    } else {
-      call_->stream()->Finish(result, call_->BeginFinish(&finished_));
-    }
-  }
-
-  void Start() override { call_->stream()->Read(&in_, call_->Begin(&read_)); }
-
- private:
-  // The answer's bytes charged to its peer and the reply budget; an error
-  // if they do not fit.
-  grpc::Status Charge() {
-    if (limits_.door == nullptr) return grpc::Status::OK;
-    const uint64_t bytes = out_.Length();
-    if (absl::Status taken =
-            limits_.door->TakeReply(*call_->row(), call_->ticket(), bytes);
-        !taken.ok()) {
-      out_.Clear();
-      return ToGrpcStatus(taken, context());
-    }
-    held_ = bytes;
-    return grpc::Status::OK;
-  }
-
-  void OnRead(bool ok) {
-    if (!call_->RequestArrived()) {
-      // The door's deadline passed first: the call was cancelled.
-      Finish(absl::DeadlineExceededError(
-          "the request did not arrive within --request_timeout"));
-      return;
-    }
-    if (!ok) {
-      // No request: the client went away, or half-closed without one.
-      Finish(absl::InternalError("the call carried no request message"));
-      return;
-    }
-    call_->GotRequest();
-    absl::Status admitted =
-        this->DecodeAndAdmit(RawRequest(&in_), limits_, method_);
-    in_.Clear();
-    if (!admitted.ok()) {
-      Finish(admitted);
-      return;
-    }
-    (*serve_)(this);
-  }
-  void OnFinished(bool) {
-    answered_.store(true);
-    if (attached_) call_->ticket()->Detach(call_);
-    if (reply_armed_) reply_alarm_.Cancel();
-    if (held_ != 0) limits_.door->GiveReply(call_->ticket(), held_);
-    out_.Clear();
-    held_ = 0;
-  }
-  void OnReplyDue(bool fired) {
-    if (!fired || answered_.load()) return;
-    // Unread past the stall limit while holding its peer's share and the
-    // budget: cancelled, which gives both back (OnFinished).
-    limits_.door->metrics()->DoorRefused(DoorRefusal::kReplyStalled);
-    context()->TryCancel();
-  }
-
-  ServerCall* const call_;             // The call; owns this.
-  const Method method_;                // Its row in the method table.
-  const CallLimits limits_;            // Request size, the door.
-  const Serve* const serve_;           // The method; the table's.
-  CallOp<CqUnaryCall> read_;           // The request read.
-  CallOp<CqUnaryCall> finished_;       // The answer and status sent.
-  CallOp<CqUnaryCall> reply_due_;      // The answer's stall limit.
-  grpc::Alarm reply_alarm_;            // Set for a large answer, with a door.
-  std::atomic<bool> answered_{false};  // The answer's batch completed.
-  bool reply_armed_ = false;           // reply_alarm_ was set.
-  bool attached_ = false;              // Its answer may be ended for others.
-  grpc::ByteBuffer in_;                // The request's bytes, until decoded.
-  grpc::ByteBuffer out_;               // The answer's bytes, until sent.
-  uint64_t held_ = 0;                  // Bytes taken from the budget.
-  bool raw_ = false;                   // SetResponseBytes() made the answer.
-};
 
 // Runs `read(request, response)` (returning an absl::Status) for `call` on
 // `reads` and finishes the call with it. A call cancelled while it waited
@@ -250,7 +110,7 @@ void ScheduleRead(ReadExecutor* reads, ReadCost cost,
 
 }  // namespace metasrv::server
 
-// The nghttp2 shape needs the base above; the factory below needs both.
+// The transport's shape needs the base above; the factory below needs it.
 #include "server/rpc/h2_unary_call.h"  // IWYU pragma: export
 
 namespace metasrv::server {
@@ -259,17 +119,10 @@ template <typename Request, typename Response>
 MethodHandlers UnaryCall<Request, Response>::Factory(CallLimits limits,
                                                      Serve serve) {
   auto shared = std::make_shared<const Serve>(std::move(serve));
-  MethodHandlers handlers;
-  handlers.cq = [limits,
-                 shared](ServerCall* call) -> std::unique_ptr<CallHandler> {
-    return std::make_unique<CqUnaryCall<Request, Response>>(call, limits,
-                                                            shared.get());
-  };
-  handlers.h2 = [limits, shared](H2Start start) {
+  return [limits, shared](H2Start start) {
     H2UnaryCall<Request, Response>::Start(std::move(start), limits,
                                           shared.get());
   };
-  return handlers;
 }
 
 }  // namespace metasrv::server

@@ -17,7 +17,7 @@
 namespace metasrv::server {
 
 // Methods take raw bytes, so that zstd-compressed requests decode
-// (grpc151_zstd_requests.h).
+// (request_decoding.h).
 class AdminService final {
  public:
   // Performs a leader change and returns how many KV keys it dropped:

@@ -20,7 +20,7 @@ namespace metasrv::server {
 // As GreptimeDB's metasrv (src/meta-srv/src/service/cluster.rs), the request
 // header is not looked at (GreptimeDB's clients send none), and a follower
 // answers every method OK with the not-leader error in the response header
-// and no data. Methods take raw bytes (see grpc151_zstd_requests.h).
+// and no data. Methods take raw bytes (see request_decoding.h).
 class ClusterService final {
  public:
   ClusterService(const kv::KvBackend* kv, const core::Leadership* leadership,

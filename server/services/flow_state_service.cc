@@ -28,7 +28,7 @@ void FlowStateService::Register(CallDispatcher* dispatcher) {
                     ListFlownodes(call);
                   }));
   dispatcher->Add(
-      Method::kWatchFlowState, PushCall::Factory(limits_, [this](ServerCall*) {
+      Method::kWatchFlowState, PushCall::Factory(limits_, [this]() {
         return std::unique_ptr<PushCall::Handler>(new WatchStream(
             watch_, limits_.door, limits_.max_request_bytes, metrics_));
       }));

@@ -19,7 +19,7 @@
 namespace metasrv::server {
 
 // Every method takes raw bytes, so that zstd-compressed requests decode
-// (grpc151_zstd_requests.h); WatchFlowState also writes pre-serialized bytes
+// (request_decoding.h); WatchFlowState also writes pre-serialized bytes
 // (one serialization per state, whatever the number of watchers).
 class FlowStateService final {
  public:

@@ -26,7 +26,7 @@ void HeartbeatService::Register(CallDispatcher* dispatcher) {
       Method::kHeartbeat,
       HeartbeatCall::Factory(
           limits_,
-          [this](ServerCall*) -> std::unique_ptr<HeartbeatCall::Handler> {
+          [this]() -> std::unique_ptr<HeartbeatCall::Handler> {
             return std::make_unique<HeartbeatStream>(handler_,
                                                      limits_.max_request_bytes);
           }));

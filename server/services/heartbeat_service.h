@@ -16,7 +16,7 @@
 namespace metasrv::server {
 
 // Both methods take raw bytes, so that zstd-compressed requests can be
-// decoded (see grpc151_zstd_requests.h): the Heartbeat stream is parsed by
+// decoded (see request_decoding.h): the Heartbeat stream is parsed by
 // HeartbeatStream, AskLeader by UnaryCall.
 class HeartbeatService final {
  public:

@@ -91,9 +91,8 @@ struct MessageFields {
 
 // A serialized WatchFlowStateResponse: `fields`, then `state` (field 4) as
 // its chunks, referenced and not copied.
-std::vector<grpc::Slice> Message(const MessageFields& fields,
-                                 const EncodedFlowState& state,
-                                 absl::Time now) {
+SharedPieces Message(const MessageFields& fields, const EncodedFlowState& state,
+                     absl::Time now) {
   std::string prefix;
   auto varint_field = [&prefix](uint32_t field, uint64_t value) {
     AppendVarint(field << 3 | 0, &prefix);
@@ -113,7 +112,7 @@ std::vector<grpc::Slice> Message(const MessageFields& fields,
   }
   AppendVarint(4 << 3 | 2, &prefix);
   AppendVarint(state.size(), &prefix);
-  return ToSlices(state, std::move(prefix));
+  return ToPieces(state, std::move(prefix));
 }
 
 }  // namespace
@@ -285,16 +284,14 @@ void WatchHub::Run() {
   while (true) {
     uint64_t sequence = 0;
     std::vector<std::pair<int, bool>> due;  // Tier, and whether forced.
-    CqPoller* poller = nullptr;
     {
       absl::MutexLock lock(&mu_);
       if (!AwaitDue(&sequence, &due)) return;
-      poller = poller_;
     }
     for (int tier = 0; tier < kTiers; ++tier) {
       const TierPublisher& pub = publishing_[tier];
       while (pub.offering != nullptr && pub.next_wave_at <= absl::Now()) {
-        OfferWave(tier, poller);
+        OfferWave(tier);
       }
     }
     for (const auto& [tier, force] : due) {
@@ -303,24 +300,18 @@ void WatchHub::Run() {
       if (snapshot == nullptr) continue;  // Nothing to tell.
       publishing_[tier].last_push = clock_->Monotonic();
       MakeCurrent(tier, snapshot);
-      StartOffering(tier, std::move(snapshot), poller);
+      StartOffering(tier, std::move(snapshot));
       metrics_->WatchPublished();
     }
   }
 }
 
-void WatchHub::OfferOn(CqPoller* poller) {
-  absl::MutexLock lock(&mu_);
-  poller_ = poller;
-}
-
 void WatchHub::StartOffering(int tier,
-                             std::shared_ptr<const WatchSnapshot> snapshot,
-                             CqPoller* poller) {
+                             std::shared_ptr<const WatchSnapshot> snapshot) {
   TierPublisher& pub = publishing_[tier];
   // The previous state's last waves go first, at once (they are late only
-  // if the tier's watchers keep the pollers too busy).
-  while (pub.offering != nullptr) OfferWave(tier, poller);
+  // if the tier's watchers keep the transport's loops too busy).
+  while (pub.offering != nullptr) OfferWave(tier);
   uint64_t watchers = 0;
   {
     absl::MutexLock lock(&mu_);
@@ -329,8 +320,8 @@ void WatchHub::StartOffering(int tier,
   // Many watchers: waves of about kWaveSize, spread over half of the
   // server's interval (whatever the tier's: a longer spread delays the
   // messages and did not lower heartbeat p99; bench/RESULTS.md), so that
-  // the writes (and their completions, which share gRPC's threads with
-  // heartbeats) never come in one burst. A power of two, so that wave w is
+  // the writes (which share the transport's loops with heartbeats) never
+  // come in one burst. A power of two, so that wave w is
   // the buckets w, w + waves, ...; rounded up, so that a wave is at most
   // about kWaveSize watchers.
   pub.waves = std::min(
@@ -339,23 +330,20 @@ void WatchHub::StartOffering(int tier,
   pub.wave = 0;
   pub.next_wave_at = absl::Now();
   pub.offering = std::move(snapshot);
-  OfferWave(tier, poller);
+  OfferWave(tier);
 }
 
-void WatchHub::OfferWave(int tier, CqPoller* poller) {
+void WatchHub::OfferWave(int tier) {
   TierPublisher& pub = publishing_[tier];
-  // A watcher gone before its wave runs is in no bucket any more.
-  auto offer = [this, tier, snapshot = pub.offering, wave = pub.wave,
-                waves = pub.waves] {
+  {
+    // Each offer is posted to its watcher's loop (PushCall::Offer never
+    // blocks); a watcher gone before its wave is in no bucket any more.
     absl::MutexLock lock(&buckets_mu_);
-    for (uint64_t b = wave; b < kMaxWaves; b += waves) {
-      for (Watcher* watcher : buckets_[tier][b]) watcher->Offer(snapshot);
+    for (uint64_t b = pub.wave; b < kMaxWaves; b += pub.waves) {
+      for (Watcher* watcher : buckets_[tier][b]) {
+        watcher->Offer(pub.offering);
+      }
     }
-  };
-  if (poller != nullptr) {
-    poller->Post(std::move(offer));
-  } else {
-    offer();
   }
   pub.next_wave_at += pub.gap;
   if (++pub.wave == pub.waves) pub.offering.reset();

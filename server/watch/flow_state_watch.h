@@ -50,7 +50,6 @@
 #include "core/flow_state_manager.h"
 #include "server/ops/metrics.h"
 #include "server/rpc/call_door.h"
-#include "server/rpc/cq_poller.h"
 #include "server/rpc/push_call.h"
 
 namespace metasrv::server {
@@ -105,11 +104,6 @@ class WatchHub final : public core::FlowStateListener {
   WatchHub& operator=(const WatchHub&) = delete;
 
   void Start();
-  // Offers each wave on `poller`'s threads rather than the publisher's, so
-  // that the writes' completions come back to a thread already polling
-  // (borrowed; it must outlive the hub's last wave: the server stops the
-  // hub before the poller). Without it, offers run on the publisher.
-  void OfferOn(CqPoller* poller) ABSL_LOCKS_EXCLUDED(mu_);
   // Stops publishing and refuses new watchers. Idempotent. The door's
   // ledger ends the open ones (CallKind::kWatch).
   void Stop();
@@ -204,11 +198,9 @@ class WatchHub final : public core::FlowStateListener {
   using Bucket = std::vector<Watcher*>;
   // Starts offering `snapshot` to `tier`'s watchers in waves spread over
   // half of min_interval, after the rest of the tier's previous state.
-  void StartOffering(int tier, std::shared_ptr<const WatchSnapshot> snapshot,
-                     CqPoller* poller);
-  // Offers the next wave of `tier`'s state to its watchers, on `poller`
-  // (null: here).
-  void OfferWave(int tier, CqPoller* poller);
+  void StartOffering(int tier, std::shared_ptr<const WatchSnapshot> snapshot);
+  // Offers the next wave of `tier`'s state to its watchers.
+  void OfferWave(int tier);
   // Builds `tier`'s next state, as of change count `sequence`, from its
   // tracker's copy; null when it is the same as the last one published to
   // it, unless `force`.
@@ -236,7 +228,6 @@ class WatchHub final : public core::FlowStateListener {
   absl::Time looked_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::array<TierState, kTiers> tiers_ ABSL_GUARDED_BY(mu_);  // By tier.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;       // Stop() was called.
-  CqPoller* poller_ ABSL_GUARDED_BY(mu_) = nullptr;  // Runs waves; or null.
   std::array<TierPublisher, kTiers> publishing_;     // The publisher's only.
   std::thread publisher_;  // Runs Run(); joinable between Start() and Stop().
 };

@@ -21,7 +21,6 @@ inline server::ServerOptions LoopbackOptions() {
   // exposition slow to build under ASan or on a loaded machine would
   // otherwise be served again (a clean-clone .ci/run read stale counts so).
   options.metrics_reuse_threshold = absl::ZeroDuration();
-  options.transport = TestTransport();
   return options;
 }
 
@@ -30,7 +29,6 @@ inline server::ServerOptions LoopbackOptions() {
 inline std::unique_ptr<server::MetasrvServer> StartInProcess(
     server::ServerOptions options) {
   options.bind_addr = "127.0.0.1:0";
-  options.transport = TestTransport();
   auto started = server::MetasrvServer::Start(options);
   EXPECT_TRUE(started.ok()) << started.status();
   return started.ok() ? *std::move(started) : nullptr;

@@ -232,11 +232,6 @@ bool IsServing(const std::shared_ptr<grpc::Channel>& channel) {
          resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
 }
 
-std::string TestTransport() {
-  const char* transport = std::getenv("METASRV_TEST_TRANSPORT");
-  return transport != nullptr && *transport != '\0' ? transport : "nghttp2";
-}
-
 ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
@@ -313,8 +308,7 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_args) {
   addr_ = absl::StrCat("127.0.0.1:", FreePort());
   // Every scrape built afresh, as in-process test servers do (above).
   std::vector<std::string> argv = {METASRV_BINARY, "--metrics_addr=127.0.0.1:0",
-                                   "--metrics_reuse_threshold=0",
-                                   "--transport=" + TestTransport()};
+                                   "--metrics_reuse_threshold=0"};
   for (const std::string& arg : extra_args) {
     if (absl::StartsWith(arg, "--bind_addr=")) addr_ = arg.substr(12);
   }

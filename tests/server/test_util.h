@@ -126,10 +126,6 @@ std::map<std::string, double> ScrapeMetrics(int port);
 // The flow ids of a WatchFlowState message's state, in its order.
 std::vector<uint32_t> FlowIds(const metasrv::v1::WatchFlowStateResponse& m);
 
-// The gRPC port's transport the tests run against: $METASRV_TEST_TRANSPORT
-// (nghttp2 or grpc; CI runs the suites against both), nghttp2 when unset.
-std::string TestTransport();
-
 // A child process, killed when this object dies.
 
 class ChildProcess {

@@ -44,9 +44,6 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-# The gRPC port's transport under test (CI runs the suites against both).
-TRANSPORT = os.environ.get("METASRV_TEST_TRANSPORT") or "nghttp2"
-
 
 def free_port():
     with socket.socket() as s:
@@ -76,9 +73,10 @@ def accepts(port):
 
 class Server:
     """The metasrv binary on a free loopback port; its stderr in a file.
-    With `metrics`, its /metrics on another (metric())."""
+    With `metrics`, its /metrics on another (metric()). `wrapper`: a command
+    it runs under (prlimit, say)."""
 
-    def __init__(self, *extra, metrics=False, fresh_scrapes=True):
+    def __init__(self, *extra, metrics=False, fresh_scrapes=True, wrapper=()):
         self.port = free_port()
         self.addr = f"127.0.0.1:{self.port}"
         self.metrics_port = free_port() if metrics else None
@@ -91,8 +89,9 @@ class Server:
         # the reuse, with fresh_scrapes=False).
         fresh = ["--metrics_reuse_threshold=0"] if fresh_scrapes else []
         self.proc = subprocess.Popen(
-            [BINARY, f"--bind_addr={self.addr}", f"--metrics_addr={metrics_addr}",
-             *fresh, f"--transport={TRANSPORT}", *extra],
+            [*wrapper, BINARY, f"--bind_addr={self.addr}",
+             f"--metrics_addr={metrics_addr}",
+             *fresh, *extra],
             stdout=subprocess.DEVNULL, stderr=self.log)
         wait_for(lambda: accepts(self.port), what=f"metasrv on {self.addr}")
 

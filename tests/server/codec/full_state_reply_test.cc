@@ -1,9 +1,7 @@
 // The all-flows answer kept while the state stays: the same bytes as the
-// chunks give, one slice from the second read of a state, and never the
+// chunks give, one piece from the second read of a state, and never the
 // answer of another state.
 #include "server/codec/full_state_reply.h"
-
-#include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <string>
 #include <vector>
@@ -14,20 +12,10 @@
 namespace metasrv::server {
 namespace {
 
-std::string Bytes(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(buffer.Dump(&slices).ok());
+std::string Bytes(const SharedPieces& pieces) {
   std::string out;
-  for (const grpc::Slice& s : slices) {
-    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
+  for (const SharedBytes& p : pieces) out.append(p.bytes.data(), p.bytes.size());
   return out;
-}
-
-size_t Slices(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(buffer.Dump(&slices).ok());
-  return slices.size();
 }
 
 void Report(core::FlowStateManager* manager, uint64_t node, uint64_t size) {
@@ -37,7 +25,7 @@ void Report(core::FlowStateManager* manager, uint64_t node, uint64_t size) {
   ASSERT_TRUE(manager->Merge(node, b.Build()).ok());
 }
 
-TEST(FullStateReplyTest, SharesOneSliceWhileTheStateStaysAndNeverAnother) {
+TEST(FullStateReplyTest, SharesOnePieceWhileTheStateStaysAndNeverAnother) {
   core::FlowStateManager manager;
   FullStateReply reply;
   for (bool with_nodes : {false, true}) {
@@ -49,32 +37,32 @@ TEST(FullStateReplyTest, SharesOneSliceWhileTheStateStaysAndNeverAnother) {
   Report(&manager, 1, 10);
   for (bool with_nodes : {false, true}) {
     const EncodedFlowState state = EncodeFlowStateColumns(manager, with_nodes);
-    const std::string expected = Bytes(ToByteBuffer(state));
+    const std::string expected = Bytes(ToPieces(state));
     ASSERT_GT(expected.size(), 10u);
     // First read: the chunks as they are (the found field, three chunks).
-    const grpc::ByteBuffer first = reply.Get(state, with_nodes);
+    const SharedPieces first = reply.Get(state, with_nodes);
     EXPECT_EQ(Bytes(first), expected);
-    EXPECT_EQ(Slices(first), 4u);
-    // Second and later reads of the same state: one slice, same bytes.
+    EXPECT_EQ(first.size(), 4u);
+    // Second and later reads of the same state: one piece, same bytes.
     for (int i = 0; i < 3; ++i) {
-      const grpc::ByteBuffer again =
+      const SharedPieces again =
           reply.Get(EncodeFlowStateColumns(manager, with_nodes), with_nodes);
       EXPECT_EQ(Bytes(again), expected);
-      EXPECT_EQ(Slices(again), 1u);
+      EXPECT_EQ(again.size(), 1u);
     }
   }
   // One chunk changes: the answer is the new state's, at once.
   const std::string before =
-      Bytes(ToByteBuffer(EncodeFlowStateColumns(manager, false)));
+      Bytes(ToPieces(EncodeFlowStateColumns(manager, false)));
   Report(&manager, 2, 100);
   const EncodedFlowState changed = EncodeFlowStateColumns(manager, false);
-  const std::string after = Bytes(ToByteBuffer(changed));
+  const std::string after = Bytes(ToPieces(changed));
   ASSERT_NE(after, before);
   EXPECT_EQ(Bytes(reply.Get(changed, false)), after);
   EXPECT_EQ(Bytes(reply.Get(changed, false)), after);
   // The other encoding's entry is its own.
   const EncodedFlowState nodes = EncodeFlowStateColumns(manager, true);
-  EXPECT_EQ(Bytes(reply.Get(nodes, true)), Bytes(ToByteBuffer(nodes)));
+  EXPECT_EQ(Bytes(reply.Get(nodes, true)), Bytes(ToPieces(nodes)));
   // A reset: no state, an empty answer.
   manager.Reset();
   EXPECT_EQ(Bytes(reply.Get(EncodeFlowStateColumns(manager, false), false)),

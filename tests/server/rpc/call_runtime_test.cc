@@ -1,25 +1,17 @@
-// The server's call runtime on a real gRPC server on loopback: the
+// The server's call runtime on the nghttp2 transport on loopback: the
 // dispatcher (unknown methods, metrics, calls that outlive their client, the
-// wait at shutdown) and the pollers (one thread while it keeps up, a helper
-// when a completion blocks or the queue is saturated, back to one after).
+// wait at shutdown).
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
-#include <algorithm>
 #include <atomic>
-#include <map>
-#include <memory>
 #include <string>
-#include <thread>
-#include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "prometheus/registry.h"
 #include "server/rpc/call_dispatcher.h"
-#include "server/rpc/cq_poller.h"
 #include "server/rpc/unary_call.h"
 #include "tests/server/rpc/runtime_fixture.h"
 #include "tests/server/test_util.h"
@@ -90,110 +82,6 @@ TEST(CallDispatcherTest, ACallOutlivesItsClientUntilItsMethodFinishes) {
   }));
   runtime.Stop();
   EXPECT_TRUE(runtime.calls_ended());
-}
-
-TEST(CqPollerTest, AHandlerThatBlocksDoesNotStopTheQueue) {
-  CqPoller::Options options;
-  options.max_threads = 2;
-  Runtime runtime(options);
-  absl::Notification entered;
-  absl::Notification release;
-  runtime.dispatcher().Add(Method::kForgetNodes,
-                           Call::Factory({}, [&](Call* call) {
-                             entered.Notify();
-                             release.WaitForNotification();  // Blocks a poller.
-                             call->Finish(absl::OkStatus());
-                           }));
-  AddEcho(&runtime);
-  runtime.Start();
-  // The first poller counts itself once its thread runs.
-  EXPECT_TRUE(WaitFor([&] { return runtime.poller().polling() == 1; }));
-  std::thread blocked([&] {
-    EXPECT_TRUE(
-        runtime.Unary("/metasrv.v1.Admin/ForgetNodes", SmallRequest(), nullptr)
-            .ok());
-  });
-  entered.WaitForNotification();
-  // The one polling thread is stuck in the handler; a helper takes over.
-  SmallResponse answer;
-  EXPECT_TRUE(
-      runtime.Unary("/metasrv.v1.Admin/ForgetFlows", SmallRequest(), &answer)
-          .ok());
-  EXPECT_GE(runtime.poller().wakeups(), 1u);
-  release.Notify();
-  blocked.join();
-  // Idle again: back to one thread.
-  EXPECT_TRUE(WaitFor([&] { return runtime.poller().polling() == 1; }));
-}
-
-TEST(CqPollerTest, AHelperJoinsWhileTheQueueIsSaturatedAndLeavesAfter) {
-  CqPoller::Options options;
-  options.max_threads = 2;
-  Runtime runtime(options);
-  // Each call keeps its poller busy for 2 ms.
-  runtime.dispatcher().Add(
-      Method::kForgetNodes, Call::Factory({}, [](Call* call) {
-        const absl::Time until = absl::Now() + absl::Milliseconds(2);
-        while (absl::Now() < until) {
-        }
-        call->Finish(absl::OkStatus());
-      }));
-  runtime.Start();
-  std::atomic<bool> stop{false};
-  std::atomic<int> most{0};
-  std::vector<std::thread> clients;
-  for (int i = 0; i < 4; ++i) {
-    clients.emplace_back([&] {
-      while (!stop.load()) {
-        EXPECT_TRUE(
-            runtime
-                .Unary("/metasrv.v1.Admin/ForgetNodes", SmallRequest(), nullptr)
-                .ok());
-        int now = runtime.poller().polling();
-        int seen = most.load();
-        while (now > seen && !most.compare_exchange_weak(seen, now)) {
-        }
-      }
-    });
-  }
-  EXPECT_TRUE(WaitFor([&] { return most.load() == 2; }));
-  stop.store(true);
-  for (std::thread& t : clients) t.join();
-  EXPECT_GE(runtime.poller().wakeups(), 1u);
-  EXPECT_TRUE(WaitFor([&] { return runtime.poller().polling() == 1; }));
-}
-
-TEST(CqPollerTest, PostedTasksRunOnAPollerOnceAndNotAfterStop) {
-  Runtime runtime;
-  runtime.Start();
-  absl::Mutex mu;
-  std::vector<int> ran;                  // Guarded by mu.
-  std::vector<std::thread::id> threads;  // Guarded by mu.
-  for (int i = 0; i < 100; ++i) {
-    runtime.poller().Post([&, i] {
-      absl::MutexLock lock(&mu);
-      ran.push_back(i);
-      threads.push_back(std::this_thread::get_id());
-    });
-  }
-  EXPECT_TRUE(WaitFor([&] {
-    absl::MutexLock lock(&mu);
-    return ran.size() == 100;
-  }));
-  {
-    absl::MutexLock lock(&mu);
-    // Each task ran once, on a poller thread, not the poster's.
-    std::sort(ran.begin(), ran.end());
-    for (int i = 0; i < 100; ++i) EXPECT_EQ(ran[i], i);
-    for (const std::thread::id& id : threads) {
-      EXPECT_NE(id, std::this_thread::get_id());
-    }
-  }
-  runtime.Stop();
-  // After Stop a task is dropped, unrun, and nothing crashes.
-  std::atomic<bool> late{false};
-  runtime.poller().Post([&] { late.store(true); });
-  EXPECT_FALSE(late.load());
 }
 
 }  // namespace

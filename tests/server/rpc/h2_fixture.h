@@ -25,7 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/ops/tcp_listener.h"
-#include "server/rpc/grpc151_acceptor.h"
+#include "server/rpc/grpc_acceptor.h"
 
 namespace metasrv::server {
 

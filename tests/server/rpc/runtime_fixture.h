@@ -1,6 +1,6 @@
 // A gRPC server on loopback whose every call goes through the server's own
-// runtime (a CallDispatcher and a CqPoller), for tests of the runtime and
-// its call shapes.
+// runtime (a CallDispatcher on the nghttp2 transport), for tests of the
+// runtime and its call shapes.
 #ifndef METASRV_TESTS_SERVER_RPC_RUNTIME_FIXTURE_H_
 #define METASRV_TESTS_SERVER_RPC_RUNTIME_FIXTURE_H_
 
@@ -21,7 +21,8 @@
 #include "prometheus/registry.h"
 #include "server/rpc/call_dispatcher.h"
 #include "server/rpc/call_door.h"
-#include "server/rpc/cq_poller.h"
+#include "server/rpc/grpc_acceptor.h"
+#include "server/rpc/h2_transport.h"
 
 namespace metasrv::server {
 
@@ -40,43 +41,53 @@ using SmallRequest = metasrv::v1::ForgetFlowsRequest;
 using SmallResponse = metasrv::v1::ForgetFlowsResponse;
 
 // A gRPC server on loopback whose every call goes through a CallDispatcher
-// and a CqPoller, as the metasrv's do; methods are added before Start().
+// on the nghttp2 transport, as the metasrv's do; methods are added before
+// Start().
 class Runtime {
  public:
   // Calls pass through `door` (null: none; the runtime alone).
-  explicit Runtime(CqPoller::Options options = {}, CallDoor* door = nullptr)
-      : metrics_(&registry_), dispatcher_(&metrics_, door), options_(options) {}
+  // With a door, every write's deadline is its --reply_stall_limit, as the
+  // metasrv sets it.
+  explicit Runtime(CallDoor* door = nullptr)
+      : metrics_(&registry_), dispatcher_(&metrics_, door), door_(door) {}
   ~Runtime() { Stop(); }
 
   CallDispatcher& dispatcher() { return dispatcher_; }
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   // Where it listens ("127.0.0.1:port").
-  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
-  CqPoller& poller() { return *poller_; }
+  std::string address() const {
+    return absl::StrCat("127.0.0.1:", acceptor_.port());
+  }
 
   void Start() {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port_);
-    builder.RegisterAsyncGenericService(dispatcher_.service());
-    std::unique_ptr<grpc::ServerCompletionQueue> cq =
-        builder.AddCompletionQueue();
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    poller_ = std::make_unique<CqPoller>(std::move(cq), options_);
-    poller_->Start();
-    dispatcher_.Start(poller_->cq());
-    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_),
+    ASSERT_TRUE(acceptor_.Listen("127.0.0.1:0").ok());
+    H2TransportOptions options;
+    options.threads = 2;
+    if (door_ != nullptr) {
+      options.limits.write_stall_limit = door_->options().reply_stall_limit;
+    }
+    transport_ = std::make_unique<H2Transport>(options, &dispatcher_);
+    transport_->Start();
+    dispatcher_.SweepOn(transport_.get());
+    acceptor_.Start(
+        [t = transport_.get()](int fd, const sockaddr_storage& peer) {
+          t->Adopt(fd, peer);
+        },
+        {});
+    channel_ = grpc::CreateChannel(address(),
                                    grpc::InsecureChannelCredentials());
   }
 
+  // GOAWAY, the calls open given 100 ms, then every connection closed;
+  // calls_ended() says whether every call ended within 10 s after.
   void Stop() {
-    if (server_ == nullptr) return;
-    server_->Shutdown(std::chrono::system_clock::now() +
-                      std::chrono::milliseconds(100));
+    if (transport_ == nullptr) return;
+    acceptor_.Stop();
+    transport_->Shutdown();
+    dispatcher_.WaitForCalls(absl::Now() + absl::Milliseconds(100));
+    transport_->Stop();
     calls_ended_ = dispatcher_.WaitForCalls(absl::Now() + absl::Seconds(10));
-    poller_->Stop();
-    server_.reset();
+    transport_.reset();
   }
   bool calls_ended() const { return calls_ended_; }
 
@@ -133,10 +144,9 @@ class Runtime {
   prometheus::Registry registry_;
   CallMetrics metrics_;
   CallDispatcher dispatcher_;
-  const CqPoller::Options options_;
-  int port_ = 0;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<CqPoller> poller_;
+  CallDoor* const door_;  // May be null.
+  GrpcAcceptor acceptor_{RaiseDescriptorLimit() - 64};
+  std::unique_ptr<H2Transport> transport_;
   std::shared_ptr<grpc::Channel> channel_;
   bool calls_ended_ = false;
 };

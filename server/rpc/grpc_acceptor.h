@@ -1,11 +1,10 @@
-// Accepts gRPC's connections on our own TcpListener and hands them to the
-// gRPC server, so that running out of descriptors pauses accepting instead
-// of ending it (gRPC 1.51's listener stops at its first EMFILE), and gRPC
-// connections always leave descriptors to the rest of the process.
-#ifndef METASRV_SERVER_RPC_GRPC151_ACCEPTOR_H_
-#define METASRV_SERVER_RPC_GRPC151_ACCEPTOR_H_
+// Accepts the gRPC port's connections on our own TcpListener and hands them
+// to the transport, so that running out of descriptors pauses accepting
+// instead of ending it, and gRPC connections always leave descriptors to the
+// rest of the process.
+#ifndef METASRV_SERVER_RPC_GRPC_ACCEPTOR_H_
+#define METASRV_SERVER_RPC_GRPC_ACCEPTOR_H_
 
-#include <grpcpp/server_builder.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -14,10 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/status/status.h"
 #include "server/ops/tcp_listener.h"
 
 namespace metasrv::server {
@@ -47,11 +43,9 @@ class GrpcAcceptor {
   // Takes an accepted connection: its descriptor (non-blocking, theirs to
   // close) and its peer's address.
   using Handover = std::function<void(int fd, const sockaddr_storage& peer)>;
-  // Starts accepting into `into` (the gRPC server's ExternalConnection-
-  // Acceptor, or the nghttp2 transport), once it has started. Once.
+  // Starts accepting into `into` (the transport, once it has started).
+  // Once.
   void Start(Handover into, Listeners listeners);
-  // The listening socket; -1 before Listen().
-  int listener_fd() const { return listener_ ? listener_->fd() : -1; }
   // Stops accepting and closes the listening socket (connecting peers are
   // refused). Idempotent.
   void Stop();
@@ -61,15 +55,6 @@ class GrpcAcceptor {
   // Whether a connection arriving now would be kept: a descriptor below the
   // ceiling is free.
   bool Accepting() const;
-  // Closes the connection whose client is `peer` (gRPC's peer string,
-  // "ipv4:127.0.0.2:5000"): shuts its socket down, so that gRPC ends the
-  // connection and every call on it (what gRPC 1.51 cannot be told to do).
-  // Whether it was found. Thread-safe.
-  bool Disconnect(absl::string_view peer) ABSL_LOCKS_EXCLUDED(mu_);
-
-  // gRPC's peer string for a socket address ("ipv4:A.B.C.D:P",
-  // "ipv6:[ADDR]:P"; a v4-mapped address as ipv4).
-  static std::string PeerOf(const sockaddr_storage& addr);
 
  private:
   // The thread: accepts as connections come, and while it cannot (out of
@@ -84,11 +69,8 @@ class GrpcAcceptor {
   Listeners listeners_;  // Set by Start().
   int stop_fd_ = -1;     // eventfd: written to stop Run().
   std::thread thread_;   // Runs Run() once started.
-  absl::Mutex mu_;       // Guards the two maps: connections handed over.
-  absl::flat_hash_map<std::string, int> fd_of_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<int, std::string> peer_of_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace metasrv::server
 
-#endif  // METASRV_SERVER_RPC_GRPC151_ACCEPTOR_H_
+#endif  // METASRV_SERVER_RPC_GRPC_ACCEPTOR_H_

@@ -1,15 +1,11 @@
-#include "server/rpc/grpc151_acceptor.h"
+#include "server/rpc/grpc_acceptor.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
-#include "server/ops/net_util.h"
 
 namespace metasrv::server {
 
@@ -53,31 +49,6 @@ void GrpcAcceptor::Stop() {
   listener_.reset();
 }
 
-std::string GrpcAcceptor::PeerOf(const sockaddr_storage& addr) {
-  return PeerString(addr);
-}
-
-bool GrpcAcceptor::Disconnect(absl::string_view peer) {
-  // gRPC percent-encodes an IPv6 peer's brackets.
-  const std::string key =
-      absl::StrReplaceAll(peer, {{"%5B", "["}, {"%5D", "]"}});
-  absl::MutexLock lock(&mu_);
-  auto it = fd_of_.find(key);
-  if (it == fd_of_.end()) return false;
-  const int fd = it->second;
-  fd_of_.erase(it);
-  peer_of_.erase(fd);
-  // Only if the descriptor is still that connection (gRPC may have closed
-  // it, and the number gone to another since).
-  sockaddr_storage now{};
-  socklen_t len = sizeof(now);
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&now), &len) != 0 ||
-      PeerOf(now) != key) {
-    return false;
-  }
-  return shutdown(fd, SHUT_RDWR) == 0;
-}
-
 bool GrpcAcceptor::Accepting() const {
   return DescriptorFreeBelow(descriptor_ceiling_);
 }
@@ -86,17 +57,6 @@ void GrpcAcceptor::Run() {
   bool accepting = true;  // As last told to on_accepting.
   bool paused = false;    // Out of descriptors: connections wait queued.
   const auto hand_over = [this](const TcpListener::Accepted& accepted) {
-    {
-      // Kept to close it by its peer; a descriptor number reused by a
-      // later connection replaces the one before.
-      const std::string peer = PeerOf(accepted.peer);
-      absl::MutexLock lock(&mu_);
-      if (auto old = peer_of_.find(accepted.fd); old != peer_of_.end()) {
-        fd_of_.erase(old->second);
-      }
-      peer_of_[accepted.fd] = peer;
-      fd_of_[peer] = accepted.fd;
-    }
     into_(accepted.fd, accepted.peer);  // Theirs from here.
   };
   const auto refused = [this] {
