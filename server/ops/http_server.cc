@@ -90,14 +90,8 @@ HttpServer::HttpServer(std::unique_ptr<TcpListener> listener, Routes routes,
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     const std::string& addr, Routes routes, Options options) {
-  absl::StatusOr<std::unique_ptr<TcpListener>> listener =
-      TcpListener::Listen(addr);
-  if (listener.status().code() == absl::StatusCode::kUnavailable) {
-    return absl::UnavailableError(absl::StrCat(
-        listener.status().message(),
-        " (in use, or not an address of this host): choose another with "
-        "--metrics_addr, or --metrics_addr= for none"));
-  }
+  absl::StatusOr<std::unique_ptr<TcpListener>> listener = TcpListener::Listen(
+      addr, "--metrics_addr, or --metrics_addr= for none");
   if (!listener.ok()) return listener.status();
   if (options.descriptor_ceiling <= 0) {
     options.descriptor_ceiling =

@@ -43,7 +43,7 @@ bool DescriptorFreeBelow(int ceiling) {
 }
 
 absl::StatusOr<std::unique_ptr<TcpListener>> TcpListener::Listen(
-    const std::string& addr) {
+    const std::string& addr, absl::string_view choose_hint) {
   std::string host;
   int port = 0;
   if (absl::Status split = SplitHostPort(addr, &host, &port); !split.ok()) {
@@ -88,8 +88,11 @@ absl::StatusOr<std::unique_ptr<TcpListener>> TcpListener::Listen(
   }
   if (!error.empty()) {
     if (fd >= 0) close(fd);
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", addr, ": ", error));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", addr, ": ", error,
+        choose_hint.empty() ? "" : " (in use, or not an address of this "
+                                   "host): choose another with ",
+        choose_hint));
   }
   const int bound_port =
       ntohs(bound.ss_family == AF_INET6

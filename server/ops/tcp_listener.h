@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace metasrv::server {
 
@@ -61,9 +62,10 @@ class TcpListener {
 
   // Binds and listens on `addr` (host:port; port 0 picks a free one; "[::]"
   // takes IPv4 too). kInvalidArgument when it does not parse or resolve,
-  // kUnavailable when it cannot be bound (in use, not this host's).
+  // kUnavailable when it cannot be bound (in use, not this host's), whose
+  // message ends with `choose_hint` when given (which setting to change).
   static absl::StatusOr<std::unique_ptr<TcpListener>> Listen(
-      const std::string& addr);
+      const std::string& addr, absl::string_view choose_hint = {});
   ~TcpListener();
   TcpListener(const TcpListener&) = delete;
   TcpListener& operator=(const TcpListener&) = delete;

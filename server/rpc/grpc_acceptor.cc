@@ -5,7 +5,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "absl/strings/str_cat.h"
 
 namespace metasrv::server {
 
@@ -15,13 +14,7 @@ GrpcAcceptor::GrpcAcceptor(int descriptor_ceiling)
 
 absl::Status GrpcAcceptor::Listen(const std::string& addr) {
   absl::StatusOr<std::unique_ptr<TcpListener>> listener =
-      TcpListener::Listen(addr);
-  if (listener.status().code() == absl::StatusCode::kUnavailable) {
-    return absl::UnavailableError(absl::StrCat(
-        listener.status().message(),
-        " (in use, or not an address of this host): choose another with "
-        "--bind_addr"));
-  }
+      TcpListener::Listen(addr, "--bind_addr");
   if (!listener.ok()) return listener.status();
   listener_ = *std::move(listener);
   port_ = listener_->port();
