@@ -27,6 +27,16 @@
 extern char** environ;
 
 namespace metasrv::testing {
+namespace {
+
+// In-process servers poll gRPC's client channels (their elections') as the
+// binary does (main.cc): every 100 ms, set before gRPC starts in a test.
+[[maybe_unused]] const bool kBackupPolling = [] {
+  setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "100", 0);
+  return true;
+}();
+
+}  // namespace
 
 bool WaitFor(const std::function<bool()>& done, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
