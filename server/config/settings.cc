@@ -343,10 +343,11 @@ void LimitRows(Rows* r) {
         if (name == "nghttp2") return absl::OkStatus();
         if (name == "grpc") {
           return absl::InvalidArgumentError(
-              "grpc (gRPC 1.51's HTTP/2) was removed: the server speaks "
-              "HTTP/2 through nghttp2 only; drop the setting");
+              "is gRPC 1.51's HTTP/2, which was removed: the server speaks "
+              "HTTP/2 through nghttp2 only (--transport=nghttp2, the "
+              "default); drop the setting");
         }
-        return absl::InvalidArgumentError("must be nghttp2");
+        return absl::InvalidArgumentError("is not supported: nghttp2 only");
       });
   Add(r,
       {"transport_threads", nullptr,
