@@ -429,10 +429,10 @@ void LimitRows(Rows* r) {
         Between(absl::ZeroDuration(), kDay));
   AddIn(r,
         {"reply_stall_limit", nullptr,
-         "an answer of 64 KiB or more that its client has not read this long "
-         "after it was sent is cancelled, giving back its reply budget; a "
-         "stream's write (a watch, a health watch) in flight this long while "
-         "answers exceed --max_reply_bytes_in_flight ends its stream",
+         "an answer (a unary answer, a stream's message, a status) not "
+         "written to its connection this long ends its call with "
+         "RESOURCE_EXHAUSTED, whatever the windows, giving back its slot "
+         "and its reply budget: its client is not reading",
          false},
         &ServerOptions::door, &DoorOptions::reply_stall_limit,
         Between(absl::Milliseconds(100), kDay));

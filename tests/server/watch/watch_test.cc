@@ -208,6 +208,14 @@ TEST_F(WatchTest, ShutdownEndsWatchersWithUnavailable) {
 class FastWatchTest : public WatchTest {
  protected:
   FastWatchTest() { interval_ = absl::Milliseconds(5); }
+  // The slow reader below holds its window shut for the whole test, which
+  // under ASan on a loaded machine outlasts the 5 s default stall limit
+  // (that limit ending such a reader is PushCallDoorTest's subject).
+  server::ServerOptions Options() override {
+    server::ServerOptions options = WatchTest::Options();
+    options.door.reply_stall_limit = absl::Minutes(2);
+    return options;
+  }
 };
 
 // A reader that stops reading holds up neither heartbeats nor other watchers,
