@@ -80,6 +80,13 @@ echo "== a /metrics scrape with the alerting metrics, 1,000 to 100,000 flows"
   { echo "flows,top,real_ms,cpu_ms"; cat; } >"$OUT/scrape.csv"
 cat "$OUT/scrape.csv"
 
+echo "== GetFlowState's answer for some flows: the column encoder against protobuf's build"
+"$B/bench/encode_bench" --benchmark_repetitions="$REPS" \
+  --benchmark_report_aggregates_only=true --benchmark_format=csv 2>/dev/null |
+  sed -nE 's/^"(BM_[A-Za-z]+)\/([0-9]+)\/([01])_median",[0-9]+,([0-9.e+]+),([0-9.e+]+),.*/\1,\2,\3,\4,\5/p' |
+  { echo "encoder,flows,with_nodes,real_ns,cpu_ns"; cat; } >"$OUT/encode.csv"
+cat "$OUT/encode.csv"
+
 echo "== merge cost against cluster size (core), ours and the reference algorithm's"
 "$B/bench/merge_bench" --benchmark_filter='BM_Merge/|BM_ReferenceMerge/' \
   --benchmark_repetitions="$REPS" \

@@ -233,33 +233,30 @@ absl::Status MetasrvServer::MakeServices() {
   handler_ = std::make_unique<HeartbeatHandler>(&flow_state_, leadership_.get(),
                                                 options_.heartbeat,
                                                 metrics_.get(), &refused_);
-  CallLimits limits;
-  limits.max_request_bytes = static_cast<size_t>(options_.max_message_bytes);
-  limits.door = door_.get();
   std::function<StoreHealth()> store;
   if (election_ != nullptr) store = [this] { return election_->Health(); };
   heartbeat_service_ = std::make_unique<HeartbeatService>(
-      handler_.get(), leadership_.get(), limits, [this, store] {
+      handler_.get(), leadership_.get(), [this, store] {
         return NoLeaderReason(*leadership_, options_.backend, &store);
       });
   replica_service_ = std::make_unique<ReplicaService>(
-      leadership_.get(), self_description_.get(), options_.backend, store,
-      limits);
+      leadership_.get(), self_description_.get(), options_.backend, store);
   cluster_service_ = std::make_unique<ClusterService>(
       &flow_state_, leadership_.get(), &reads_, self_description_.get(),
-      metrics_.get(), limits);
+      metrics_.get());
   flow_state_service_ = std::make_unique<FlowStateService>(
-      &flow_state_, &reads_, watch_.get(), metrics_.get(), limits, &refused_);
+      &flow_state_, &reads_, watch_.get(), metrics_.get(), &refused_);
   admin_service_ = std::make_unique<AdminService>(
-      [this] { return LeaderChange(); }, &flow_state_, limits);
-  reflection_v1_ =
-      std::make_unique<ReflectionV1Service>(ServiceNames(), limits);
+      [this] { return LeaderChange(); }, &flow_state_);
+  reflection_v1_ = std::make_unique<ReflectionV1Service>(ServiceNames());
   reflection_v1alpha_ =
-      std::make_unique<ReflectionV1alphaService>(ServiceNames(), limits);
+      std::make_unique<ReflectionV1alphaService>(ServiceNames());
   health_ = std::make_unique<HealthService>();
-  // Every method, served on the server's own completion queue.
-  dispatcher_ =
-      std::make_unique<CallDispatcher>(&metrics_->calls(), door_.get());
+  // Every method; the dispatcher holds every call to the door and the
+  // request bound.
+  dispatcher_ = std::make_unique<CallDispatcher>(
+      &metrics_->calls(), door_.get(),
+      static_cast<size_t>(options_.max_message_bytes));
   heartbeat_service_->Register(dispatcher_.get());
   cluster_service_->Register(dispatcher_.get());
   flow_state_service_->Register(dispatcher_.get());
@@ -267,7 +264,7 @@ absl::Status MetasrvServer::MakeServices() {
   replica_service_->Register(dispatcher_.get());
   reflection_v1_->Register(dispatcher_.get());
   reflection_v1alpha_->Register(dispatcher_.get());
-  health_->Register(dispatcher_.get(), limits);
+  health_->Register(dispatcher_.get());
   return absl::OkStatus();
 }
 

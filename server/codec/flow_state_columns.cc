@@ -133,6 +133,19 @@ EncodedFlowState EncodeFlowStateColumns(
       with_nodes ? &EncodeColumnsWithNodesChunk : &EncodeColumnsChunk));
 }
 
+EncodedFlowState EncodeFlowStateColumns(
+    const core::FlowStateManager& flow_state,
+    absl::Span<const uint32_t> flow_ids, bool with_nodes) {
+  EncodedFlowState out;
+  out.found = flow_state.Visit(
+      flow_ids, [&](absl::Span<const core::AggregateFlow> flows) {
+        out.chunks.push_back(std::make_shared<const std::string>(
+            with_nodes ? EncodeColumnsWithNodesChunk(flows)
+                       : EncodeColumnsChunk(flows)));
+      });
+  return out;
+}
+
 std::optional<EncodedFlowState> CachedFlowStateColumns(
     const core::FlowStateManager& flow_state, bool with_nodes) {
   std::optional<std::vector<std::shared_ptr<const std::string>>> chunks;

@@ -1,6 +1,8 @@
-// The whole aggregate as GetFlowState's (and WatchFlowState's) columns,
-// encoded a chunk of flows at a time and cached by the core until a flow of
-// the chunk changes, then sent as those cached bytes without copying them.
+// GetFlowState's (and WatchFlowState's) columns: the one encoder of a
+// GetFlowStateResponse. The whole aggregate is encoded a chunk of flows at a
+// time and cached by the core until a flow of the chunk changes, then sent
+// as those cached bytes without copying them; some flows are encoded alike,
+// uncached.
 //
 // Protobuf lets a packed repeated field come as several runs in one message,
 // which parsers concatenate: each chunk's bytes are a run of every column, so
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "core/flow_state_manager.h"
 #include "server/rpc/shared_bytes.h"
 
@@ -33,6 +36,13 @@ struct EncodedFlowState {
 // only chunks that changed since the last call; thread-safe.
 EncodedFlowState EncodeFlowStateColumns(
     const core::FlowStateManager& flow_state, bool with_nodes);
+
+// The flows of `flow_ids` that exist (all when it is empty), encoded now
+// and not cached, ascending by flow id; with `with_nodes`, the node columns
+// too. Thread-safe.
+EncodedFlowState EncodeFlowStateColumns(
+    const core::FlowStateManager& flow_state,
+    absl::Span<const uint32_t> flow_ids, bool with_nodes);
 
 // EncodeFlowStateColumns()'s answer when no chunk needs encoding (every one
 // is cached): cheap enough to make on a loop thread. nullopt when some chunk

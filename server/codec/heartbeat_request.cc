@@ -64,9 +64,8 @@ absl::Status HeartbeatRequestReader::DecodeFlows(absl::Status parsed) {
   return absl::OkStatus();
 }
 
-absl::Status HeartbeatRequestReader::Read(const RawRequest& raw,
-                                          size_t max_bytes) {
-  return DecodeFlows(raw.DecodeInto(Fresh(), max_bytes, kHeartbeatRequestType));
+absl::Status HeartbeatRequestReader::Read(const RawRequest& raw) {
+  return DecodeFlows(raw.DecodeInto(Fresh(), kHeartbeatRequestType));
 }
 
 absl::Status HeartbeatRequestReader::Read(

@@ -77,10 +77,10 @@ class HeartbeatRequestReader {
   // Parses one request's bytes, zstd-compressed or not (DecodeRequest),
   // replacing the previous request.
   // - OK: request() and flows() hold it.
-  // - kResourceExhausted: it inflates past `max_bytes`.
+  // - kResourceExhausted: it inflates past its method's bound.
   // - kInvalidArgument "malformed HeartbeatRequest: ...": the bytes, the
   //   flow_stat they carry included, do not parse as a HeartbeatRequest.
-  absl::Status Read(const RawRequest& raw, size_t max_bytes);
+  absl::Status Read(const RawRequest& raw);
   // The same for a request built in memory, read through its bytes: for
   // tests and the fuzzer, which so speak to the handler as clients do.
   absl::Status Read(const greptime::v1::meta::HeartbeatRequest& request);

@@ -31,8 +31,9 @@ void CallBook::Leave() {
   --live_;
 }
 
-CallDispatcher::CallDispatcher(CallMetrics* metrics, CallDoor* door)
-    : metrics_(metrics), door_(door) {
+CallDispatcher::CallDispatcher(CallMetrics* metrics, CallDoor* door,
+                               size_t max_request_bytes)
+    : metrics_(metrics), door_(door), max_request_bytes_(max_request_bytes) {
   if (metrics_ != nullptr) {
     // One series for every unregistered method: a client cannot make new
     // series by making up names.
@@ -55,34 +56,34 @@ void CallDispatcher::OnCall(H2Call* call, const std::string& peer) {
   start.call = call;
   start.peer = peer;
   start.book = &book_;
-  const CallLimits limits{0, door_};
+  start.limits.door = door_;
   auto it = methods_.find(call->head().path);
   if (it == methods_.end()) {
     start.series = unknown_series_;
-    H2Refused::Start(std::move(start), CallLimits{},
-                     absl::UnimplementedError(""), false, absl::Now());
+    H2Refused::Start(std::move(start), absl::UnimplementedError(""), false,
+                     absl::Now());
     return;
   }
   const Entry& entry = it->second;
   start.row = entry.row;
   start.series = entry.series;
-  if (door_ != nullptr) {
-    // Charged from its HEADERS, before its handler exists.
-    absl::Time answer_at = absl::InfinitePast();
-    absl::Status entered =
-        door_->Enter(*entry.row, peer, call->head().authorization,
-                     &start.ticket, &answer_at);
-    if (!entered.ok()) {
-      H2Refused::Start(std::move(start), limits, std::move(entered), true,
-                       absl::Now() + (answer_at - door_->Now()));
-      return;
-    }
+  start.limits.max_request_bytes = entry.row->max_request_bytes != 0
+                                       ? entry.row->max_request_bytes
+                                       : max_request_bytes_;
+  // Charged from its HEADERS, before its handler exists.
+  absl::Time answer_at = absl::InfinitePast();
+  absl::Status entered = door_->Enter(*entry.row, peer,
+                                      call->head().authorization,
+                                      &start.ticket, &answer_at);
+  if (!entered.ok()) {
+    H2Refused::Start(std::move(start), std::move(entered), true,
+                     absl::Now() + (answer_at - door_->Now()));
+    return;
   }
   entry.make(std::move(start));
 }
 
 void CallDispatcher::OnConnectionCut(const std::string& peer) {
-  if (door_ == nullptr) return;
   door_->metrics()->ConnectionDropped(ConnectionDrop::kGrpcRapidReset);
   LogLimited(spdlog::level::warn, "rapid_reset", door_->ledger().HostOf(peer),
              "closed the connection of {}: it reset more than {} calls in a "
@@ -91,7 +92,6 @@ void CallDispatcher::OnConnectionCut(const std::string& peer) {
 }
 
 void CallDispatcher::OnConnectionEvicted(const std::string& host) {
-  if (door_ == nullptr) return;
   door_->metrics()->ConnectionDropped(ConnectionDrop::kGrpcEvicted);
   LogLimited(spdlog::level::warn, "connection_evicted", host,
              "closed the oldest connection of {}: at the gRPC port's "
@@ -100,7 +100,7 @@ void CallDispatcher::OnConnectionEvicted(const std::string& host) {
 }
 
 void CallDispatcher::SweepOn(H2Transport* transport) {
-  if (door_ == nullptr || door_->options().sweep_period <= absl::ZeroDuration()) {
+  if (door_->options().sweep_period <= absl::ZeroDuration()) {
     return;
   }
   transport->Every(door_->options().sweep_period, [door = door_] { door->Sweep(); });

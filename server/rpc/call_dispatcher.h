@@ -30,9 +30,13 @@ class CallDispatcher final : public CallSink {
   using Factory = MethodHandlers;
 
   // Counts calls in `metrics` (null: not counted) and admits them through
-  // `door` (null: every call is admitted, for tests of the runtime alone);
-  // both must outlive this.
-  CallDispatcher(CallMetrics* metrics, CallDoor* door);
+  // `door` (not null: tests of the runtime alone pass an open one,
+  // OpenDoorOptions()); both must outlive this. A request inflates to at most
+  // `max_request_bytes` (--max_message_bytes) unless its method's row says
+  // less. The shapes apply these limits (H2Start::limits): the dispatcher
+  // owns them, the services name none.
+  CallDispatcher(CallMetrics* metrics, CallDoor* door,
+                 size_t max_request_bytes = 4 << 20);
   ~CallDispatcher();
   CallDispatcher(const CallDispatcher&) = delete;
   CallDispatcher& operator=(const CallDispatcher&) = delete;
@@ -71,7 +75,8 @@ class CallDispatcher final : public CallSink {
 
   CallBook book_;                      // Live calls; metrics.
   CallMetrics* const metrics_;         // May be null.
-  CallDoor* const door_;               // May be null.
+  CallDoor* const door_;               // Never null.
+  const size_t max_request_bytes_;     // Unless a row says less.
   // By method path; filled before the transport starts, then only read.
   absl::flat_hash_map<std::string_view, Entry> methods_;
   CallSeries* unknown_series_ = nullptr;  // Unregistered methods' metrics.

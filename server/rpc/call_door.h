@@ -4,9 +4,9 @@
 // its request must arrive within --request_timeout, it is admitted by its
 // leader policy once decoded (method_table.h), and its answer is charged to
 // its peer's share of the reply budget and cancelled if left unread past
-// --reply_stall_limit. The dispatcher and UnaryCall apply it; the streams
-// apply the leader policy per request through AdmitLeader(); services only
-// serve what it admitted. It knows nothing of gRPC's calls: it is given a
+// --reply_stall_limit. The dispatcher and the three shapes apply it (the
+// streams' leader policy per request, through AdmitLeader()); services
+// only serve what it admitted. It knows nothing of gRPC's calls: it is given a
 // call's peer and authorization and answers with a ticket or a status.
 #ifndef METASRV_SERVER_RPC_CALL_DOOR_H_
 #define METASRV_SERVER_RPC_CALL_DOOR_H_
@@ -59,6 +59,15 @@ struct DoorOptions {
   // second, before the transport closes it (a rapid reset); 0: nghttp2's.
   int max_early_resets = 2000;
 };
+
+// Options of a door that holds a call to nothing but its request timeout
+// and the stall limit: no budget, no bounds (the null object of tests of the
+// runtime alone; with a leadership that leads, it admits every call).
+inline DoorOptions OpenDoorOptions() {
+  DoorOptions options;
+  options.max_reply_bytes_in_flight = 0;
+  return options;
+}
 
 // How long a heartbeat stream may be silent once its handshake answer told
 // its client to send every `interval` and to retry after `retry`: three

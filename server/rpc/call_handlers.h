@@ -23,11 +23,12 @@ namespace metasrv::server {
 
 // What every call is held to.
 struct CallLimits {
-  // An inflated request, at most (--max_message_bytes, which declares the
-  // default; 0 here until the server sets it).
+  // An inflated request, at most: its method row's bound, else the
+  // dispatcher's (--max_message_bytes).
   size_t max_request_bytes = 0;
-  // Admission, the reply charge and the deadlines; null: every call is
-  // served as admitted, nothing is charged or timed (tests of the runtime).
+  // Admission, the reply charge and the deadlines. Never null once the
+  // dispatcher made the call (tests of the runtime alone pass an open door:
+  // OpenDoorOptions()).
   CallDoor* door = nullptr;
 };
 
@@ -55,8 +56,9 @@ class CallBook {
 struct H2Start {
   H2Call* call = nullptr;        // The stream; its connection owns it.
   const MethodRow* row = nullptr;  // Its method.
+  CallLimits limits;               // What it is held to (the dispatcher's).
   std::string peer;              // The socket's address, as gRPC writes it.
-  // Its place in the ledger (none without a door).
+  // Its place in the ledger (none for a method nobody serves).
   std::optional<CallLedger::Ticket> ticket;
   CallSeries* series = nullptr;  // Where it is counted; may be null.
   CallBook* book = nullptr;      // Calls alive, for shutdown; may be null.

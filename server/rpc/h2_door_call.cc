@@ -7,10 +7,10 @@
 
 namespace metasrv::server {
 
-H2DoorCall::H2DoorCall(H2Start start, const CallLimits& limits)
+H2DoorCall::H2DoorCall(H2Start start)
     : call_(start.call),
       row_(start.row),
-      limits_(limits),
+      limits_(start.limits),
       loop_(start.call->loop()),
       peer_(std::move(start.peer)),
       ticket_(std::move(start.ticket)),
@@ -27,11 +27,9 @@ H2DoorCall::~H2DoorCall() {
 
 absl::Status H2DoorCall::Begin() {
   call_->set_events(this);
-  if (limits_.door != nullptr) {
-    call_->set_deadline(std::min(
-        call_->client_deadline(),
-        absl::Now() + limits_.door->options().request_timeout));
-  }
+  call_->set_deadline(
+      std::min(call_->client_deadline(),
+               absl::Now() + limits_.door->options().request_timeout));
   if (!ticket_.has_value()) return absl::OkStatus();
   // Idle until its request comes: the ledger may end it for another host.
   absl::Status attached = ticket_->Attach(this);
@@ -79,7 +77,6 @@ void H2DoorCall::Abandon(const absl::Status& status) {
 }
 
 absl::Status H2DoorCall::Charge(uint64_t bytes) {
-  if (limits_.door == nullptr) return absl::OkStatus();
   if (closed_.load()) return absl::CancelledError("the call is over");
   if (absl::Status taken = limits_.door->TakeReply(*row_, ticket(), bytes);
       !taken.ok()) {
@@ -111,7 +108,7 @@ void H2DoorCall::Abort(const absl::Status& status) {
 }
 
 void H2DoorCall::OnDeadline(H2Call*) {
-  if (!request_came_ && limits_.door != nullptr) {
+  if (!request_came_) {
     limits_.door->metrics()->DoorRefused(DoorRefusal::kRequestTimeout);
     End(absl::DeadlineExceededError(
             "the request did not arrive within --request_timeout"),
@@ -123,11 +120,11 @@ void H2DoorCall::OnDeadline(H2Call*) {
 
 void H2DoorCall::OnClosed(H2Call* call) {
   stalled_ = call->stalled();
-  if (!request_came_ && !ended_ && limits_.door != nullptr) {
+  if (!request_came_ && !ended_) {
     // Reset by its client before its request came.
     limits_.door->metrics()->DoorRefused(DoorRefusal::kResetEarly);
   }
-  if (stalled_ && limits_.door != nullptr) {
+  if (stalled_) {
     limits_.door->metrics()->DoorRefused(DoorRefusal::kReplyStalled);
   }
   call_ = nullptr;
@@ -146,11 +143,9 @@ void H2DoorCall::OnClosed(H2Call* call) {
   Release();
 }
 
-void H2Refused::Start(H2Start start, const CallLimits& limits,
-                      absl::Status status, bool greptime,
+void H2Refused::Start(H2Start start, absl::Status status, bool greptime,
                       absl::Time answer_at) {
-  auto* call =
-      new H2Refused(std::move(start), limits, std::move(status), greptime);
+  auto* call = new H2Refused(std::move(start), std::move(status), greptime);
   absl::Status begun = call->Begin();
   if (!begun.ok() || answer_at <= absl::Now()) {
     call->End(call->status_, call->greptime_);

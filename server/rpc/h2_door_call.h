@@ -38,7 +38,7 @@ class H2DoorCall : public CallEvents, public virtual AbortableCall {
   }
 
  protected:
-  H2DoorCall(H2Start start, const CallLimits& limits);
+  explicit H2DoorCall(H2Start start);
   ~H2DoorCall() override;
 
   // Loop thread: takes the call's events, arms its request deadline and
@@ -106,13 +106,12 @@ class H2DoorCall : public CallEvents, public virtual AbortableCall {
 // token's answer, delayed; idle meanwhile, so that the ledger may end it).
 class H2Refused final : public H2DoorCall {
  public:
-  static void Start(H2Start start, const CallLimits& limits,
-                    absl::Status status, bool greptime, absl::Time answer_at);
+  static void Start(H2Start start, absl::Status status, bool greptime,
+                    absl::Time answer_at);
 
  private:
-  H2Refused(H2Start start, const CallLimits& limits, absl::Status status,
-            bool greptime)
-      : H2DoorCall(std::move(start), limits),
+  H2Refused(H2Start start, absl::Status status, bool greptime)
+      : H2DoorCall(std::move(start)),
         status_(std::move(status)),
         greptime_(greptime) {}
   void OnMessage(H2Call*, bool, std::string) override {}

@@ -1,13 +1,15 @@
 #include "server/rpc/h2_push_call.h"
 
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "server/rpc/raw_request.h"
+
 namespace metasrv::server {
 
-void H2PushCall::Start(H2Start start, const CallLimits& limits,
-                       std::unique_ptr<Handler> handler) {
-  auto* call = new H2PushCall(std::move(start), limits, std::move(handler));
+void H2PushCall::Start(H2Start start, std::unique_ptr<Handler> handler) {
+  auto* call = new H2PushCall(std::move(start), std::move(handler));
   H2Call* stream = call->call_;
   if (absl::Status begun = call->Begin(); !begun.ok()) {
     call->End(begun, true);
@@ -24,9 +26,28 @@ std::optional<std::vector<SharedBytes>> H2PushCall::Choose(
   return message->pieces();
 }
 
+absl::Status H2PushCall::Admit(const std::string& message) {
+  RawRequest raw(&message, limits_.max_request_bytes);
+  if (absl::Status decoded = raw.DecodeInto(handler_->request());
+      !decoded.ok()) {
+    return decoded;
+  }
+  if (absl::Status admitted = limits_.door->AdmitLeader(row_->method).status();
+      !admitted.ok()) {
+    return admitted;
+  }
+  if (!row_->always_answered && limits_.door->RepliesExceeded()) {
+    return absl::ResourceExhaustedError(
+        "streams that do not read hold more than "
+        "--max_reply_bytes_in_flight; retry later");
+  }
+  return absl::OkStatus();
+}
+
 void H2PushCall::OnMessage(H2Call* stream, bool, std::string message) {
   RequestCame();
-  absl::Status accepted = handler_->OnRequest(RawRequest(&message), this);
+  absl::Status accepted = Admit(message);
+  if (accepted.ok()) accepted = handler_->OnRequest(this);
   if (accepted.ok()) accepted = Attach();
   if (!accepted.ok()) {
     End(accepted, true);

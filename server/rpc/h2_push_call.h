@@ -20,17 +20,17 @@ namespace metasrv::server {
 class H2PushCall final : public PushCall, public H2DoorCall {
  public:
   // Takes the call the door let in; it owns itself.
-  static void Start(H2Start start, const CallLimits& limits,
-                    std::unique_ptr<Handler> handler);
+  static void Start(H2Start start, std::unique_ptr<Handler> handler);
 
   const std::string& peer() const override { return H2DoorCall::peer(); }
   bool Offer(std::shared_ptr<const PushItem> item) override
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  H2PushCall(H2Start start, const CallLimits& limits,
-             std::unique_ptr<Handler> handler)
-      : H2DoorCall(std::move(start), limits), handler_(std::move(handler)) {}
+  H2PushCall(H2Start start, std::unique_ptr<Handler> handler)
+      : H2DoorCall(std::move(start)), handler_(std::move(handler)) {}
+  // Decodes and admits the request (push_call.h, Handler::OnRequest).
+  absl::Status Admit(const std::string& message);
 
   void OnMessage(H2Call* stream, bool compressed,
                  std::string message) override;

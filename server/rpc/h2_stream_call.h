@@ -21,9 +21,8 @@ class H2StreamCall final : public StreamCall<Answer>, public H2DoorCall {
   using Handler = typename StreamCall<Answer>::Handler;
 
   // Takes the call the door let in; it owns itself.
-  static void Start(H2Start start, const CallLimits& limits,
-                    std::unique_ptr<Handler> handler) {
-    auto* call = new H2StreamCall(std::move(start), limits, std::move(handler));
+  static void Start(H2Start start, std::unique_ptr<Handler> handler) {
+    auto* call = new H2StreamCall(std::move(start), std::move(handler));
     H2Call* stream = call->call_;
     absl::Status opened = call->Begin();
     if (opened.ok()) opened = call->Attach();
@@ -37,20 +36,28 @@ class H2StreamCall final : public StreamCall<Answer>, public H2DoorCall {
 
   const std::string& peer() const override { return H2DoorCall::peer(); }
   void Told(absl::Duration interval, absl::Duration retry) override {
-    if (ticket() == nullptr || limits_.door == nullptr) return;
+    if (ticket() == nullptr) return;
     ticket()->SetTold(interval,
                       limits_.door->SilenceLimitFor(interval, retry));
   }
 
  private:
-  H2StreamCall(H2Start start, const CallLimits& limits,
-               std::unique_ptr<Handler> handler)
-      : H2DoorCall(std::move(start), limits), handler_(std::move(handler)) {}
+  H2StreamCall(H2Start start, std::unique_ptr<Handler> handler)
+      : H2DoorCall(std::move(start)), handler_(std::move(handler)) {}
 
   void OnMessage(H2Call* stream, bool, std::string message) override {
     RequestCame();
     if (CallLedger::Ticket* t = ticket()) t->Touch();
-    const StreamStep step = handler_->OnRequest(RawRequest(&message), &answer_);
+    // Each request is admitted as the door admits a call: a heartbeat
+    // merges under the term it was admitted with.
+    absl::StatusOr<Admission> admitted =
+        limits_.door->AdmitLeader(row_->method);
+    if (!admitted.ok()) {
+      End(admitted.status(), true);
+      return;
+    }
+    const StreamStep step = handler_->OnRequest(
+        RawRequest(&message, limits_.max_request_bytes), *admitted, &answer_);
     switch (step.kind()) {
       case StreamStep::Kind::kEnd:
         End(step.status(), true);

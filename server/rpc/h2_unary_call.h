@@ -23,9 +23,8 @@ class H2UnaryCall final : public UnaryCall<Request, Response>,
   using Serve = typename UnaryCall<Request, Response>::Serve;
 
   // Takes the call the door let in; it owns itself.
-  static void Start(H2Start start, const CallLimits& limits,
-                    const Serve* serve) {
-    auto* call = new H2UnaryCall(std::move(start), limits, serve);
+  static void Start(H2Start start, const Serve* serve) {
+    auto* call = new H2UnaryCall(std::move(start), serve);
     H2Call* stream = call->call_;
     if (absl::Status begun = call->Begin(); !begun.ok()) {
       call->End(begun, true);
@@ -77,8 +76,7 @@ class H2UnaryCall final : public UnaryCall<Request, Response>,
           if (result.ok()) stream->Send(std::move(pieces));
           // A large answer the client does not read may be ended for
           // another host (Abort drops it).
-          if (result.ok() && limits_.door != nullptr &&
-              limits_.door->Watches(bytes)) {
+          if (result.ok() && limits_.door->Watches(bytes)) {
             if (CallLedger::Ticket* t = ticket()) t->Touch();
             Attach().IgnoreError();
           }
@@ -90,8 +88,8 @@ class H2UnaryCall final : public UnaryCall<Request, Response>,
   }
 
  private:
-  H2UnaryCall(H2Start start, const CallLimits& limits, const Serve* serve)
-      : H2DoorCall(std::move(start), limits), serve_(serve) {}
+  H2UnaryCall(H2Start start, const Serve* serve)
+      : H2DoorCall(std::move(start)), serve_(serve) {}
 
   void OnMessage(H2Call* stream, bool compressed,
                  std::string message) override {
@@ -102,8 +100,9 @@ class H2UnaryCall final : public UnaryCall<Request, Response>,
           false);
       return;
     }
-    if (absl::Status admitted =
-            this->DecodeAndAdmit(RawRequest(&message), limits_, row_->method);
+    if (absl::Status admitted = this->DecodeAndAdmit(
+            RawRequest(&message, limits_.max_request_bytes), *limits_.door,
+            row_->method);
         !admitted.ok()) {
       End(admitted, true);
       return;

@@ -13,9 +13,6 @@ namespace {
 using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
 
-// A HealthCheckRequest is a service name: small.
-constexpr size_t kMaxHealthRequest = 4 << 10;
-
 }  // namespace
 
 // One Watch stream's logic, over the PushCall shape: the status when it
@@ -25,13 +22,9 @@ class HealthService::Watcher final : public PushCall::Handler {
  public:
   explicit Watcher(HealthService* service) : service_(service) {}
 
-  absl::Status OnRequest(const RawRequest& raw, PushCall* call) override {
+  google::protobuf::MessageLite* request() override { return &request_; }
+  absl::Status OnRequest(PushCall* call) override {
     call_ = call;
-    HealthCheckRequest request;
-    if (absl::Status decoded = raw.DecodeInto(&request, kMaxHealthRequest);
-        !decoded.ok()) {
-      return decoded;
-    }
     {
       absl::MutexLock lock(&service_->watchers_mu_);
       if (service_->closed_) {
@@ -40,7 +33,7 @@ class HealthService::Watcher final : public PushCall::Handler {
       service_->watchers_.insert(call);
     }
     registered_ = true;
-    name_ = request.service();
+    name_ = request_.service();
     call->Offer(service_->Change());
     return absl::OkStatus();
   }
@@ -62,6 +55,7 @@ class HealthService::Watcher final : public PushCall::Handler {
  private:
   HealthService* const service_;  // Its statuses; borrowed.
   PushCall* call_ = nullptr;      // Set by OnRequest().
+  HealthCheckRequest request_;    // Decoded by the shape.
   std::string name_;              // The service watched.
   bool registered_ = false;       // Whether Add() succeeded.
   // Only Choose() touches these, under the call's lock.
@@ -74,13 +68,11 @@ HealthService::HealthService() {
   serving_ = true;  // As gRPC's default service begins.
 }
 
-void HealthService::Register(CallDispatcher* dispatcher, CallLimits limits) {
-  limits.max_request_bytes = kMaxHealthRequest;
+void HealthService::Register(CallDispatcher* dispatcher) {
+  dispatcher->Add(Method::kHealthCheck,
+                  CheckCall::Factory([this](CheckCall* call) { Check(call); }));
   dispatcher->Add(
-      Method::kHealthCheck,
-      CheckCall::Factory(limits, [this](CheckCall* call) { Check(call); }));
-  dispatcher->Add(
-      Method::kHealthWatch, PushCall::Factory(limits, [this]() {
+      Method::kHealthWatch, PushCall::Factory([this]() {
         return std::unique_ptr<PushCall::Handler>(new Watcher(this));
       }));
 }

@@ -28,9 +28,9 @@ class HealthService {
   // (The door bounds how many Watch streams are open: --max_streams.)
   HealthService();
 
-  // Serves Check and Watch through `dispatcher`, their requests held to
-  // `limits`.
-  void Register(CallDispatcher* dispatcher, CallLimits limits);
+  // Serves Check and Watch through `dispatcher` (their rows bound their
+  // requests).
+  void Register(CallDispatcher* dispatcher);
 
   // The server serves (SERVING) or not (NOT_SERVING). Watchers are told.
   // Ignored after Shutdown().

@@ -13,6 +13,9 @@ using L = LeaderPolicy;
 using T = CallMetrics::Type;
 using M = Method;
 
+// A HealthCheckRequest is a service name: small.
+constexpr size_t kMaxHealthRequest = 4 << 10;
+
 // Indexed by Method. Health and reflection are served by every replica to
 // anyone: they are how operators look at a replica.
 constexpr std::array<MethodRow, kMethodCount> kMethods = {{
@@ -47,10 +50,11 @@ constexpr std::array<MethodRow, kMethodCount> kMethods = {{
     {M::kDescribeReplica, "/metasrv.v1.Replica/Describe", "Replica.Describe",
      T::kUnary, "metasrv.v1.DescribeReplicaRequest", L::kAnywhere, false, true},
     {M::kHealthCheck, "/grpc.health.v1.Health/Check", "Health.Check", T::kUnary,
-     "grpc.health.v1.HealthCheckRequest", L::kAnywhere, false, true},
+     "grpc.health.v1.HealthCheckRequest", L::kAnywhere, false, true,
+     kMaxHealthRequest},
     {M::kHealthWatch, "/grpc.health.v1.Health/Watch", "Health.Watch",
      T::kServerStream, "grpc.health.v1.HealthCheckRequest", L::kAnywhere, false,
-     true},
+     true, kMaxHealthRequest},
     {M::kReflectionV1,
      "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
      "ServerReflectionInfo", T::kBidiStream,

@@ -10,6 +10,7 @@
 #ifndef METASRV_SERVER_RPC_METHOD_TABLE_H_
 #define METASRV_SERVER_RPC_METHOD_TABLE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -67,6 +68,8 @@ struct MethodRow {
   // health): its answers are charged like any other but never refused for
   // want of room that other calls' unread answers hold. They are small.
   bool always_answered;
+  // Its request, inflated, at most; 0: the server's --max_message_bytes.
+  size_t max_request_bytes = 0;
 };
 
 // `method`'s row.

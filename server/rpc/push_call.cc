@@ -16,10 +16,10 @@ SharedMessage::SharedMessage(const google::protobuf::MessageLite& message) {
   pieces_.push_back(SharedBytes::Of(std::move(text)));
 }
 
-MethodHandlers PushCall::Factory(CallLimits limits, MakeHandler make) {
+MethodHandlers PushCall::Factory(MakeHandler make) {
   auto shared = std::make_shared<const MakeHandler>(std::move(make));
-  return [limits, shared](H2Start start) {
-    H2PushCall::Start(std::move(start), limits, (*shared)());
+  return [shared](H2Start start) {
+    H2PushCall::Start(std::move(start), (*shared)());
   };
 }
 

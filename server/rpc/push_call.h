@@ -22,7 +22,6 @@
 
 #include "absl/status/status.h"
 #include "server/rpc/call_handlers.h"
-#include "server/rpc/raw_request.h"
 #include "server/rpc/shared_bytes.h"
 
 namespace metasrv::server {
@@ -62,12 +61,16 @@ class PushCall : public virtual AbortableCall {
   class Handler {
    public:
     virtual ~Handler() = default;
-    // The request arrived: decode, admit, register. An error ends the call
-    // with that status (GreptimeDB's metadata included); OK starts the
-    // stream, which the handler may Offer() to at once, and attaches it to
-    // its ledger entry (the ledger may end it from then on).
-    virtual absl::Status OnRequest(const RawRequest& request,
-                                   PushCall* call) = 0;
+    // Where the request is decoded to (the handler's own message).
+    virtual google::protobuf::MessageLite* request() = 0;
+    // The request arrived, was decoded into request() within its method's
+    // bound and admitted by its leader policy (and, unless its method is
+    // always answered, while answers in flight fit the reply budget):
+    // register. An error ends the call with that status (GreptimeDB's
+    // metadata included); OK starts the stream, which the handler may
+    // Offer() to at once, and attaches it to its ledger entry (the ledger
+    // may end it from then on).
+    virtual absl::Status OnRequest(PushCall* call) = 0;
     // A write of `item` starts: the bytes to send for it, or null to send
     // nothing. Called under the call's lock, one at a time: it must not
     // block or call back into the call. The message must live until the
@@ -83,7 +86,7 @@ class PushCall : public virtual AbortableCall {
   using MakeHandler = std::function<std::unique_ptr<Handler>()>;
 
   // The handler of the method, for the dispatcher.
-  static MethodHandlers Factory(CallLimits limits, MakeHandler make);
+  static MethodHandlers Factory(MakeHandler make);
 
   virtual ~PushCall() = default;
   // The client's address ("ipv4:10.0.0.1:5000").

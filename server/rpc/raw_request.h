@@ -15,20 +15,25 @@
 namespace metasrv::server {
 
 // A request message as the transport read it: its bytes, still encoded (zstd
-// included). Valid only during the call it is passed to.
+// included), and the most its method lets them inflate to. Valid only
+// during the call it is passed to.
 class RawRequest {
  public:
   // Borrows `bytes`.
-  explicit RawRequest(const std::string* bytes) : bytes_(*bytes) {}
+  RawRequest(const std::string* bytes, size_t max_bytes)
+      : bytes_(*bytes), max_bytes_(max_bytes) {}
   // Decodes it into `message` (see DecodeRequest), inflating at most
-  // `max_bytes`.
+  // max_bytes().
   absl::Status DecodeInto(google::protobuf::MessageLite* message,
-                          size_t max_bytes, absl::string_view type = {}) const {
-    return DecodeRequest(bytes_, max_bytes, message, type);
+                          absl::string_view type = {}) const {
+    return DecodeRequest(bytes_, max_bytes_, message, type);
   }
+  // Its method's bound on an inflated request.
+  size_t max_bytes() const { return max_bytes_; }
 
  private:
   const absl::string_view bytes_;  // Borrowed.
+  const size_t max_bytes_;
 };
 
 }  // namespace metasrv::server

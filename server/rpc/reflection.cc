@@ -55,13 +55,12 @@ size_t LongestName(const Request& request) {
 template <typename Request, typename Response, typename Owner>
 class ReflectionStream final : public StreamCall<Response>::Handler {
  public:
-  ReflectionStream(const Owner* service, size_t max_request_bytes)
-      : service_(service), max_request_bytes_(max_request_bytes) {}
+  explicit ReflectionStream(const Owner* service) : service_(service) {}
 
-  StreamStep OnRequest(const RawRequest& raw, Response* answer) override {
+  StreamStep OnRequest(const RawRequest& raw, const Admission&,
+                       Response* answer) override {
     Request request;
-    if (absl::Status decoded = raw.DecodeInto(&request, max_request_bytes_);
-        !decoded.ok()) {
+    if (absl::Status decoded = raw.DecodeInto(&request); !decoded.ok()) {
       return StreamStep::End(decoded);
     }
     *answer = service_->Answer(request);
@@ -69,8 +68,7 @@ class ReflectionStream final : public StreamCall<Response>::Handler {
   }
 
  private:
-  const Owner* const service_;      // Answers; borrowed.
-  const size_t max_request_bytes_;  // Limit of an inflated request.
+  const Owner* const service_;  // Answers; borrowed.
 };
 
 // The file a file request asks for; null, with `*missing` saying what was not
@@ -131,10 +129,9 @@ void ReflectionService<Service, Request, Response>::Register(
           ->method;
   using Call = StreamCall<Response>;
   dispatcher->Add(
-      method, Call::Factory(limits_, [this]() {
+      method, Call::Factory([this]() {
         return std::unique_ptr<typename Call::Handler>(
-            new ReflectionStream<Request, Response, ReflectionService>(
-                this, limits_.max_request_bytes));
+            new ReflectionStream<Request, Response, ReflectionService>(this));
       }));
 }
 

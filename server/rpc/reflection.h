@@ -34,11 +34,10 @@ inline constexpr size_t kMaxEchoedRequest = 4096;
 template <typename Service, typename Request, typename Response>
 class ReflectionService final {
  public:
-  // Lists `services`; its calls are held to `limits` (a request's size;
-  // the door, through which every answer is charged as the other methods'
-  // are).
-  ReflectionService(std::vector<std::string> services, CallLimits limits)
-      : services_(std::move(services)), limits_(limits) {}
+  // Lists `services` (the dispatcher's limits hold its calls, and every
+  // answer is charged through the door as the other methods' are).
+  explicit ReflectionService(std::vector<std::string> services)
+      : services_(std::move(services)) {}
 
   // Serves ServerReflectionInfo through `dispatcher`.
   void Register(CallDispatcher* dispatcher);
@@ -48,7 +47,6 @@ class ReflectionService final {
 
  private:
   const std::vector<std::string> services_;  // Registered services.
-  const CallLimits limits_;                  // Request size; the door.
 };
 
 using ReflectionV1Service =

@@ -1,7 +1,9 @@
 // The bidirectional stream shape: one answer per request, in order, one at
 // a time. A method's logic is a StreamCall::Handler that sees each request
-// as bytes (RawRequest) and fills the answer; the shape owns the rest of the
-// call protocol: the request deadline, the reply charge through the door,
+// as bytes (RawRequest, bounded by its method) admitted by its method's
+// leader policy, and fills the answer; the shape owns the rest of the call
+// protocol: the admission of each request, the request deadline, the reply
+// charge through the door,
 // the status sent exactly once, and ending the stream when the ledger says
 // (AbortableCall: a step-down, silence, another host's fair share) behind
 // any answer in flight.
@@ -60,9 +62,12 @@ class StreamCall {
     virtual absl::Status OnOpen(StreamCall* /*call*/) {
       return absl::OkStatus();
     }
-    // One request. `answer` is the same message every time: the handler
-    // sets it whole.
-    virtual StreamStep OnRequest(const RawRequest& request, Answer* answer) = 0;
+    // One request, admitted as `admission` says (a leader policy that
+    // refuses ended the stream before). `answer` is the same message every
+    // time: the handler sets it whole.
+    virtual StreamStep OnRequest(const RawRequest& request,
+                                 const Admission& admission,
+                                 Answer* answer) = 0;
     // The call is over: nothing more is called.
     virtual void OnClose() {}
   };
@@ -71,7 +76,7 @@ class StreamCall {
 
   // The handler of the method, for the dispatcher. Defined below the
   // transport's shape.
-  static MethodHandlers Factory(CallLimits limits, MakeHandler make);
+  static MethodHandlers Factory(MakeHandler make);
 
   virtual ~StreamCall() = default;
   // The client's address ("ipv4:10.0.0.1:5000").
@@ -93,11 +98,10 @@ class H2StreamCall;
 namespace metasrv::server {
 
 template <typename Answer>
-MethodHandlers StreamCall<Answer>::Factory(CallLimits limits,
-                                           MakeHandler make) {
+MethodHandlers StreamCall<Answer>::Factory(MakeHandler make) {
   auto shared = std::make_shared<const MakeHandler>(std::move(make));
-  return [limits, shared](H2Start start) {
-    H2StreamCall<Answer>::Start(std::move(start), limits, (*shared)());
+  return [shared](H2Start start) {
+    H2StreamCall<Answer>::Start(std::move(start), (*shared)());
   };
 }
 

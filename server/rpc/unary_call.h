@@ -35,7 +35,7 @@ class UnaryCall {
   using Serve = std::function<void(UnaryCall*)>;
   // The handler of the method, which the dispatcher names once
   // (CallDispatcher::Add). Defined below the transport's shape.
-  static MethodHandlers Factory(CallLimits limits, Serve serve);
+  static MethodHandlers Factory(Serve serve);
 
   virtual ~UnaryCall() = default;
   const Request& request() const { return *request_; }
@@ -60,15 +60,12 @@ class UnaryCall {
       : request_(google::protobuf::Arena::CreateMessage<Request>(&arena_)),
         response_(google::protobuf::Arena::CreateMessage<Response>(&arena_)) {}
   // Decodes `raw` and admits the call by its method's leader policy.
-  absl::Status DecodeAndAdmit(const RawRequest& raw, const CallLimits& limits,
+  absl::Status DecodeAndAdmit(const RawRequest& raw, const CallDoor& door,
                               Method method) {
-    if (absl::Status decoded =
-            raw.DecodeInto(request_, limits.max_request_bytes);
-        !decoded.ok()) {
+    if (absl::Status decoded = raw.DecodeInto(request_); !decoded.ok()) {
       return decoded;
     }
-    if (limits.door == nullptr) return absl::OkStatus();
-    absl::StatusOr<Admission> admitted = limits.door->AdmitLeader(method);
+    absl::StatusOr<Admission> admitted = door.AdmitLeader(method);
     if (!admitted.ok()) return admitted.status();
     admission_ = *admitted;
     return absl::OkStatus();
@@ -116,12 +113,10 @@ void ScheduleRead(ReadExecutor* reads, ReadCost cost,
 namespace metasrv::server {
 
 template <typename Request, typename Response>
-MethodHandlers UnaryCall<Request, Response>::Factory(CallLimits limits,
-                                                     Serve serve) {
+MethodHandlers UnaryCall<Request, Response>::Factory(Serve serve) {
   auto shared = std::make_shared<const Serve>(std::move(serve));
-  return [limits, shared](H2Start start) {
-    H2UnaryCall<Request, Response>::Start(std::move(start), limits,
-                                          shared.get());
+  return [shared](H2Start start) {
+    H2UnaryCall<Request, Response>::Start(std::move(start), shared.get());
   };
 }
 

@@ -10,18 +10,15 @@
 namespace metasrv::server {
 
 AdminService::AdminService(LeaderChangeFn leader_change,
-                           core::FlowStateManager* flow_state,
-                           CallLimits limits)
-    : leader_change_(std::move(leader_change)),
-      flow_state_(flow_state),
-      limits_(limits) {}
+                           core::FlowStateManager* flow_state)
+    : leader_change_(std::move(leader_change)), flow_state_(flow_state) {}
 
 template <typename Request, typename Response, typename Handle>
 void AdminService::Add(CallDispatcher* dispatcher, Method method,
                        Handle handle) {
   using Call = UnaryCall<Request, Response>;
   // kLeaderOrRefuse, admin: the door finished a refused call.
-  dispatcher->Add(method, Call::Factory(limits_, [handle](Call* call) {
+  dispatcher->Add(method, Call::Factory([handle](Call* call) {
                     call->Finish(handle(call->request(), call->response(),
                                         call->peer()));
                   }));

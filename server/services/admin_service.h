@@ -26,9 +26,8 @@ class AdminService final {
 
   // Borrows `flow_state`; it must outlive the service. The door admits
   // every call first (admin rights when accepted, then leadership).
-  // Requests inflate to at most `limits`.
-  AdminService(LeaderChangeFn leader_change, core::FlowStateManager* flow_state,
-               CallLimits limits);
+  AdminService(LeaderChangeFn leader_change,
+               core::FlowStateManager* flow_state);
 
   // Serves the service's methods through `dispatcher`.
   void Register(CallDispatcher* dispatcher);
@@ -41,7 +40,6 @@ class AdminService final {
 
   const LeaderChangeFn leader_change_;        // Does LeaderChange.
   core::FlowStateManager* const flow_state_;  // The state; borrowed.
-  const CallLimits limits_;                   // Request size, the door.
 };
 
 }  // namespace metasrv::server

@@ -51,23 +51,20 @@ void FillNodeInfo(const core::MetasrvNodeInfo& node,
 ClusterService::ClusterService(const kv::KvBackend* kv,
                                const core::Leadership* leadership,
                                ReadExecutor* reads, SelfDescription* self,
-                               Metrics* metrics, CallLimits limits)
+                               Metrics* metrics)
     : kv_(kv),
       leadership_(leadership),
       reads_(reads),
       self_(self),
-      metrics_(Metrics::OrDiscard(metrics)),
-      limits_(limits) {}
+      metrics_(Metrics::OrDiscard(metrics)) {}
 
 void ClusterService::Register(CallDispatcher* dispatcher) {
-  dispatcher->Add(Method::kBatchGet,
-                  BatchGetCall::Factory(
-                      limits_, [this](BatchGetCall* call) { BatchGet(call); }));
-  dispatcher->Add(
-      Method::kRange,
-      RangeCall::Factory(limits_, [this](RangeCall* call) { Range(call); }));
-  dispatcher->Add(Method::kMetasrvPeers,
-                  PeersCall::Factory(limits_, [this](PeersCall* call) {
+  dispatcher->Add(Method::kBatchGet, BatchGetCall::Factory([this](
+                                         BatchGetCall* call) { BatchGet(call); }));
+  dispatcher->Add(Method::kRange,
+                  RangeCall::Factory([this](RangeCall* call) { Range(call); }));
+  dispatcher->Add(Method::kMetasrvPeers, PeersCall::Factory([this](
+                                             PeersCall* call) {
                     MetasrvPeers(call);
                   }));
 }

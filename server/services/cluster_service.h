@@ -24,8 +24,7 @@ namespace metasrv::server {
 class ClusterService final {
  public:
   ClusterService(const kv::KvBackend* kv, const core::Leadership* leadership,
-                 ReadExecutor* reads, SelfDescription* self, Metrics* metrics,
-                 CallLimits limits);
+                 ReadExecutor* reads, SelfDescription* self, Metrics* metrics);
 
   // Serves the service's methods through `dispatcher`.
   void Register(CallDispatcher* dispatcher);
@@ -52,7 +51,6 @@ class ClusterService final {
   ReadExecutor* const reads_;                 // Runs KV reads; borrowed.
   SelfDescription* const self_;  // This replica, for peers; borrowed.
   Metrics* const metrics_;       // KV read times; borrowed.
-  const CallLimits limits_;      // Request size, the door.
 };
 
 }  // namespace metasrv::server

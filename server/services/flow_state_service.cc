@@ -1,7 +1,6 @@
 #include "server/services/flow_state_service.h"
 
 #include "server/codec/flow_state_columns.h"
-#include "server/codec/flow_state_response.h"
 #include "server/codec/node_info_proto.h"
 #include "server/rpc/unary_call.h"
 #include "server/watch/watch_stream.h"
@@ -10,28 +9,25 @@ namespace metasrv::server {
 
 FlowStateService::FlowStateService(const core::FlowStateManager* flow_state,
                                    ReadExecutor* reads, WatchHub* watch,
-                                   Metrics* metrics, CallLimits limits,
+                                   Metrics* metrics,
                                    const RefusedReports* refused)
     : flow_state_(flow_state),
       reads_(reads),
       watch_(watch),
       metrics_(Metrics::OrDiscard(metrics)),
-      limits_(limits),
       refused_(refused) {}
 
 void FlowStateService::Register(CallDispatcher* dispatcher) {
-  dispatcher->Add(
-      Method::kGetFlowState,
-      GetCall::Factory(limits_, [this](GetCall* call) { GetFlowState(call); }));
-  dispatcher->Add(Method::kListFlownodes,
-                  ListCall::Factory(limits_, [this](ListCall* call) {
+  dispatcher->Add(Method::kGetFlowState,
+                  GetCall::Factory([this](GetCall* call) { GetFlowState(call); }));
+  dispatcher->Add(Method::kListFlownodes, ListCall::Factory([this](
+                                              ListCall* call) {
                     ListFlownodes(call);
                   }));
-  dispatcher->Add(
-      Method::kWatchFlowState, PushCall::Factory(limits_, [this]() {
-        return std::unique_ptr<PushCall::Handler>(new WatchStream(
-            watch_, limits_.door, limits_.max_request_bytes, metrics_));
-      }));
+  dispatcher->Add(Method::kWatchFlowState, PushCall::Factory([this]() {
+                    return std::unique_ptr<PushCall::Handler>(
+                        new WatchStream(watch_, metrics_));
+                  }));
 }
 
 namespace {
@@ -74,11 +70,13 @@ void FlowStateService::GetFlowState(GetCall* call) {
     return;
   }
   ScheduleRead(reads_, Cost(call->request()), call,
-               [this](const Request& req, Response* resp) {
-                 return FillFlowState(*flow_state_,
-                                      absl::MakeConstSpan(req.flow_ids().data(),
-                                                          req.flow_ids_size()),
-                                      req.with_nodes(), resp);
+               [this, call](const Request& req, Response*) {
+                 call->SetResponseBytes(ToPieces(EncodeFlowStateColumns(
+                     *flow_state_,
+                     absl::MakeConstSpan(req.flow_ids().data(),
+                                         req.flow_ids_size()),
+                     req.with_nodes())));
+                 return absl::OkStatus();
                });
 }
 

@@ -24,11 +24,11 @@ namespace metasrv::server {
 class FlowStateService final {
  public:
   // Borrows all; they must outlive the service. Reads run on `reads`.
-  // Null `metrics`: none kept. Calls are held to `limits`. ListFlownodes
-  // lists the nodes `refused` names too (null: none).
+  // Null `metrics`: none kept. ListFlownodes lists the nodes `refused`
+  // names too (null: none).
   FlowStateService(const core::FlowStateManager* flow_state,
                    ReadExecutor* reads, WatchHub* watch, Metrics* metrics,
-                   CallLimits limits, const RefusedReports* refused = nullptr);
+                   const RefusedReports* refused = nullptr);
 
   // Serves the service's methods through `dispatcher`.
   void Register(CallDispatcher* dispatcher);
@@ -48,7 +48,6 @@ class FlowStateService final {
   ReadExecutor* const reads_;                       // Runs reads; borrowed.
   WatchHub* const watch_;                           // Watchers; borrowed.
   Metrics* const metrics_;     // Borrowed; never null (Metrics::OrDiscard).
-  const CallLimits limits_;    // Request size, the door.
   const RefusedReports* const refused_;  // Refused nodes; borrowed, or null.
   FullStateReply full_state_;  // The last all-flows answers, shared.
 };

@@ -6,7 +6,6 @@
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "server/ops/log_limit.h"
-#include "server/rpc/method_table.h"
 #include "spdlog/spdlog.h"
 
 namespace metasrv::server {
@@ -97,6 +96,7 @@ uint64_t HeartbeatHandler::IntervalFor(int role) const {
 
 absl::Status HeartbeatHandler::Handle(HeartbeatRequestReader* reader,
                                       bool handshake,
+                                      const Admission& admission,
                                       HeartbeatResponse* response) {
   // What a node says about itself is checked and bounded before anything
   // of it is kept.
@@ -115,14 +115,10 @@ absl::Status HeartbeatHandler::Handle(HeartbeatRequestReader* reader,
     config->set_retry_interval_ms(
         absl::ToInt64Milliseconds(options_.retry_interval));
   }
-  // Each request is admitted by the heartbeat's row of the method table, as
-  // the door admits every call (rpc/method_table.h).
-  absl::StatusOr<Admission> admitted =
-      AdmitLeader(Method::kHeartbeat, *leadership_);
-  const bool serve = admitted.ok() && admitted->kind == Admission::Kind::kServe;
+  const bool serve = admission.kind == Admission::Kind::kServe;
   if (serve) {
     absl::StatusOr<MergeResult> merged =
-        MergeFlowStat(*std::move(parsed), admitted->state_term);
+        MergeFlowStat(*std::move(parsed), admission.state_term);
     // kAborted: leadership was lost while merging; answer as a follower.
     if (merged.ok() || !absl::IsAborted(merged.status())) {
       return merged.status();

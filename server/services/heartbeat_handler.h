@@ -15,6 +15,7 @@
 #include "server/codec/heartbeat_request.h"
 #include "server/ops/metrics.h"
 #include "server/ops/refused_reports.h"
+#include "server/rpc/method_table.h"
 #include "server/rpc/not_leader.h"
 
 namespace metasrv::server {
@@ -56,8 +57,10 @@ class HeartbeatHandler {
                    RefusedReports* refused = nullptr);
 
   // Handles one request of a stream (`request` holds it, just read; its
-  // flows are taken); `handshake` is true for its first, whose answer
-  // carries the heartbeat config (also when not leading).
+  // flows are taken), admitted as `admission` says (the heartbeat's row of
+  // the method table, applied by the stream shape); `handshake` is true for
+  // its first, whose answer carries the heartbeat config (also when not
+  // leading).
   // - OK: send `*response` and go on reading.
   // - kAborted: this replica does not lead. `*response` carries the
   //   not-leader error; send it, then end the stream with ABORTED.
@@ -66,6 +69,7 @@ class HeartbeatHandler {
   //   failed merge): end the stream with it;
   //   send nothing. The node's previous report stays as it was.
   absl::Status Handle(HeartbeatRequestReader* request, bool handshake,
+                      const Admission& admission,
                       greptime::v1::meta::HeartbeatResponse* response);
 
   // Records a flownode's heartbeat (its peer address and NodeInfo) and

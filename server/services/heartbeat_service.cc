@@ -14,24 +14,19 @@ using greptime::v1::meta::AskLeaderResponse;
 
 HeartbeatService::HeartbeatService(HeartbeatHandler* handler,
                                    const core::Leadership* leadership,
-                                   CallLimits limits,
                                    std::function<std::string()> no_leader_reason)
     : handler_(handler),
       leadership_(leadership),
-      limits_(limits),
       no_leader_reason_(std::move(no_leader_reason)) {}
 
 void HeartbeatService::Register(CallDispatcher* dispatcher) {
-  dispatcher->Add(
-      Method::kHeartbeat,
-      HeartbeatCall::Factory(
-          limits_,
-          [this]() -> std::unique_ptr<HeartbeatCall::Handler> {
-            return std::make_unique<HeartbeatStream>(handler_,
-                                                     limits_.max_request_bytes);
-          }));
+  dispatcher->Add(Method::kHeartbeat,
+                  HeartbeatCall::Factory(
+                      [this]() -> std::unique_ptr<HeartbeatCall::Handler> {
+                        return std::make_unique<HeartbeatStream>(handler_);
+                      }));
   dispatcher->Add(Method::kAskLeader,
-                  AskLeaderCall::Factory(limits_, [this](AskLeaderCall* call) {
+                  AskLeaderCall::Factory([this](AskLeaderCall* call) {
                     AskLeader(call);
                   }));
 }

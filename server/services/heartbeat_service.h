@@ -20,11 +20,11 @@ namespace metasrv::server {
 // HeartbeatStream, AskLeader by UnaryCall.
 class HeartbeatService final {
  public:
-  // Borrows both; they must outlive the service. Requests inflate to at
-  // most `limits.max_request_bytes`. `no_leader_reason` says why no leader
-  // is known (NoLeaderReason), for the log of a refused AskLeader.
+  // Borrows both; they must outlive the service. `no_leader_reason` says
+  // why no leader is known (NoLeaderReason), for the log of a refused
+  // AskLeader.
   HeartbeatService(HeartbeatHandler* handler,
-                   const core::Leadership* leadership, CallLimits limits,
+                   const core::Leadership* leadership,
                    std::function<std::string()> no_leader_reason);
 
   // Serves the service's methods through `dispatcher`.
@@ -37,7 +37,6 @@ class HeartbeatService final {
 
   HeartbeatHandler* const handler_;           // Per-request logic.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
-  const CallLimits limits_;                   // Request size, reply budget.
   const std::function<std::string()> no_leader_reason_;  // For the log.
 };
 

@@ -8,9 +8,8 @@
 
 namespace metasrv::server {
 
-HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler,
-                                 size_t max_request_bytes)
-    : handler_(handler), max_request_bytes_(max_request_bytes) {}
+HeartbeatStream::HeartbeatStream(HeartbeatHandler* handler)
+    : handler_(handler) {}
 
 absl::Status HeartbeatStream::OnOpen(HeartbeatCall* call) {
   call_ = call;
@@ -18,9 +17,10 @@ absl::Status HeartbeatStream::OnOpen(HeartbeatCall* call) {
 }
 
 StreamStep HeartbeatStream::OnRequest(
-    const RawRequest& raw, greptime::v1::meta::HeartbeatResponse* answer) {
+    const RawRequest& raw, const Admission& admission,
+    greptime::v1::meta::HeartbeatResponse* answer) {
   const std::string& peer = call_->peer();
-  if (absl::Status parsed = request_.Read(raw, max_request_bytes_);
+  if (absl::Status parsed = request_.Read(raw);
       !parsed.ok()) {
     spdlog::debug("heartbeat stream from {} ended: {}", peer,
                   parsed.ToString());
@@ -31,7 +31,7 @@ StreamStep HeartbeatStream::OnRequest(
   if (first && request.header().role() == greptime::v1::meta::FLOWNODE) {
     flownode_ = request_.node_id();
   }
-  absl::Status handled = handler_->Handle(&request_, handshake_, answer);
+  absl::Status handled = handler_->Handle(&request_, handshake_, admission, answer);
   handshake_ = false;
   if (answer->has_heartbeat_config()) {
     // What the node was told is what its silence is measured against: a

@@ -8,7 +8,6 @@
 #ifndef METASRV_SERVER_SERVICES_HEARTBEAT_STREAM_H_
 #define METASRV_SERVER_SERVICES_HEARTBEAT_STREAM_H_
 
-#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,17 +24,16 @@ using HeartbeatCall = StreamCall<greptime::v1::meta::HeartbeatResponse>;
 
 class HeartbeatStream final : public HeartbeatCall::Handler {
  public:
-  // Borrows `handler`. A request may inflate to `max_request_bytes`.
-  HeartbeatStream(HeartbeatHandler* handler, size_t max_request_bytes);
+  // Borrows `handler`.
+  explicit HeartbeatStream(HeartbeatHandler* handler);
 
   absl::Status OnOpen(HeartbeatCall* call) override;
-  StreamStep OnRequest(const RawRequest& request,
+  StreamStep OnRequest(const RawRequest& request, const Admission& admission,
                        greptime::v1::meta::HeartbeatResponse* answer) override;
   void OnClose() override;
 
  private:
   HeartbeatHandler* const handler_;  // Handles each request; borrowed.
-  const size_t max_request_bytes_;   // Limit of an inflated request.
   HeartbeatCall* call_ = nullptr;    // Its call, once open.
   bool handshake_ = true;            // The next request is the first.
   // The flownode this stream is of, once its first request said so; for

@@ -27,19 +27,17 @@ std::string NoLeaderReason(const core::Leadership& leadership,
 
 ReplicaService::ReplicaService(const core::Leadership* leadership,
                                SelfDescription* self, std::string backend,
-                               std::function<StoreHealth()> store,
-                               CallLimits limits)
+                               std::function<StoreHealth()> store)
     : leadership_(leadership),
       self_(self),
       backend_(std::move(backend)),
-      store_(std::move(store)),
-      limits_(limits) {}
+      store_(std::move(store)) {}
 
 void ReplicaService::Register(CallDispatcher* dispatcher) {
   using Call = UnaryCall<metasrv::v1::DescribeReplicaRequest,
                          metasrv::v1::DescribeReplicaResponse>;
   dispatcher->Add(
-      Method::kDescribeReplica, Call::Factory(limits_, [this](Call* call) {
+      Method::kDescribeReplica, Call::Factory([this](Call* call) {
         metasrv::v1::DescribeReplicaResponse* out = call->response();
         const core::MetasrvNodeInfo self = self_->Now();
         out->set_addr(self.addr);

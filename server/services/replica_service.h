@@ -28,8 +28,7 @@ class ReplicaService final {
   // `backend` is --backend in force; `store` gives its health, unset when
   // standalone.
   ReplicaService(const core::Leadership* leadership, SelfDescription* self,
-                 std::string backend, std::function<StoreHealth()> store,
-                 CallLimits limits);
+                 std::string backend, std::function<StoreHealth()> store);
 
   // Serves Describe through `dispatcher`.
   void Register(CallDispatcher* dispatcher);
@@ -39,7 +38,6 @@ class ReplicaService final {
   SelfDescription* const self_;               // Address, version; borrowed.
   const std::string backend_;                 // --backend in force.
   const std::function<StoreHealth()> store_;  // Unset: standalone.
-  const CallLimits limits_;                   // Request size, the door.
 };
 
 }  // namespace metasrv::server

@@ -7,7 +7,6 @@
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "server/codec/flow_state_columns.h"
-#include "server/codec/flow_state_response.h"
 
 namespace metasrv::server {
 
@@ -273,7 +272,7 @@ void WatchHub::MakeCurrent(int tier,
   }
   // Held from now on only by watchers still writing it: charged until the
   // last lets go (at once, if none holds it).
-  if (superseded != nullptr && door_ != nullptr) {
+  if (superseded != nullptr) {
     superseded->charge = door_->HoldShared(
         superseded->message->Length() +
         (superseded->delta != nullptr ? superseded->delta->Length() : 0));

@@ -93,11 +93,11 @@ class WatchHub final : public core::FlowStateListener {
     absl::Duration min_interval = absl::Milliseconds(500);  // Between pushes.
   };
 
-  // Borrows all four (null `metrics`: none kept; null `door`: states are
-  // not charged); they must outlive the hub. The interval is timed on
+  // Borrows all four (null `metrics`: none kept; `door`, where states are
+  // charged, not null); they must outlive the hub. The interval is timed on
   // `clock`'s monotonic time. Call Start() to begin publishing.
   WatchHub(const core::FlowStateManager* flow_state, Options options,
-           Metrics* metrics, CallDoor* door = nullptr,
+           Metrics* metrics, CallDoor* door,
            const core::Clock* clock = core::SystemClock());
   ~WatchHub() override;
   WatchHub(const WatchHub&) = delete;
@@ -213,7 +213,7 @@ class WatchHub final : public core::FlowStateListener {
   const core::FlowStateManager* const flow_state_;  // The state; borrowed.
   const Options options_;                           // Interval and bound.
   Metrics* const metrics_;  // Borrowed; never null (Metrics::OrDiscard).
-  CallDoor* const door_;    // Where states are charged; may be null.
+  CallDoor* const door_;    // Where states are charged; borrowed.
   const core::Clock* const clock_;     // Times pushes; borrowed.
   std::atomic<uint64_t> ordinals_{0};  // Next NextOrdinal().
   // Guards buckets_; taken before a watcher's own lock (a wave offers

@@ -2,38 +2,19 @@
 
 #include <utility>
 
-#include "metasrv/v1/metasrv.pb.h"
 
 namespace metasrv::server {
 
-WatchStream::WatchStream(WatchHub* hub, const CallDoor* door,
-                         size_t max_request_bytes, Metrics* metrics)
+WatchStream::WatchStream(WatchHub* hub, Metrics* metrics)
     : hub_(hub),
-      door_(door),
-      max_request_bytes_(max_request_bytes),
       ordinal_(hub->NextOrdinal()),
       metrics_(Metrics::OrDiscard(metrics)) {}
 
-absl::Status WatchStream::OnRequest(const RawRequest& raw, PushCall* call) {
+absl::Status WatchStream::OnRequest(PushCall* call) {
   call_ = call;
-  if (door_ != nullptr) {
-    absl::Status admitted =
-        door_->AdmitLeader(Method::kWatchFlowState).status();
-    if (!admitted.ok()) return admitted;
-  }
-  metasrv::v1::WatchFlowStateRequest request;
-  if (absl::Status decoded = raw.DecodeInto(&request, max_request_bytes_);
-      !decoded.ok()) {
-    return decoded;
-  }
-  if (door_ != nullptr && door_->RepliesExceeded()) {
-    return absl::ResourceExhaustedError(
-        "watchers that do not read hold more than "
-        "--max_reply_bytes_in_flight; retry later");
-  }
   // Set before a wave can see this watcher.
-  deltas_ = request.deltas();
-  tier_ = hub_->TierFor(absl::Milliseconds(request.min_interval_ms()));
+  deltas_ = request_.deltas();
+  tier_ = hub_->TierFor(absl::Milliseconds(request_.min_interval_ms()));
   if (absl::Status added = hub_->Add(this); !added.ok()) return added;
   registered_ = true;
   // Registered first, so no push is missed; an older state offered after a

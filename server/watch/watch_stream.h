@@ -1,17 +1,16 @@
 // WatchStream: one WatchFlowState call's logic, the handler the WatchHub
 // offers states to (see flow_state_watch.h for what is sent and when), over
-// the runtime's PushCall shape (which owns the call protocol: one write in
-// flight and the newest state waiting, the door's stall policy, the status
-// once, the end at a step-down).
+// the runtime's PushCall shape (which owns the call protocol: the request
+// decoded and admitted, one write in flight and the newest state waiting,
+// the stall limit, the status once, the end at a step-down).
 #ifndef METASRV_SERVER_WATCH_WATCH_STREAM_H_
 #define METASRV_SERVER_WATCH_WATCH_STREAM_H_
 
-#include <cstddef>
 #include <cstdint>
 #include <memory>
 
+#include "metasrv/v1/metasrv.pb.h"
 #include "server/ops/metrics.h"
-#include "server/rpc/call_door.h"
 #include "server/rpc/push_call.h"
 #include "server/watch/flow_state_watch.h"
 
@@ -19,13 +18,10 @@ namespace metasrv::server {
 
 class WatchStream final : public PushCall::Handler, public Watcher {
  public:
-  // Borrows all. Admits the call through `door` (null: admitted), decodes
-  // its request (at most `max_request_bytes` inflated), registers with
-  // `hub` and sends the current state; with `deltas` asked, later messages
-  // are changes where they can be. Refused with RESOURCE_EXHAUSTED while
-  // answers exceed the reply budget.
-  WatchStream(WatchHub* hub, const CallDoor* door, size_t max_request_bytes,
-              Metrics* metrics);
+  // Borrows both. Registers with `hub` once its request came and sends the
+  // current state; with `deltas` asked, later messages are changes where
+  // they can be.
+  WatchStream(WatchHub* hub, Metrics* metrics);
 
   // Offers `snapshot` to the call (PushCall::Offer); a state it skips is
   // counted.
@@ -37,7 +33,8 @@ class WatchStream final : public PushCall::Handler, public Watcher {
   // Its hub tier (set from the request before it registers).
   int tier() const override { return tier_; }
 
-  absl::Status OnRequest(const RawRequest& request, PushCall* call) override;
+  google::protobuf::MessageLite* request() override { return &request_; }
+  absl::Status OnRequest(PushCall* call) override;
   // The delta if it follows the last state sent and this watcher takes
   // deltas, else the whole state.
   const SharedMessage* Choose(const PushItem& item) override;
@@ -46,9 +43,8 @@ class WatchStream final : public PushCall::Handler, public Watcher {
 
  private:
   WatchHub* const hub_;             // Publishes to this stream; borrowed.
-  const CallDoor* const door_;      // Who may call; borrowed.
-  const size_t max_request_bytes_;  // Limit of the inflated request.
   const uint64_t ordinal_;          // Its number; picks its wave.
+  metasrv::v1::WatchFlowStateRequest request_;  // Decoded by the shape.
   Metrics* const metrics_;    // Borrowed; never null (Metrics::OrDiscard).
   PushCall* call_ = nullptr;  // Set by OnRequest().
   bool deltas_ = false;       // The watcher asked for changes only.

@@ -162,7 +162,10 @@ TEST(DuplicateMapKeysTest, LastEntryWins) {
   HeartbeatRequestReader reader;
   ASSERT_TRUE(reader.Read(bytes).ok());
   meta::HeartbeatResponse resp;
-  ASSERT_TRUE(handler.Handle(&reader, true, &resp).ok());
+  ASSERT_TRUE(handler
+                  .Handle(&reader, true,
+                          *AdmitLeader(Method::kHeartbeat, leadership), &resp)
+                  .ok());
   EXPECT_EQ(
       *manager.Get(core::FlowStateNodeKey(4)),
       R"({"state_size":{"1":20},"last_exec_time_map":{"1":3},"start_time_map":{}})");

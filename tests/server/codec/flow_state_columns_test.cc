@@ -1,12 +1,14 @@
-// GetFlowState's cached columns: the chunks, sent as they are, parse to the
-// same message the field-by-field build gives, for every kind of value.
+// GetFlowState's columns, the one encoder of its answer: the chunks, cached
+// or not, sent as they are, parse to the same message protobuf's
+// field-by-field build gives, for every kind of value.
 #include "server/codec/flow_state_columns.h"
 
 #include <random>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
-#include "server/codec/flow_state_response.h"
+#include "metasrv/v1/metasrv.pb.h"
 
 namespace metasrv::server {
 namespace {
@@ -19,10 +21,25 @@ metasrv::v1::GetFlowStateResponse Parse(const SharedPieces& pieces) {
   return out;
 }
 
+// The reference: the answer built field by field through protobuf.
 metasrv::v1::GetFlowStateResponse Built(const core::FlowStateManager& m,
-                                        bool with_nodes) {
+                                        bool with_nodes,
+                                        absl::Span<const uint32_t> ids = {}) {
   metasrv::v1::GetFlowStateResponse out;
-  EXPECT_TRUE(FillFlowState(m, {}, with_nodes, &out).ok());
+  out.set_found(m.Visit(ids, [&](absl::Span<const core::AggregateFlow> flows) {
+    for (const core::AggregateFlow& flow : flows) {
+      out.add_flow_ids(flow.stat.flow_id);
+      out.add_fields(flow.stat.fields);
+      out.add_state_sizes(flow.stat.state_size);
+      out.add_last_exec_times_ms(flow.stat.last_exec_time);
+      out.add_start_times_ms(flow.stat.start_time);
+      if (with_nodes) {
+        out.add_state_size_nodes(flow.state_size_node);
+        out.add_last_exec_time_nodes(flow.last_exec_time_node);
+        out.add_start_time_nodes(flow.start_time_node);
+      }
+    }
+  }));
   return out;
 }
 
@@ -55,6 +72,43 @@ TEST(FlowStateColumnsTest, CachedChunksParseToTheBuiltMessage) {
       // mean equal messages.
       EXPECT_EQ(parsed.SerializeAsString(), built.SerializeAsString());
       EXPECT_EQ(state.size(), LengthOf(ToPieces(state)));
+    }
+  }
+}
+
+// Some flows (unknown, repeated and out-of-order ids among them) are encoded
+// alike, uncached.
+TEST(FlowStateColumnsTest, SelectedFlowsParseToTheBuiltMessage) {
+  core::FlowStateManager manager;
+  const std::vector<uint32_t> none = {1, 2};
+  for (bool with_nodes : {false, true}) {
+    EXPECT_EQ(Parse(ToPieces(EncodeFlowStateColumns(manager, none, with_nodes)))
+                  .SerializeAsString(),
+              Built(manager, with_nodes, none).SerializeAsString());
+  }
+  std::mt19937 rng(11);
+  for (int node = 0; node < 10; ++node) {
+    core::FlowStateValue::Builder b;
+    for (int i = 0; i < 300; ++i) {
+      const uint32_t id = rng() % 3000;
+      b.SetStateSize(id, rng() % 100000 + (uint64_t{1} << 33));
+      if (rng() % 2 != 0) b.SetLastExecTime(id, static_cast<int64_t>(rng() % 200) - 100);
+      if (rng() % 4 == 0) b.SetStartTime(id, rng());
+    }
+    ASSERT_TRUE(manager.Merge(node + 1, b.Build()).ok());
+  }
+  std::vector<uint32_t> ids;
+  for (int i = 0; i < 500; ++i) ids.push_back(rng() % 4000);
+  ids.push_back(ids[0]);
+  for (bool with_nodes : {false, true}) {
+    for (absl::Span<const uint32_t> asked :
+         {absl::Span<const uint32_t>(ids), absl::Span<const uint32_t>()}) {
+      metasrv::v1::GetFlowStateResponse parsed = Parse(
+          ToPieces(EncodeFlowStateColumns(manager, asked, with_nodes)));
+      EXPECT_TRUE(parsed.found());
+      EXPECT_GT(parsed.flow_ids_size(), asked.empty() ? 1500 : 100);
+      EXPECT_EQ(parsed.SerializeAsString(),
+                Built(manager, with_nodes, asked).SerializeAsString());
     }
   }
 }

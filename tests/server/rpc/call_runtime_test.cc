@@ -27,7 +27,7 @@ using Call = UnaryCall<SmallRequest, SmallResponse>;
 // request is a ForgetFlowsRequest), without a door.
 void AddEcho(Runtime* runtime) {
   runtime->dispatcher().Add(
-      Method::kForgetFlows, Call::Factory({}, [](Call* call) {
+      Method::kForgetFlows, Call::Factory([](Call* call) {
         call->response()->set_forgotten_flows(call->request().flow_ids_size());
         call->Finish(absl::OkStatus());
       }));
@@ -66,7 +66,7 @@ TEST(CallDispatcherTest, ACallOutlivesItsClientUntilItsMethodFinishes) {
   std::atomic<Call*> parked{nullptr};
   runtime.dispatcher().Add(
       Method::kForgetNodes,
-      Call::Factory({}, [&](Call* call) { parked.store(call); }));
+      Call::Factory([&](Call* call) { parked.store(call); }));
   runtime.Start();
   SmallRequest request;
   grpc::Status status = runtime.Unary("/metasrv.v1.Admin/ForgetNodes", request,

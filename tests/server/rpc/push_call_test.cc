@@ -83,13 +83,10 @@ std::shared_ptr<const PushItem> Item(uint64_t sequence,
 class Pusher final : public PushCall::Handler {
  public:
   explicit Pusher(PushSeen* seen) : seen_(seen) {}
-  absl::Status OnRequest(const RawRequest& raw, PushCall* call) override {
+  google::protobuf::MessageLite* request() override { return &request_; }
+  absl::Status OnRequest(PushCall* call) override {
     call_ = call;
-    HealthCheckRequest request;
-    if (absl::Status decoded = raw.DecodeInto(&request, 1024); !decoded.ok()) {
-      return decoded;
-    }
-    if (request.service() == "no") {
+    if (request_.service() == "no") {
       return absl::FailedPreconditionError("not here");
     }
     seen_->calls.Add(call);
@@ -118,14 +115,15 @@ class Pusher final : public PushCall::Handler {
 
  private:
   PushSeen* const seen_;
+  HealthCheckRequest request_;
   PushCall* call_ = nullptr;
   bool registered_ = false;
   std::unique_ptr<SharedMessage> message_;
 };
 
-void AddPusher(Runtime* runtime, PushSeen* seen, CallLimits limits = {}) {
+void AddPusher(Runtime* runtime, PushSeen* seen) {
   runtime->dispatcher().Add(
-      Method::kHealthWatch, PushCall::Factory(limits, [seen]() {
+      Method::kHealthWatch, PushCall::Factory([seen]() {
         return std::unique_ptr<PushCall::Handler>(new Pusher(seen));
       }));
 }
@@ -232,9 +230,7 @@ TEST_F(PushCallDoorTest, AStreamWithoutItsRequestIsEndedAtItsDeadline) {
   CallDoor door(&leadership_, AdminAuth(), options_, &clock_, nullptr);
   PushSeen seen;
   Runtime runtime(&door);
-  CallLimits limits;
-  limits.door = &door;
-  AddPusher(&runtime, &seen, limits);
+  AddPusher(&runtime, &seen);
   runtime.Start();
   // A generic call that never sends its request.
   grpc::GenericStub generic(runtime.channel());
@@ -267,9 +263,7 @@ TEST_F(PushCallDoorTest, AWriteNotTakenWithinTheStallLimitEndsItsStream) {
   CallDoor door(&leadership_, AdminAuth(), options_, &clock_, nullptr);
   PushSeen seen;
   Runtime runtime(&door);
-  CallLimits limits;
-  limits.door = &door;
-  AddPusher(&runtime, &seen, limits);
+  AddPusher(&runtime, &seen);
   runtime.Start();
   // A client that takes no more than its HTTP/2 window unread: 64 KiB,
   // not grown by bandwidth probes.

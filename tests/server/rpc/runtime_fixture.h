@@ -45,11 +45,14 @@ using SmallResponse = metasrv::v1::ForgetFlowsResponse;
 // Start().
 class Runtime {
  public:
-  // Calls pass through `door` (null: none; the runtime alone).
-  // With a door, every write's deadline is its --reply_stall_limit, as the
-  // metasrv sets it.
+  // Calls pass through `door` (null: an open one of its own, which admits
+  // every call and bounds nothing: the runtime alone). Every write's
+  // deadline is the door's --reply_stall_limit, as the metasrv sets it.
   explicit Runtime(CallDoor* door = nullptr)
-      : metrics_(&registry_), dispatcher_(&metrics_, door), door_(door) {}
+      : metrics_(&registry_),
+        open_door_(door != nullptr ? nullptr : OpenDoor(&leading_)),
+        door_(door != nullptr ? door : open_door_.get()),
+        dispatcher_(&metrics_, door_) {}
   ~Runtime() { Stop(); }
 
   CallDispatcher& dispatcher() { return dispatcher_; }
@@ -63,9 +66,7 @@ class Runtime {
     ASSERT_TRUE(acceptor_.Listen("127.0.0.1:0").ok());
     H2TransportOptions options;
     options.threads = 2;
-    if (door_ != nullptr) {
-      options.limits.write_stall_limit = door_->options().reply_stall_limit;
-    }
+    options.limits.write_stall_limit = door_->options().reply_stall_limit;
     transport_ = std::make_unique<H2Transport>(options, &dispatcher_);
     transport_->Start();
     dispatcher_.SweepOn(transport_.get());
@@ -141,10 +142,18 @@ class Runtime {
   }
 
  private:
+  static std::unique_ptr<CallDoor> OpenDoor(TestLeadership* leading) {
+    leading->term.leading = true;
+    return std::make_unique<CallDoor>(leading, AdminAuth(), OpenDoorOptions(),
+                                      core::SystemClock(), nullptr);
+  }
+
   prometheus::Registry registry_;
   CallMetrics metrics_;
+  TestLeadership leading_;               // The open door's: it leads.
+  std::unique_ptr<CallDoor> open_door_;  // Without a door of the test's.
+  CallDoor* const door_;                 // The test's, or open_door_.
   CallDispatcher dispatcher_;
-  CallDoor* const door_;  // May be null.
   GrpcAcceptor acceptor_{RaiseDescriptorLimit() - 64};
   std::unique_ptr<H2Transport> transport_;
   std::shared_ptr<grpc::Channel> channel_;

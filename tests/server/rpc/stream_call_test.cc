@@ -40,11 +40,11 @@ class EchoHandler final : public Call::Handler {
     ++seen_->opened;
     return absl::OkStatus();
   }
-  StreamStep OnRequest(const RawRequest& raw,
+  StreamStep OnRequest(const RawRequest& raw, const Admission&,
                        refl::ServerReflectionResponse* answer) override {
     ++seen_->requests;
     refl::ServerReflectionRequest request;
-    if (absl::Status decoded = raw.DecodeInto(&request, 1 << 20);
+    if (absl::Status decoded = raw.DecodeInto(&request);
         !decoded.ok()) {
       return StreamStep::End(decoded);
     }
@@ -65,9 +65,9 @@ class EchoHandler final : public Call::Handler {
   StreamSeen* const seen_;
 };
 
-void AddEcho(Runtime* runtime, StreamSeen* seen, CallLimits limits = {}) {
+void AddEcho(Runtime* runtime, StreamSeen* seen) {
   runtime->dispatcher().Add(
-      Method::kReflectionV1, Call::Factory(limits, [=]() {
+      Method::kReflectionV1, Call::Factory([=]() {
         return std::unique_ptr<Call::Handler>(new EchoHandler(seen));
       }));
 }
@@ -185,9 +185,7 @@ TEST(StreamCallTest, TheLedgerEndsTheStreamBehindItsAnswer) {
   CallDoor door(&leadership, AdminAuth(), options, core::SystemClock(),
                 nullptr);
   Runtime runtime(&door);
-  CallLimits limits;
-  limits.door = &door;
-  AddEcho(&runtime, &seen, limits);
+  AddEcho(&runtime, &seen);
   runtime.Start();
   auto stub = refl::ServerReflection::NewStub(runtime.channel());
   grpc::ClientContext c1, c2, c3;
@@ -234,9 +232,7 @@ class StreamCallDoorTest : public ::testing::Test {
     door_ = std::make_unique<CallDoor>(&leadership_, AdminAuth(), options_,
                                        core::SystemClock(), nullptr);
     runtime_ = std::make_unique<Runtime>(door_.get());
-    CallLimits limits;
-    limits.door = door_.get();
-    AddEcho(runtime_.get(), &seen_, limits);
+    AddEcho(runtime_.get(), &seen_);
     runtime_->Start();
     stub_ = refl::ServerReflection::NewStub(runtime_->channel());
     stream_ = stub_->ServerReflectionInfo(&context_);

@@ -33,7 +33,9 @@ class HeartbeatHandlerTest : public ::testing::Test {
   absl::Status Handle(const meta::HeartbeatRequest& req, bool handshake,
                       meta::HeartbeatResponse* resp) {
     EXPECT_TRUE(reader_.Read(req).ok());
-    return handler_.Handle(&reader_, handshake, resp);
+    return handler_.Handle(
+        &reader_, handshake,
+        *AdmitLeader(Method::kHeartbeat, leadership_), resp);
   }
   absl::StatusOr<MergeResult> Merge(const meta::HeartbeatRequest& req,
                                     meta::Role role) {

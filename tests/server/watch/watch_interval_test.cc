@@ -30,7 +30,11 @@ TEST(WatchTierTest, AnIntervalIsRoundedUpToTheServersTimesAPowerOfTwo) {
   core::FlowStateManager manager;
   server::WatchHub::Options options;
   options.min_interval = absl::Milliseconds(500);
-  server::WatchHub hub(&manager, options, /*metrics=*/nullptr);
+  core::StandaloneLeadership leadership("127.0.0.1:3002");
+  server::CallDoor door(&leadership, server::AdminAuth(),
+                        server::OpenDoorOptions(), core::SystemClock(),
+                        nullptr);
+  server::WatchHub hub(&manager, options, /*metrics=*/nullptr, &door);
   EXPECT_EQ(hub.TierFor(absl::ZeroDuration()), 0);
   EXPECT_EQ(hub.TierFor(absl::Milliseconds(100)), 0);
   EXPECT_EQ(hub.TierFor(absl::Milliseconds(500)), 0);
