@@ -118,13 +118,11 @@ void FlowAggregate::ApplyFlow(Chunk& chunk, ChunkView& view, uint64_t node,
   }
   FlowSlot& slot = chunk.slots[at].second;
   AggregateFlow& flow = view.flows_[at];
-  ApplyField(slot.state_size, node, kStateSize, old_stat, new_stat,
-             &FlowStat::state_size, flow, &AggregateFlow::state_size_node);
-  ApplyField(slot.last_exec_time, node, kLastExecTime, old_stat, new_stat,
-             &FlowStat::last_exec_time, flow,
-             &AggregateFlow::last_exec_time_node);
-  ApplyField(slot.start_time, node, kStartTime, old_stat, new_stat,
-             &FlowStat::start_time, flow, &AggregateFlow::start_time_node);
+#define METASRV_FIELD_APPLY(Name, member, ...)                                \
+  ApplyField(slot.member, node, k##Name, old_stat, new_stat, &FlowStat::member, \
+             flow, &AggregateFlow::member##_node);
+  METASRV_FLOW_FIELDS(METASRV_FIELD_APPLY)
+#undef METASRV_FIELD_APPLY
   if (slot.empty()) {
     chunk.slots.erase(chunk.slots.begin() + at);
     view.flows_.erase(view.flows_.begin() + at);

@@ -23,10 +23,11 @@ namespace metasrv::core {
 
 // One flow of the aggregate, with the node that holds each field's max.
 struct AggregateFlow {
-  FlowStat stat;                     // The per-field maxima.
-  uint64_t state_size_node = 0;      // Node with the max state size.
-  uint64_t last_exec_time_node = 0;  // Node with the max last execution time.
-  uint64_t start_time_node = 0;      // Node with the max start time.
+  FlowStat stat;  // The per-field maxima.
+  // <member>_node per row of flow_fields.h: the node holding its value.
+#define METASRV_FIELD_NODE(Name, member, ...) uint64_t member##_node = 0;
+  METASRV_FLOW_FIELDS(METASRV_FIELD_NODE)
+#undef METASRV_FIELD_NODE
 };
 
 // Turns one chunk's flows (ascending by id) into bytes. Must be a pure
@@ -159,11 +160,15 @@ class FlowAggregate {
   // How one flow's maxima are kept; the maxima themselves (and who holds
   // them) are its entry in the chunk's view.
   struct FlowSlot {
-    FieldMax<uint64_t> state_size;     // Of the state size.
-    FieldMax<int64_t> last_exec_time;  // Of the last execution time.
-    FieldMax<int64_t> start_time;      // Of the start time.
+    // Field<combine><type> per row of flow_fields.h.
+#define METASRV_FIELD_SLOT(Name, member, type, bit, combine, ...) \
+  Field##combine<type> member;
+    METASRV_FLOW_FIELDS(METASRV_FIELD_SLOT)
+#undef METASRV_FIELD_SLOT
     bool empty() const {
-      return state_size.empty() && last_exec_time.empty() && start_time.empty();
+#define METASRV_FIELD_EMPTY(Name, member, ...) &&member.empty()
+      return true METASRV_FLOW_FIELDS(METASRV_FIELD_EMPTY);
+#undef METASRV_FIELD_EMPTY
     }
   };
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -14,9 +15,20 @@
 namespace metasrv::core {
 namespace {
 
-constexpr absl::string_view kStateSizeName = "state_size";
-constexpr absl::string_view kLastExecName = "last_exec_time_map";
-constexpr absl::string_view kStartTimeName = "start_time_map";
+// Per field of flow_fields.h, in its order: its map's name, whether a value
+// must have it, its bit, and whether its values are signed.
+#define METASRV_FIELD_JSON(Name, member, type, bit, combine, key, required, \
+                           ...)                                             \
+  {key, required, k##Name, std::is_signed_v<type>},
+struct JsonField {
+  absl::string_view name;
+  bool required;
+  FlowField bit;
+  bool is_signed;
+};
+constexpr JsonField kJsonFields[kFlowFieldCount] = {
+    METASRV_FLOW_FIELDS(METASRV_FIELD_JSON)};
+#undef METASRV_FIELD_JSON
 
 // Appends `"<flow_id>":<value>`, comma-separated. Formats into a stack
 // buffer and appends once: this runs for every flow of every encode.
@@ -44,13 +56,12 @@ void AppendMember(std::string* out, uint32_t flow_id, T value) {
 #pragma GCC diagnostic pop
 #endif
 
-void AppendMap(std::string* out, absl::string_view name,
-               absl::Span<const FlowStateJsonParts* const> parts,
-               std::string FlowStateJsonParts::*member) {
-  absl::StrAppend(out, "\"", name, "\":{");
+void AppendMap(std::string* out, int field,
+               absl::Span<const FlowStateJsonParts* const> parts) {
+  absl::StrAppend(out, "\"", kJsonFields[field].name, "\":{");
   bool first = true;
   for (const FlowStateJsonParts* p : parts) {
-    const std::string& s = p->*member;
+    const std::string& s = p->maps[field];
     if (s.empty()) continue;
     if (!first) out->push_back(',');
     out->append(s);
@@ -98,9 +109,10 @@ class Handler
       return true;
     }
     if (state_ == kTop) {
-      if ((seen_maps_ & kStateSize) == 0) return Fail("missing \"state_size\"");
-      if ((seen_maps_ & kLastExecTime) == 0) {
-        return Fail("missing \"last_exec_time_map\"");
+      for (const JsonField& f : kJsonFields) {
+        if (f.required && (seen_maps_ & f.bit) == 0) {
+          return Fail(absl::StrCat("missing \"", f.name, "\""));
+        }
       }
       state_ = kDone;
       return true;
@@ -111,20 +123,15 @@ class Handler
   bool Key(const char* str, rapidjson::SizeType len, bool) {
     absl::string_view key(str, len);
     if (state_ == kTop) {
-      FlowField field;
-      if (key == kStateSizeName) {
-        field = kStateSize;
-      } else if (key == kLastExecName) {
-        field = kLastExecTime;
-      } else if (key == kStartTimeName) {
-        field = kStartTime;
-      } else {
+      int field = 0;
+      while (field < kFlowFieldCount && kJsonFields[field].name != key) ++field;
+      if (field == kFlowFieldCount) {
         return Fail(absl::StrCat("unknown field \"", key, "\""));
       }
-      if (seen_maps_ & field) {
+      if (seen_maps_ & kJsonFields[field].bit) {
         return Fail(absl::StrCat("repeated field \"", key, "\""));
       }
-      seen_maps_ |= field;
+      seen_maps_ |= kJsonFields[field].bit;
       field_ = field;
       state_ = kMapExpected;
       return true;
@@ -166,34 +173,32 @@ class Handler
 
   bool Signed(int64_t v) {
     if (state_ != kMapValue) return Default();
-    if (field_ == kStateSize) {
-      if (v < 0) return Fail("negative state size");
-      return Set(static_cast<uint64_t>(v));
+    if (!kJsonFields[field_].is_signed && v < 0) {
+      return Fail(absl::StrCat("negative value in \"",
+                               kJsonFields[field_].name, "\""));
     }
-    return Set(v);
+    return Set(static_cast<uint64_t>(v));
   }
 
   bool Unsigned(uint64_t v) {
     if (state_ != kMapValue) return Default();
-    if (field_ == kStateSize) return Set(v);
-    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return Fail("time beyond int64");
+    if (kJsonFields[field_].is_signed &&
+        v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Fail(absl::StrCat("value in \"", kJsonFields[field_].name,
+                               "\" beyond int64"));
     }
-    return Set(static_cast<int64_t>(v));
+    return Set(v);
   }
 
-  template <typename T>
-  bool Set(T v) {
-    switch (field_) {
-      case kStateSize:
-        builder_.SetStateSize(flow_id_, static_cast<uint64_t>(v));
-        break;
-      case kLastExecTime:
-        builder_.SetLastExecTime(flow_id_, static_cast<int64_t>(v));
-        break;
-      case kStartTime:
-        builder_.SetStartTime(flow_id_, static_cast<int64_t>(v));
-        break;
+  // Sets the field being read to `bits` (an int64 as its two's complement).
+  bool Set(uint64_t bits) {
+    switch (kJsonFields[field_].bit) {
+#define METASRV_FIELD_CASE(Name, member, type, ...)              \
+  case k##Name:                                                  \
+    builder_.Set##Name(flow_id_, static_cast<type>(bits));       \
+    break;
+      METASRV_FLOW_FIELDS(METASRV_FIELD_CASE)
+#undef METASRV_FIELD_CASE
     }
     state_ = kMapKey;
     return true;
@@ -201,7 +206,7 @@ class Handler
 
   State state_ = kStart;          // Where in the shape the parser is.
   uint8_t seen_maps_ = 0;         // FlowField bits of the maps seen so far.
-  FlowField field_ = kStateSize;  // The map being read.
+  int field_ = 0;                 // The map being read: its row.
   uint32_t flow_id_ = 0;          // The key whose value comes next.
   absl::flat_hash_set<uint32_t> seen_in_map_;  // Flow ids seen in this map.
   FlowStateValue::Builder builder_;            // What was read so far.
@@ -211,56 +216,56 @@ class Handler
 }  // namespace
 
 void AppendFlowStateParts(const FlowStat& stat, FlowStateJsonParts* parts) {
-  if (stat.has(kStateSize)) {
-    AppendMember(&parts->state_size, stat.flow_id, stat.state_size);
-  }
-  if (stat.has(kLastExecTime)) {
-    AppendMember(&parts->last_exec_time, stat.flow_id, stat.last_exec_time);
-  }
-  if (stat.has(kStartTime)) {
-    AppendMember(&parts->start_time, stat.flow_id, stat.start_time);
-  }
+  int field = 0;
+#define METASRV_FIELD_APPEND(Name, member, ...)                         \
+  if (stat.has(k##Name)) {                                              \
+    AppendMember(&parts->maps[field], stat.flow_id, stat.member);       \
+  }                                                                     \
+  ++field;
+  METASRV_FLOW_FIELDS(METASRV_FIELD_APPEND)
+#undef METASRV_FIELD_APPEND
 }
 
 std::string AssembleFlowState(
     absl::Span<const FlowStateJsonParts* const> parts) {
   size_t total = 64;
   for (const FlowStateJsonParts* p : parts) {
-    total += p->state_size.size() + p->last_exec_time.size() +
-             p->start_time.size() + 3;
+    for (const std::string& map : p->maps) total += map.size() + 1;
   }
   std::string out;
   out.reserve(total);
   out.push_back('{');
-  AppendMap(&out, kStateSizeName, parts, &FlowStateJsonParts::state_size);
-  out.push_back(',');
-  AppendMap(&out, kLastExecName, parts, &FlowStateJsonParts::last_exec_time);
-  out.push_back(',');
-  AppendMap(&out, kStartTimeName, parts, &FlowStateJsonParts::start_time);
+  for (int field = 0; field < kFlowFieldCount; ++field) {
+    if (field > 0) out.push_back(',');
+    AppendMap(&out, field, parts);
+  }
   out.push_back('}');
   return out;
 }
 
 std::string JoinFlowStateParts(const FlowStateJsonParts& parts) {
   std::string out;
-  out.reserve(parts.state_size.size() + parts.last_exec_time.size() +
-              parts.start_time.size() + 2);
-  absl::StrAppend(&out, parts.state_size, absl::string_view("\0", 1),
-                  parts.last_exec_time, absl::string_view("\0", 1),
-                  parts.start_time);
+  size_t total = 0;
+  for (const std::string& map : parts.maps) total += map.size() + 1;
+  out.reserve(total);
+  for (int field = 0; field < kFlowFieldCount; ++field) {
+    if (field > 0) out.push_back('\0');
+    out.append(parts.maps[field]);
+  }
   return out;
 }
 
 std::string AssembleFlowStateChunks(
     absl::Span<const absl::string_view> chunks) {
   // Each map's members, chunk by chunk.
-  std::vector<std::array<absl::string_view, 3>> split;
+  constexpr size_t kMaps = kFlowFieldCount;
+  std::vector<std::array<absl::string_view, kMaps>> split;
   split.reserve(chunks.size());
   size_t total = 64;
   for (absl::string_view chunk : chunks) {
-    std::array<absl::string_view, 3>& maps = split.emplace_back();
-    for (size_t m = 0; m < 3; ++m) {
-      const size_t end = m < 2 ? chunk.find('\0') : chunk.size();
+    std::array<absl::string_view, kMaps>& maps = split.emplace_back();
+    for (size_t m = 0; m < kMaps; ++m) {
+      const size_t end = m + 1 < kMaps ? chunk.find('\0') : chunk.size();
       maps[m] = chunk.substr(0, end);
       chunk.remove_prefix(std::min(chunk.size(), end + 1));
       total += maps[m].size() + 1;
@@ -269,11 +274,9 @@ std::string AssembleFlowStateChunks(
   std::string out;
   out.reserve(total);
   out.push_back('{');
-  const absl::string_view names[3] = {kStateSizeName, kLastExecName,
-                                      kStartTimeName};
-  for (size_t m = 0; m < 3; ++m) {
+  for (size_t m = 0; m < kMaps; ++m) {
     if (m > 0) out.push_back(',');
-    absl::StrAppend(&out, "\"", names[m], "\":{");
+    absl::StrAppend(&out, "\"", kJsonFields[m].name, "\":{");
     bool first = true;
     for (const auto& maps : split) {
       if (maps[m].empty()) continue;

@@ -1,12 +1,14 @@
-// The JSON codec of flow-state values, byte-identical to GreptimeDB's:
+// The JSON codec of flow-state values, byte-identical to GreptimeDB's: one
+// object of one map per field of core/flow_fields.h (its json_key), in the
+// table's order, each from decimal flow id to value:
 //
-//   {"state_size":{"1":1024},"last_exec_time_map":{"1":100},"start_time_map":{}}
+//   {"state_size":{"1":1024},<the next field's map>,...}
 //
-// Compact, fields in this order, inner keys decimal flow ids in ascending
-// numeric order.
+// Compact, inner keys decimal flow ids in ascending numeric order.
 #ifndef METASRV_CORE_FLOW_STATE_CODEC_H_
 #define METASRV_CORE_FLOW_STATE_CODEC_H_
 
+#include <array>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -19,22 +21,21 @@ namespace metasrv::core {
 // Encodes `value`. Never fails.
 std::string EncodeFlowState(const FlowStateValue& value);
 
-// Decodes a value. Accepts the legacy value without "start_time_map" (it is
-// then empty). Rejects, with kInvalidArgument naming the problem and its byte
-// offset: anything that is not exactly one JSON object of the three known maps
-// (unknown or repeated top-level fields, missing "state_size" or
-// "last_exec_time_map", trailing bytes), flow ids that are not canonical
-// decimal numbers in [0, 2^32-1], a flow id repeated within one map, values
-// that are not integers, negative state sizes, and integers beyond 64 bits
-// (state sizes beyond uint64, times beyond int64). Reads only within `json`.
+// Decodes a value. Accepts a value without a map its field does not require
+// (json_required false: an older writer's; it is then empty). Rejects, with
+// kInvalidArgument naming the problem and its byte offset: anything that is
+// not exactly one JSON object of the known maps (unknown or repeated
+// top-level fields, a required map missing, trailing bytes), flow ids that
+// are not canonical decimal numbers in [0, 2^32-1], a flow id repeated
+// within one map, values that are not integers, negative values of uint64
+// fields, and integers beyond their field's type. Reads only within `json`.
 absl::StatusOr<FlowStateValue> DecodeFlowState(absl::string_view json);
 
-// The encoded members of each of the three maps for some run of flows, without
-// braces: `"1":1024,"2":2048`. Used to encode a large value piece by piece.
+// The encoded members of each map for some run of flows, without braces:
+// `"1":1024,"2":2048`, one per field in the table's order. Used to encode a
+// large value piece by piece.
 struct FlowStateJsonParts {
-  std::string state_size;      // Members of "state_size".
-  std::string last_exec_time;  // Members of "last_exec_time_map".
-  std::string start_time;      // Members of "start_time_map".
+  std::array<std::string, kFlowFieldCount> maps;
 };
 
 // Appends the members of `stat` to `parts`. Calls must come in ascending flow
@@ -45,7 +46,7 @@ void AppendFlowStateParts(const FlowStat& stat, FlowStateJsonParts* parts);
 std::string AssembleFlowState(
     absl::Span<const FlowStateJsonParts* const> parts);
 
-// `parts` as one string: the three members joined with '\0', which no member
+// `parts` as one string: the maps' members joined with '\0', which no member
 // contains. How a chunk of a large value is cached.
 std::string JoinFlowStateParts(const FlowStateJsonParts& parts);
 

@@ -5,9 +5,10 @@
 namespace metasrv::core {
 
 bool FlowStat::operator==(const FlowStat& o) const {
-  return flow_id == o.flow_id && fields == o.fields &&
-         state_size == o.state_size && last_exec_time == o.last_exec_time &&
-         start_time == o.start_time;
+#define METASRV_FIELD_EQUAL(Name, member, ...) &&member == o.member
+  return flow_id == o.flow_id &&
+         fields == o.fields METASRV_FLOW_FIELDS(METASRV_FIELD_EQUAL);
+#undef METASRV_FIELD_EQUAL
 }
 
 const FlowStat* FlowStateValue::Find(uint32_t flow_id) const {
@@ -17,29 +18,11 @@ const FlowStat* FlowStateValue::Find(uint32_t flow_id) const {
   return (it != flows_.end() && it->flow_id == flow_id) ? &*it : nullptr;
 }
 
-FlowStateValue::Builder& FlowStateValue::Builder::SetStateSize(uint32_t flow_id,
-                                                               uint64_t size) {
-  items_.push_back({flow_id, kStateSize, size});
-  return *this;
-}
-
-FlowStateValue::Builder& FlowStateValue::Builder::SetLastExecTime(
-    uint32_t flow_id, int64_t unix_ms) {
-  items_.push_back({flow_id, kLastExecTime, static_cast<uint64_t>(unix_ms)});
-  return *this;
-}
-
-FlowStateValue::Builder& FlowStateValue::Builder::SetStartTime(
-    uint32_t flow_id, int64_t unix_ms) {
-  items_.push_back({flow_id, kStartTime, static_cast<uint64_t>(unix_ms)});
-  return *this;
-}
-
 FlowStateValue::Builder& FlowStateValue::Builder::Set(const FlowStat& stat) {
-  if (stat.has(kStateSize)) SetStateSize(stat.flow_id, stat.state_size);
-  if (stat.has(kLastExecTime))
-    SetLastExecTime(stat.flow_id, stat.last_exec_time);
-  if (stat.has(kStartTime)) SetStartTime(stat.flow_id, stat.start_time);
+#define METASRV_FIELD_SET(Name, member, ...) \
+  if (stat.has(k##Name)) Set##Name(stat.flow_id, stat.member);
+  METASRV_FLOW_FIELDS(METASRV_FIELD_SET)
+#undef METASRV_FIELD_SET
   return *this;
 }
 
@@ -76,15 +59,12 @@ FlowStateValue FlowStateValue::Builder::Build(bool* had_duplicate) {
     dup |= stat.has(item.field);
     stat.fields |= item.field;
     switch (item.field) {
-      case kStateSize:
-        stat.state_size = item.bits;
-        break;
-      case kLastExecTime:
-        stat.last_exec_time = static_cast<int64_t>(item.bits);
-        break;
-      case kStartTime:
-        stat.start_time = static_cast<int64_t>(item.bits);
-        break;
+#define METASRV_FIELD_CASE(Name, member, type, ...) \
+  case k##Name:                                     \
+    stat.member = static_cast<type>(item.bits);     \
+    break;
+      METASRV_FLOW_FIELDS(METASRV_FIELD_CASE)
+#undef METASRV_FIELD_CASE
     }
   }
   items_.clear();

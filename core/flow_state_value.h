@@ -1,5 +1,5 @@
-// The flow-state value: per flow id, its state size, last execution time and
-// start time. One node's report and the cluster-wide aggregate have this shape.
+// The flow-state value: per flow id, the fields of core/flow_fields.h. One
+// node's report and the cluster-wide aggregate have this shape.
 #ifndef METASRV_CORE_FLOW_STATE_VALUE_H_
 #define METASRV_CORE_FLOW_STATE_VALUE_H_
 
@@ -7,23 +7,27 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/flow_fields.h"
+
 namespace metasrv::core {
 
-// Bits of FlowStat::fields: which of the three maps hold the flow. The JSON
-// format has three independent maps, so a flow may be in some and not others.
+// Bits of FlowStat::fields: which of the maps hold the flow (k<Name> of each
+// row of flow_fields.h). The JSON format has independent maps, so a flow may
+// be in some and not others.
 enum FlowField : uint8_t {
-  kStateSize = 1,     // state_size: bytes of in-memory state.
-  kLastExecTime = 2,  // last_exec_time_map: unix ms of the last execution.
-  kStartTime = 4,     // start_time_map: unix ms the flow started.
+#define METASRV_FIELD_BIT(Name, member, type, bit, ...) k##Name = bit,
+  METASRV_FLOW_FIELDS(METASRV_FIELD_BIT)
+#undef METASRV_FIELD_BIT
 };
 
 // One flow's entry. Fields whose bit is not set in `fields` are 0 and absent.
 struct FlowStat {
-  uint32_t flow_id = 0;        // The flow id.
-  uint8_t fields = 0;          // FlowField bits present.
-  uint64_t state_size = 0;     // Valid when kStateSize is set.
-  int64_t last_exec_time = 0;  // Valid when kLastExecTime is set.
-  int64_t start_time = 0;      // Valid when kStartTime is set.
+  uint32_t flow_id = 0;  // The flow id.
+  uint8_t fields = 0;    // FlowField bits present.
+  // One member per row of flow_fields.h, valid when its bit is set.
+#define METASRV_FIELD_MEMBER(Name, member, type, ...) type member = 0;
+  METASRV_FLOW_FIELDS(METASRV_FIELD_MEMBER)
+#undef METASRV_FIELD_MEMBER
 
   bool has(FlowField f) const { return (fields & f) != 0; }
   bool operator==(const FlowStat& o) const;
@@ -55,9 +59,14 @@ class FlowStateValue {
 // maps); Build() can report that it happened.
 class FlowStateValue::Builder {
  public:
-  Builder& SetStateSize(uint32_t flow_id, uint64_t size);
-  Builder& SetLastExecTime(uint32_t flow_id, int64_t unix_ms);
-  Builder& SetStartTime(uint32_t flow_id, int64_t unix_ms);
+  // Set<Name>(flow_id, value) for each row of flow_fields.h.
+#define METASRV_FIELD_SETTER(Name, member, type, ...)   \
+  Builder& Set##Name(uint32_t flow_id, type value) {    \
+    items_.push_back({flow_id, k##Name, static_cast<uint64_t>(value)}); \
+    return *this;                                       \
+  }
+  METASRV_FLOW_FIELDS(METASRV_FIELD_SETTER)
+#undef METASRV_FIELD_SETTER
   // Sets every field `stat` has.
   Builder& Set(const FlowStat& stat);
   void Reserve(size_t n) { items_.reserve(n); }

@@ -2,15 +2,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "greptime/v1/meta/heartbeat.pb.h"
 
 namespace metasrv::server {
 namespace {
 
-// Tag bytes of the fields the fast path knows (field number << 3 | wire type).
-constexpr uint8_t kStateSizeEntry = 1 << 3 | 2;  // flow_stat_size, LEN.
-constexpr uint8_t kExecTimeEntry = 2 << 3 | 2;   // flow_last_exec_time_map.
+// Tag bytes of what the fast path knows (field number << 3 | wire type).
+// A FlowStat map of a field (its row's flow_stat_map) comes as LEN entries.
 constexpr uint8_t kEntryKey = 1 << 3 | 0;        // A map entry's key, VARINT.
 constexpr uint8_t kEntryValue = 2 << 3 | 0;      // Its value, VARINT.
 
@@ -99,6 +99,28 @@ bool ReadEntry(const uint8_t* p, const uint8_t* end, uint32_t* key,
   return true;
 }
 
+// Whether `tag` is that of a field's FlowStat map (core/flow_fields.h).
+inline bool IsMapTag(uint8_t tag) {
+#define METASRV_FIELD_MAP_TAG(Name, member, type, bit, combine, key, required, \
+                              map, ...)                                        \
+  || ((map) != 0 && tag == ((map) << 3 | 2))
+  return false METASRV_FLOW_FIELDS(METASRV_FIELD_MAP_TAG);
+#undef METASRV_FIELD_MAP_TAG
+}
+
+// Sets the entry (`key`, `value`) of the map whose tag is `tag` (IsMapTag).
+inline void SetEntry(uint8_t tag, uint32_t key, uint64_t value,
+                     core::FlowStateValue::Builder* builder) {
+#define METASRV_FIELD_SET_ENTRY(Name, member, type, bit, combine, json_key, \
+                                required, map, ...)                         \
+  if ((map) != 0 && tag == ((map) << 3 | 2)) {                              \
+    builder->Set##Name(key, static_cast<type>(value));                      \
+    return;                                                                 \
+  }
+  METASRV_FLOW_FIELDS(METASRV_FIELD_SET_ENTRY)
+#undef METASRV_FIELD_SET_ENTRY
+}
+
 // The fast path: true when every field was one it knows or an unknown field
 // with a one-byte tag that it skipped.
 bool DecodeDirect(absl::string_view bytes,
@@ -107,18 +129,14 @@ bool DecodeDirect(absl::string_view bytes,
   const uint8_t* const end = p + bytes.size();
   while (p < end) {
     const uint8_t tag = *p++;
-    if (tag == kStateSizeEntry || tag == kExecTimeEntry) {
+    if (IsMapTag(tag)) {
       uint64_t length = 0;
       if (!ReadLength(&p, end, &length)) return false;
       uint32_t key = 0;
       uint64_t value = 0;
       if (!ReadEntry(p, p + length, &key, &value)) return false;
       p += length;
-      if (tag == kStateSizeEntry) {
-        builder->SetStateSize(key, value);
-      } else {
-        builder->SetLastExecTime(key, static_cast<int64_t>(value));
-      }
+      SetEntry(tag, key, value, builder);
       continue;
     }
     // A one-byte tag of another field (numbers 1 to 15; not 0, which no
@@ -139,7 +157,7 @@ size_t CountEntries(absl::string_view bytes) {
   while (p < end) {
     const uint8_t tag = *p++;
     if (tag >= 0x80 || (tag >> 3) == 0 || !SkipField(tag & 7, &p, end)) break;
-    entries += tag == kStateSizeEntry || tag == kExecTimeEntry;
+    entries += IsMapTag(tag);
   }
   return entries;
 }
@@ -158,19 +176,19 @@ bool DecodeFlowStat(absl::string_view bytes,
   }
   if (DecodeDirect(bytes, builder)) return true;
   builder->Truncate(before);
-  // Whatever the fast path does not know, protobuf decides. Its maps hold
+  // Whatever the fast path does not know, protobuf decides: what it parsed,
+  // its unknown fields dropped, serialized again is in the form the fast
+  // path reads (one-byte tags, entries of a key and a value). Its maps hold
   // each key once (the last given), so their order does not matter.
   greptime::v1::meta::FlowStat stat;
   if (!stat.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return false;
   }
-  for (const auto& [flow_id, size] : stat.flow_stat_size()) {
-    builder->SetStateSize(flow_id, size);
-  }
-  for (const auto& [flow_id, unix_ms] : stat.flow_last_exec_time_map()) {
-    builder->SetLastExecTime(flow_id, unix_ms);
-  }
-  return true;
+  stat.DiscardUnknownFields();
+  const std::string canonical = stat.SerializeAsString();
+  if (DecodeDirect(canonical, builder)) return true;
+  builder->Truncate(before);
+  return false;
 }
 
 }  // namespace metasrv::server

@@ -9,10 +9,10 @@
 namespace metasrv::server {
 
 // Adds the flows of one encoded FlowStat (`bytes`: the payload of a
-// HeartbeatRequest.flow_stat field) to `builder`: each entry of
-// flow_stat_size as a state size and of flow_last_exec_time_map as a last
-// execution time, in wire order, so that for a flow given twice the later
-// wins, as it does in protobuf's maps.
+// HeartbeatRequest.flow_stat field) to `builder`: each entry of a field's
+// map (its row's flow_stat_map in core/flow_fields.h) as that field's value,
+// in wire order, so that for a flow given twice the later wins, as it does
+// in protobuf's maps.
 //
 // The result is always what protobuf's own parse of a FlowStat would give:
 // - true: the bytes parse; `builder` holds their entries, exactly the
@@ -23,7 +23,8 @@ namespace metasrv::server {
 //   `builder` is as it was.
 // Entries of the one shape every encoder writes (a tag byte, a length, a key
 // and a value as varints) are read directly; bytes with anything else in
-// them are handed to protobuf's parser as they are.
+// them are handed to protobuf's parser as they are, and what it parsed is
+// read again in that shape.
 //
 // Thread-compatible: touches nothing but `builder`.
 bool DecodeFlowStat(absl::string_view bytes,

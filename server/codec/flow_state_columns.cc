@@ -8,10 +8,9 @@
 namespace metasrv::server {
 namespace {
 
-// Field numbers of metasrv.v1.GetFlowStateResponse.
-constexpr uint32_t kFound = 1, kFlowIds = 2, kFields = 3, kStateSizes = 4,
-                   kLastExecTimes = 5, kStartTimes = 6, kStateSizeNodes = 7,
-                   kLastExecTimeNodes = 8, kStartTimeNodes = 9;
+// Field numbers of metasrv.v1.GetFlowStateResponse; each flow field's
+// columns are its row's (core/flow_fields.h).
+constexpr uint32_t kFound = 1, kFlowIds = 2, kFields = 3;
 constexpr uint32_t kVarint = 0, kLengthDelimited = 2;
 
 size_t VarintSize(uint64_t value) {
@@ -45,23 +44,17 @@ void AppendValueColumns(absl::Span<const core::AggregateFlow> flows,
   AppendRun(
       kFields, flows,
       [](const AggregateFlow& f) -> uint64_t { return f.stat.fields; }, out);
-  AppendRun(
-      kStateSizes, flows,
-      [](const AggregateFlow& f) -> uint64_t { return f.stat.state_size; },
-      out);
   // int64 columns: negative values as their two's complement, as protobuf.
-  AppendRun(
-      kLastExecTimes, flows,
-      [](const AggregateFlow& f) -> uint64_t {
-        return static_cast<uint64_t>(f.stat.last_exec_time);
-      },
+#define METASRV_FIELD_COLUMN(Name, member, type, bit, combine, key, required, \
+                             flow_stat_map, column, node_column)              \
+  AppendRun(                                                                  \
+      column, flows,                                                          \
+      [](const AggregateFlow& f) -> uint64_t {                                \
+        return static_cast<uint64_t>(f.stat.member);                          \
+      },                                                                      \
       out);
-  AppendRun(
-      kStartTimes, flows,
-      [](const AggregateFlow& f) -> uint64_t {
-        return static_cast<uint64_t>(f.stat.start_time);
-      },
-      out);
+  METASRV_FLOW_FIELDS(METASRV_FIELD_COLUMN)
+#undef METASRV_FIELD_COLUMN
 }
 
 }  // namespace
@@ -87,18 +80,14 @@ std::string EncodeColumnsWithNodesChunk(
   std::string out;
   out.reserve(flows.size() * 24 + 48);
   AppendValueColumns(flows, &out);
-  AppendRun(
-      kStateSizeNodes, flows,
-      [](const AggregateFlow& f) -> uint64_t { return f.state_size_node; },
-      &out);
-  AppendRun(
-      kLastExecTimeNodes, flows,
-      [](const AggregateFlow& f) -> uint64_t { return f.last_exec_time_node; },
-      &out);
-  AppendRun(
-      kStartTimeNodes, flows,
-      [](const AggregateFlow& f) -> uint64_t { return f.start_time_node; },
-      &out);
+#define METASRV_FIELD_NODE_COLUMN(Name, member, type, bit, combine, key,      \
+                                  required, flow_stat_map, column,            \
+                                  node_column)                                \
+  AppendRun(                                                                  \
+      node_column, flows,                                                     \
+      [](const AggregateFlow& f) -> uint64_t { return f.member##_node; }, &out);
+  METASRV_FLOW_FIELDS(METASRV_FIELD_NODE_COLUMN)
+#undef METASRV_FIELD_NODE_COLUMN
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "server/codec/heartbeat_request.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <utility>
 
@@ -165,14 +166,16 @@ absl::StatusOr<core::NodeHeartbeat> HeartbeatRequestReader::TakeHeartbeat(
   }
   core::FlowStateValue report = flows_.Build();
   // Each map's distinct flows, and all of them: a map past the limit is
-  // named by its own count, as the three maps would count.
-  uint64_t per_field[3] = {0, 0, 0};
+  // named by its own count, as the maps would count.
+  std::array<uint64_t, core::kFlowFieldCount> per_field{};
   for (const core::FlowStat& stat : report.flows()) {
-    per_field[0] += stat.has(core::kStateSize);
-    per_field[1] += stat.has(core::kLastExecTime);
-    per_field[2] += stat.has(core::kStartTime);
+    int field = 0;
+#define METASRV_FIELD_COUNT_IN(Name, ...) \
+  per_field[field++] += stat.has(core::k##Name);
+    METASRV_FLOW_FIELDS(METASRV_FIELD_COUNT_IN)
+#undef METASRV_FIELD_COUNT_IN
   }
-  const uint64_t largest = std::max({per_field[0], per_field[1], per_field[2]});
+  const uint64_t largest = *std::max_element(per_field.begin(), per_field.end());
   const uint64_t flows =
       largest > max_flows_per_report ? largest : report.flows().size();
   if (flows > max_flows_per_report) {
