@@ -81,7 +81,7 @@ echo "== a /metrics scrape with the alerting metrics, 1,000 to 100,000 flows"
 cat "$OUT/scrape.csv"
 
 echo "== GetFlowState's answer for some flows: the column encoder against protobuf's build"
-"$B/bench/encode_bench" --benchmark_repetitions="$REPS" \
+"$B/bench/encode_bench" --benchmark_repetitions="$REPS" --benchmark_enable_random_interleaving=true \
   --benchmark_report_aggregates_only=true --benchmark_format=csv 2>/dev/null |
   sed -nE 's/^"(BM_[A-Za-z]+)\/([0-9]+)\/([01])_median",[0-9]+,([0-9.e+]+),([0-9.e+]+),.*/\1,\2,\3,\4,\5/p' |
   { echo "encoder,flows,with_nodes,real_ns,cpu_ns"; cat; } >"$OUT/encode.csv"

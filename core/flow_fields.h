@@ -35,12 +35,22 @@
 #define METASRV_CORE_FLOW_FIELDS_H_
 
 // clang-format off
-#define METASRV_FLOW_FIELDS(X)                                               \
+#define METASRV_FLOW_FIELD_ROWS(X)                                           \
   X(StateSize, state_size, uint64_t, 1, Max, "state_size", true, 1, 4, 7)    \
   X(LastExecTime, last_exec_time, int64_t, 2, Max, "last_exec_time_map",     \
     true, 2, 5, 8)                                                           \
   X(StartTime, start_time, int64_t, 4, Max, "start_time_map", false, 0, 6, 9)
 // clang-format on
+
+// The rows; a test build may add some of its own (METASRV_EXTRA_FLOW_FIELDS,
+// tests/core/extra_flow_field_test.cc), which shows that one row is what a
+// field takes.
+#ifdef METASRV_EXTRA_FLOW_FIELDS
+#define METASRV_FLOW_FIELDS(X) \
+  METASRV_FLOW_FIELD_ROWS(X) METASRV_EXTRA_FLOW_FIELDS(X)
+#else
+#define METASRV_FLOW_FIELDS(X) METASRV_FLOW_FIELD_ROWS(X)
+#endif
 
 namespace metasrv::core {
 

@@ -22,7 +22,18 @@ size_t VarintSize(uint64_t value) {
   return n;
 }
 
-// Appends one packed run of field `field`: column(flow) for every flow.
+// Writes the varint of `value` at `p`; returns the end.
+inline char* WriteVarint(uint64_t value, char* p) {
+  while (value >= 0x80) {
+    *p++ = static_cast<char>(value | 0x80);
+    value >>= 7;
+  }
+  *p++ = static_cast<char>(value);
+  return p;
+}
+
+// Appends one packed run of field `field`: column(flow) for every flow,
+// sized first and then written in place.
 template <typename Column>
 void AppendRun(uint32_t field, absl::Span<const core::AggregateFlow> flows,
                Column column, std::string* out) {
@@ -32,7 +43,10 @@ void AppendRun(uint32_t field, absl::Span<const core::AggregateFlow> flows,
   }
   AppendVarint(field << 3 | kLengthDelimited, out);
   AppendVarint(bytes, out);
-  for (const core::AggregateFlow& flow : flows) AppendVarint(column(flow), out);
+  const size_t at = out->size();
+  out->resize(at + bytes);
+  char* p = out->data() + at;
+  for (const core::AggregateFlow& flow : flows) p = WriteVarint(column(flow), p);
 }
 
 void AppendValueColumns(absl::Span<const core::AggregateFlow> flows,
