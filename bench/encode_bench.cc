@@ -17,6 +17,7 @@
 #include "core/flow_state_manager.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "server/codec/flow_state_columns.h"
+#include "tests/server/codec/built_flow_state.h"
 
 namespace metasrv::server {
 namespace {
@@ -69,21 +70,7 @@ void BM_ProtobufBuild(benchmark::State& state) {
   const bool with_nodes = state.range(1) != 0;
   size_t bytes = 0;
   for (auto _ : state) {
-    metasrv::v1::GetFlowStateResponse r;
-    r.set_found(m.Visit(ids, [&](absl::Span<const core::AggregateFlow> flows) {
-      for (const core::AggregateFlow& flow : flows) {
-        r.add_flow_ids(flow.stat.flow_id);
-        r.add_fields(flow.stat.fields);
-        r.add_state_sizes(flow.stat.state_size);
-        r.add_last_exec_times_ms(flow.stat.last_exec_time);
-        r.add_start_times_ms(flow.stat.start_time);
-        if (with_nodes) {
-          r.add_state_size_nodes(flow.state_size_node);
-          r.add_last_exec_time_nodes(flow.last_exec_time_node);
-          r.add_start_time_nodes(flow.start_time_node);
-        }
-      }
-    }));
+    metasrv::v1::GetFlowStateResponse r = BuiltFlowState(m, with_nodes, ids);
     std::string out;
     r.SerializeToString(&out);
     bytes = out.size();

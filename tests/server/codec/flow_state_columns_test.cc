@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "metasrv/v1/metasrv.pb.h"
+#include "tests/server/codec/built_flow_state.h"
 
 namespace metasrv::server {
 namespace {
@@ -25,22 +26,7 @@ metasrv::v1::GetFlowStateResponse Parse(const SharedPieces& pieces) {
 metasrv::v1::GetFlowStateResponse Built(const core::FlowStateManager& m,
                                         bool with_nodes,
                                         absl::Span<const uint32_t> ids = {}) {
-  metasrv::v1::GetFlowStateResponse out;
-  out.set_found(m.Visit(ids, [&](absl::Span<const core::AggregateFlow> flows) {
-    for (const core::AggregateFlow& flow : flows) {
-      out.add_flow_ids(flow.stat.flow_id);
-      out.add_fields(flow.stat.fields);
-      out.add_state_sizes(flow.stat.state_size);
-      out.add_last_exec_times_ms(flow.stat.last_exec_time);
-      out.add_start_times_ms(flow.stat.start_time);
-      if (with_nodes) {
-        out.add_state_size_nodes(flow.state_size_node);
-        out.add_last_exec_time_nodes(flow.last_exec_time_node);
-        out.add_start_time_nodes(flow.start_time_node);
-      }
-    }
-  }));
-  return out;
+  return BuiltFlowState(m, with_nodes, ids);
 }
 
 TEST(FlowStateColumnsTest, CachedChunksParseToTheBuiltMessage) {
