@@ -7,6 +7,7 @@
 #include "server/election/backoff.h"
 #include "server/election/candidate_info.h"
 #include "spdlog/spdlog.h"
+#include "server/ops/threads.h"
 
 namespace metasrv::server {
 
@@ -80,9 +81,11 @@ void EtcdElection::Start() {
   spdlog::info("campaigning for leadership of '{}' through etcd {} as {}",
                options_.name, absl::StrJoin(options_.endpoints, ","),
                options_.self_addr);
-  session_thread_ = std::thread([this] { SessionLoop(); });
-  observe_thread_ = std::thread([this] { ObserveLoop(); });
-  peers_thread_ = std::thread([this] { PeersLoop(); });
+  session_thread_ =
+      StartThread(ThreadRole::kEtcdSession, [this] { SessionLoop(); });
+  observe_thread_ =
+      StartThread(ThreadRole::kEtcdObserve, [this] { ObserveLoop(); });
+  peers_thread_ = StartThread(ThreadRole::kEtcdPeers, [this] { PeersLoop(); });
 }
 
 void EtcdElection::Stop() {
@@ -193,7 +196,8 @@ void EtcdElection::SessionLoop() {
       session_over_ = false;
       resign_requested_ = false;
     }
-    std::thread campaign([this, id = *lease] { CampaignLoop(id); });
+    std::thread campaign = StartThread(
+        ThreadRole::kEtcdCampaign, [this, id = *lease] { CampaignLoop(id); });
     const absl::Status ended = KeepAliveLoop(*lease);
     {
       absl::MutexLock lock(&mu_);

@@ -9,6 +9,7 @@
 #include "server/election/backoff.h"
 #include "server/election/candidate_info.h"
 #include "spdlog/spdlog.h"
+#include "server/ops/threads.h"
 
 namespace metasrv::server {
 namespace {
@@ -42,7 +43,8 @@ absl::Status LeaseElection::CheckAccess(absl::Duration timeout) {
 void LeaseElection::Start() {
   spdlog::info("campaigning for leadership of '{}' on {} as {}", options_.name,
                options_.store_name, options_.self_addr);
-  session_thread_ = std::thread([this] { SessionLoop(); });
+  session_thread_ =
+      StartThread(ThreadRole::kLeaseSession, [this] { SessionLoop(); });
 }
 
 void LeaseElection::SetPassword(std::string password) {

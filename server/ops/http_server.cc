@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/ops/threads.h"
 
 namespace metasrv::server {
 namespace {
@@ -119,7 +120,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     return absl::InternalError(
         absl::StrCat("cannot start the HTTP server on ", addr));
   }
-  server->thread_ = std::thread([s = server.get()] { s->Run(); });
+  server->thread_ =
+      StartThread(ThreadRole::kHttp, [s = server.get()] { s->Run(); });
   return server;
 }
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
+#include "server/ops/threads.h"
 
 namespace metasrv::server {
 
@@ -13,7 +14,7 @@ NodeExpirer::NodeExpirer(core::FlowStateManager* flow_state,
     : flow_state_(flow_state),
       period_(period),
       metrics_(Metrics::OrDiscard(metrics)) {
-  thread_ = std::thread([this] { Run(); });
+  thread_ = StartThread(ThreadRole::kNodeExpirer, [this] { Run(); });
 }
 
 absl::Duration NodeExpirer::PeriodFor(absl::Duration report_ttl,

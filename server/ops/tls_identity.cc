@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/ops/small_file.h"
 #include "spdlog/spdlog.h"
+#include "server/ops/threads.h"
 
 namespace metasrv::server {
 namespace {
@@ -145,8 +146,9 @@ absl::StatusOr<std::unique_ptr<TlsIdentity>> TlsIdentity::Create(
     }
     identity->metrics_->TlsServing(NotAfter(identity->served_.cert));
   }
-  identity->refresher_ =
-      std::thread([raw = identity.get(), period] { raw->RefreshLoop(period); });
+  identity->refresher_ = StartThread(
+      ThreadRole::kTlsRefresh,
+      [raw = identity.get(), period] { raw->RefreshLoop(period); });
   return identity;
 }
 

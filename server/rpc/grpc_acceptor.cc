@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "server/ops/threads.h"
 
 namespace metasrv::server {
 
@@ -30,7 +31,7 @@ void GrpcAcceptor::Start(Handover into, Listeners listeners) {
   if (thread_.joinable() || listener_ == nullptr) return;
   into_ = std::move(into);
   listeners_ = std::move(listeners);
-  thread_ = std::thread([this] { Run(); });
+  thread_ = StartThread(ThreadRole::kAcceptor, [this] { Run(); });
 }
 
 void GrpcAcceptor::Stop() {

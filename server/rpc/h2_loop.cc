@@ -1,11 +1,12 @@
 #include "server/rpc/h2_loop.h"
 
-#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <utility>
+
+#include "server/ops/threads.h"
 
 namespace metasrv::server {
 namespace {
@@ -33,9 +34,8 @@ H2Loop::~H2Loop() {
   close(epoll_fd_);
 }
 
-void H2Loop::Start(const std::string& name) {
-  thread_ = std::thread([this] { Run(); });
-  pthread_setname_np(thread_.native_handle(), name.substr(0, 15).c_str());
+void H2Loop::Start(int index) {
+  thread_ = StartThread(ThreadRole::kTransportLoop, [this] { Run(); }, index);
 }
 
 void H2Loop::Wake() {

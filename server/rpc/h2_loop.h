@@ -35,8 +35,9 @@ class H2Loop {
   H2Loop(const H2Loop&) = delete;
   H2Loop& operator=(const H2Loop&) = delete;
 
-  // Starts the thread, named `name` (at most 15 characters).
-  void Start(const std::string& name);
+  // Starts the thread, the transport's loop number `index` (ops/threads.h
+  // names it).
+  void Start(int index);
   // Takes `fd` as connection `id` from `peer`, over TLS with `tls` (null:
   // plaintext). After Stop(), closes it.
   void Adopt(int fd, uint64_t id, std::string peer, SslContext tls = nullptr)

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "server/ops/net_util.h"
 #include "server/rpc/call_ledger.h"
 
@@ -26,7 +25,7 @@ H2Transport::~H2Transport() { Stop(); }
 
 void H2Transport::Start() {
   for (size_t i = 0; i < loops_.size(); ++i) {
-    loops_[i]->Start(absl::StrCat("h2-", i));
+    loops_[i]->Start(i);
   }
 }
 

@@ -4,13 +4,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/ops/threads.h"
 
 namespace metasrv::server {
 
 ReadExecutor::ReadExecutor(Options options)
     : options_(options), max_large_running_(std::max(1, options.threads - 1)) {
   for (int i = 0; i < options_.threads; ++i) {
-    workers_.emplace_back([this] { Work(); });
+    workers_.push_back(
+        StartThread(ThreadRole::kReadWorker, [this] { Work(); }, i));
   }
 }
 

@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "server/codec/flow_state_columns.h"
+#include "server/ops/threads.h"
 
 namespace metasrv::server {
 
@@ -23,7 +24,7 @@ WatchHub::~WatchHub() {
 }
 
 void WatchHub::Start() {
-  publisher_ = std::thread([this] { Run(); });
+  publisher_ = StartThread(ThreadRole::kWatchPublisher, [this] { Run(); });
 }
 
 int WatchHub::TierFor(absl::Duration asked) const {

@@ -1,0 +1,89 @@
+// The thread table: every row fits Linux's 15-character thread names (a
+// pool's numbers included), each role once; StartThread names the thread
+// before it runs; and a running server's threads carry the table's names.
+#include "server/ops/threads.h"
+
+#include <dirent.h>
+#include <pthread.h>
+
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+#include "tests/server/in_process_server.h"
+
+namespace metasrv::server {
+namespace {
+
+// The names of this process's threads now.
+std::multiset<std::string> ThreadNames() {
+  std::multiset<std::string> names;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return names;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + entry->d_name +
+                       "/comm");
+    std::string name;
+    std::getline(comm, name);
+    names.insert(name);
+  }
+  closedir(dir);
+  return names;
+}
+
+TEST(ThreadTableTest, EveryRowFitsAndEachRoleIsDeclaredOnce) {
+  std::set<ThreadRole> roles;
+  std::set<std::string> names;
+  for (const ThreadRow& row : ThreadTable()) {
+    EXPECT_TRUE(roles.insert(row.role).second) << row.name;
+    EXPECT_TRUE(names.insert(row.name).second) << row.name;
+    const bool pool = row.role == ThreadRole::kTransportLoop ||
+                      row.role == ThreadRole::kReadWorker;
+    // A pool's threads add "-N": room for up to 256 loops ("-255").
+    EXPECT_LE(std::string(row.name).size() + (pool ? 4 : 0), 15u) << row.name;
+    EXPECT_NE(std::string(row.owner), "");
+    EXPECT_NE(std::string(row.stops), "");
+  }
+  EXPECT_EQ(roles.size(), 12u);
+}
+
+TEST(ThreadTableTest, AStartedThreadIsNamedBeforeItRuns) {
+  std::string seen;
+  std::thread t = StartThread(
+      ThreadRole::kReadWorker,
+      [&seen] {
+        char name[16] = {};
+        pthread_getname_np(pthread_self(), name, sizeof(name));
+        seen = name;
+      },
+      7);
+  t.join();
+  EXPECT_EQ(seen, "read-7");
+}
+
+// A standalone server with the HTTP port: its threads are the table's.
+TEST(ThreadTableTest, AServersThreadsCarryTheTablesNames) {
+  ServerOptions options = testing::LoopbackOptions();
+  options.metrics_addr = "127.0.0.1:0";
+  options.transport_threads = 2;
+  options.reads.threads = 2;
+  std::unique_ptr<MetasrvServer> server =
+      testing::StartInProcess(std::move(options));
+  ASSERT_NE(server, nullptr);
+  const std::multiset<std::string> names = ThreadNames();
+  for (const char* name : {"h2-loop-0", "h2-loop-1", "acceptor", "read-0",
+                           "read-1", "watch-publish", "http"}) {
+    EXPECT_EQ(names.count(name), 1u) << name;
+  }
+  server.reset();
+  const std::multiset<std::string> after = ThreadNames();
+  for (const char* name : {"h2-loop-0", "acceptor", "read-0", "http"}) {
+    EXPECT_EQ(after.count(name), 0u) << name;
+  }
+}
+
+}  // namespace
+}  // namespace metasrv::server
