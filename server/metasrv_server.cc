@@ -456,9 +456,11 @@ absl::StatusOr<uint64_t> MetasrvServer::LeaderChange() {
 }
 
 MetasrvServer::~MetasrvServer() {
-  http_.reset();  // Its handlers use the members below.
+  // The threads stop in the order of ops/threads.cc's table, whether or not
+  // Shutdown() came first: /health says NOT_SERVING while calls drain.
   Shutdown();
   Wait();
+  http_.reset();  // Its handlers use the members below.
   if (watch_ != nullptr) {
     flow_state_.SetListener(nullptr);
     watch_->Stop();

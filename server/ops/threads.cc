@@ -3,6 +3,8 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <string>
 #include <utility>
 
@@ -33,16 +35,24 @@ constexpr ThreadRow kThreads[] = {
     {R::kTransportLoop, "h2-loop", "H2Loop",
      "epoll: its connections, their calls", "5: transport Stop(), after the grace"},
     {R::kHttp, "http", "HttpServer",
-     "/metrics, /health, /ready", "6: the server's destructor, first"},
+     "/metrics, /health, /ready", "6: the server's destructor, after Wait()"},
     {R::kReadWorker, "read", "ReadExecutor",
      "large reads off the loops", "7: the executor's destructor"},
     {R::kTlsRefresh, "tls-refresh", "TlsIdentity",
      "reloads rotated certificates", "8: the identity's destructor"},
 };
 
+constexpr size_t kRoles = sizeof(kThreads) / sizeof(kThreads[0]);
+std::atomic<uint64_t> ended{0};                    // Threads that ended.
+std::array<std::atomic<uint64_t>, kRoles> last_end{};  // By ThreadRole.
+
 }  // namespace
 
 absl::Span<const ThreadRow> ThreadTable() { return kThreads; }
+
+uint64_t LastEndOf(ThreadRole role) {
+  return last_end[static_cast<size_t>(role)].load();
+}
 
 std::thread StartThread(ThreadRole role, std::function<void()> run,
                         int index) {
@@ -52,9 +62,10 @@ std::thread StartThread(ThreadRole role, std::function<void()> run,
   }
   if (index >= 0) name += "-" + std::to_string(index);
   name.resize(std::min<size_t>(name.size(), 15));  // Linux keeps 15.
-  return std::thread([name = std::move(name), run = std::move(run)] {
+  return std::thread([role, name = std::move(name), run = std::move(run)] {
     pthread_setname_np(pthread_self(), name.c_str());
     run();
+    last_end[static_cast<size_t>(role)].store(++ended);
   });
 }
 

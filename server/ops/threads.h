@@ -10,6 +10,7 @@
 #ifndef METASRV_SERVER_OPS_THREADS_H_
 #define METASRV_SERVER_OPS_THREADS_H_
 
+#include <cstdint>
 #include <functional>
 #include <thread>
 
@@ -49,6 +50,11 @@ absl::Span<const ThreadRow> ThreadTable();
 // caller owns (joins) the thread.
 std::thread StartThread(ThreadRole role, std::function<void()> run,
                         int index = -1);
+
+// When the last thread of `role` to end ended, as a count of the threads
+// StartThread started that had ended by then (0: none has). Thread-safe.
+// What tests read the stop order by.
+uint64_t LastEndOf(ThreadRole role);
 
 }  // namespace metasrv::server
 

@@ -1,6 +1,7 @@
 // The thread table: every row fits Linux's 15-character thread names (a
 // pool's numbers included), each role once; StartThread names the thread
-// before it runs; and a running server's threads carry the table's names.
+// before it runs; a running server's threads carry the table's names and
+// stop in the table's order.
 #include "server/ops/threads.h"
 
 #include <dirent.h>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
@@ -66,6 +68,11 @@ TEST(ThreadTableTest, AStartedThreadIsNamedBeforeItRuns) {
 
 // A standalone server with the HTTP port: its threads are the table's.
 TEST(ThreadTableTest, AServersThreadsCarryTheTablesNames) {
+  // What ended before this server (other tests in this process).
+  std::vector<uint64_t> earlier;
+  for (const ThreadRow& row : ThreadTable()) {
+    earlier.push_back(LastEndOf(row.role));
+  }
   ServerOptions options = testing::LoopbackOptions();
   options.metrics_addr = "127.0.0.1:0";
   options.transport_threads = 2;
@@ -83,6 +90,20 @@ TEST(ThreadTableTest, AServersThreadsCarryTheTablesNames) {
   for (const char* name : {"h2-loop-0", "acceptor", "read-0", "http"}) {
     EXPECT_EQ(after.count(name), 0u) << name;
   }
+  // They ended in the table's order: each role's last thread after the
+  // last of every role above it.
+  uint64_t before = 0;
+  std::set<std::string> ended;
+  for (size_t i = 0; i < ThreadTable().size(); ++i) {
+    const ThreadRow& row = ThreadTable()[i];
+    const uint64_t end = LastEndOf(row.role);
+    if (end == earlier[i]) continue;  // A role this server does not run.
+    ended.insert(row.name);
+    EXPECT_GT(end, before) << row.name << " ended before a thread above it";
+    before = end;
+  }
+  EXPECT_EQ(ended, (std::set<std::string>{"acceptor", "watch-publish",
+                                          "h2-loop", "http", "read"}));
 }
 
 }  // namespace
