@@ -15,6 +15,7 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "tests/server/in_process_server.h"
+#include "tests/server/test_util.h"
 
 namespace metasrv::server {
 namespace {
@@ -80,9 +81,20 @@ TEST(ThreadTableTest, AServersThreadsCarryTheTablesNames) {
   std::unique_ptr<MetasrvServer> server =
       testing::StartInProcess(std::move(options));
   ASSERT_NE(server, nullptr);
+  // Each thread names itself as it starts: wait for them to have.
+  const std::vector<std::string> expected = {
+      "h2-loop-0", "h2-loop-1", "acceptor", "read-0",
+      "read-1",    "watch-publish", "http"};
+  auto all_named = [&] {
+    const std::multiset<std::string> names = ThreadNames();
+    for (const std::string& name : expected) {
+      if (names.count(name) != 1) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(testing::WaitFor(all_named));
   const std::multiset<std::string> names = ThreadNames();
-  for (const char* name : {"h2-loop-0", "h2-loop-1", "acceptor", "read-0",
-                           "read-1", "watch-publish", "http"}) {
+  for (const std::string& name : expected) {
     EXPECT_EQ(names.count(name), 1u) << name;
   }
   server.reset();
