@@ -38,10 +38,14 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
   {
     absl::MutexLock lock(&mu_);
     // Closes still under way (a loop behind a flood of connections) hold
-    // descriptors too: past this many in all, the newcomer is closed at
-    // once, so that descriptors stay bounded whatever the loops' lag.
+    // descriptors too: past this many in all, the newcomer waits a moment
+    // for the loops to close some, then is closed, so that descriptors stay
+    // bounded whatever the loops' lag.
+    auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return open_ < options_.max_connections + kClosingSlack;
+    };
     if (options_.max_connections > 0 &&
-        open_ >= options_.max_connections + kClosingSlack) {
+        !mu_.AwaitWithTimeout(absl::Condition(&room), kClosingWait)) {
       close(fd);
       refused_.fetch_add(1);
       evicted_host = std::move(host);

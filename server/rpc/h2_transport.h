@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "server/rpc/h2_loop.h"
 #include "server/rpc/h2_tls.h"
 
@@ -42,9 +43,14 @@ class H2Transport {
   H2Transport(const H2Transport&) = delete;
   H2Transport& operator=(const H2Transport&) = delete;
 
-  // Starts the loops, named "h2-0", "h2-1", ...
+  // Starts the loops (named h2-loop-0, h2-loop-1, ...: ops/threads.h).
   void Start();
   // Takes an accepted connection (non-blocking `fd`, its peer address).
+  // While too many closes are under way (kClosingSlack) it waits for the
+  // loops to finish some, at most kClosingWait, before it closes the
+  // newcomer: a flood's burst of evictions does not turn away the honest
+  // connection that comes right after it. (Called by the one acceptor
+  // thread, which accepts nothing meanwhile.)
   void Adopt(int fd, const sockaddr_storage& peer) ABSL_LOCKS_EXCLUDED(mu_);
   // Runs `tick` about every `period` on the first loop (after Start()).
   void Every(absl::Duration period, std::function<void()> tick) {
@@ -62,6 +68,7 @@ class H2Transport {
   // Evicted connections whose loop has not closed them yet, at most, beyond
   // max_connections: past that, a new connection is closed at accept.
   static constexpr int64_t kClosingSlack = 64;
+  static constexpr absl::Duration kClosingWait = absl::Milliseconds(500);
 
  private:
   struct Placed {
