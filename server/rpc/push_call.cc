@@ -1,8 +1,10 @@
 #include "server/rpc/push_call.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
-#include "server/rpc/h2_push_call.h"
+#include "server/rpc/raw_request.h"
 
 namespace metasrv::server {
 
@@ -18,9 +20,107 @@ SharedMessage::SharedMessage(const google::protobuf::MessageLite& message) {
 
 MethodHandlers PushCall::Factory(MakeHandler make) {
   auto shared = std::make_shared<const MakeHandler>(std::move(make));
-  return [shared](H2Start start) {
-    H2PushCall::Start(std::move(start), (*shared)());
-  };
+  return [shared](H2Start start) { Start(std::move(start), (*shared)()); };
+}
+
+void PushCall::Start(H2Start start, std::unique_ptr<Handler> handler) {
+  auto* call = new PushCall(std::move(start), std::move(handler));
+  H2Call* stream = call->call_;
+  if (absl::Status begun = call->Begin(); !begun.ok()) {
+    call->End(begun, true);
+    return;
+  }
+  stream->Next();
+}
+
+std::optional<std::vector<SharedBytes>> PushCall::Choose(
+    std::shared_ptr<const PushItem> item) {
+  const SharedMessage* message = handler_->Choose(*item);
+  if (message == nullptr) return std::nullopt;
+  in_flight_ = std::move(item);
+  return message->pieces();
+}
+
+absl::Status PushCall::Admit(const std::string& message) {
+  RawRequest raw(&message, limits_.max_request_bytes);
+  if (absl::Status decoded = raw.DecodeInto(handler_->request());
+      !decoded.ok()) {
+    return decoded;
+  }
+  if (absl::Status admitted = limits_.door->AdmitLeader(row_->method).status();
+      !admitted.ok()) {
+    return admitted;
+  }
+  if (!row_->always_answered && limits_.door->RepliesExceeded()) {
+    return absl::ResourceExhaustedError(
+        "streams that do not read hold more than "
+        "--max_reply_bytes_in_flight; retry later");
+  }
+  return absl::OkStatus();
+}
+
+void PushCall::OnMessage(H2Call* stream, bool, std::string message) {
+  RequestCame();
+  absl::Status accepted = Admit(message);
+  if (accepted.ok()) accepted = handler_->OnRequest(this);
+  if (accepted.ok()) accepted = Attach();
+  if (!accepted.ok()) {
+    End(accepted, true);
+    return;
+  }
+  std::optional<std::vector<SharedBytes>> first;
+  {
+    absl::MutexLock lock(&mu_);
+    started_ = true;
+    if (next_ != nullptr) first = Choose(std::move(next_));
+    next_.reset();
+  }
+  if (first.has_value()) stream->Send(*std::move(first));
+}
+
+bool PushCall::Offer(std::shared_ptr<const PushItem> item) {
+  std::optional<std::vector<SharedBytes>> bytes;
+  {
+    absl::MutexLock lock(&mu_);
+    if (over_) return false;
+    if (offered_.has_value() && item->sequence <= *offered_) return false;
+    offered_ = item->sequence;
+    if (!started_ || in_flight_ != nullptr) {
+      const bool skipped = next_ != nullptr;
+      next_ = std::move(item);
+      return skipped;
+    }
+    bytes = Choose(std::move(item));
+  }
+  if (bytes.has_value()) {
+    OnLoop([bytes = *std::move(bytes)](H2Call* stream) mutable {
+      if (stream != nullptr) stream->Send(std::move(bytes));
+    });
+  }
+  return false;
+}
+
+void PushCall::OnDrained(H2Call* stream) {
+  H2DoorCall::OnDrained(stream);
+  std::optional<std::vector<SharedBytes>> bytes;
+  {
+    absl::MutexLock lock(&mu_);
+    in_flight_.reset();
+    if (next_ != nullptr) bytes = Choose(std::move(next_));
+    next_.reset();
+  }
+  if (bytes.has_value() && !ended_) stream->Send(*std::move(bytes));
+}
+
+void PushCall::OnEnded() {
+  {
+    absl::MutexLock lock(&mu_);
+    over_ = true;
+    in_flight_.reset();
+    next_.reset();
+  }
+  if (stalled_) handler_->OnStalled();
+  handler_->OnClose();
 }
 
 }  // namespace metasrv::server

@@ -17,11 +17,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "server/rpc/call_handlers.h"
+#include "absl/synchronization/mutex.h"
+#include "server/rpc/h2_door_call.h"
 #include "server/rpc/shared_bytes.h"
 
 namespace metasrv::server {
@@ -43,7 +46,7 @@ class SharedMessage {
 
  private:
   SharedPieces pieces_;  // The bytes, in order (references).
-  size_t length_ = 0;                // Theirs, in all.
+  size_t length_ = 0;    // Theirs, in all.
 };
 
 // Something a push stream is offered: the handler's own type, ordered by
@@ -55,7 +58,7 @@ struct PushItem {
 
 // A server stream of pushed messages, as its method sees it. Abort() ends
 // it behind the write in flight (a step-down, shutdown).
-class PushCall : public virtual AbortableCall {
+class PushCall final : public H2DoorCall {
  public:
   // A method's logic, one per call.
   class Handler {
@@ -88,15 +91,37 @@ class PushCall : public virtual AbortableCall {
   // The handler of the method, for the dispatcher.
   static MethodHandlers Factory(MakeHandler make);
 
-  virtual ~PushCall() = default;
-  // The client's address ("ipv4:10.0.0.1:5000").
-  virtual const std::string& peer() const = 0;
+  // peer() (H2DoorCall): the client's address ("ipv4:10.0.0.1:5000").
   // Sends `item` if no write is in flight, else keeps it as the next one
   // (replacing, and so skipping, an older one waiting: returns true then).
   // Items not newer than one offered before are dropped. A write that does
   // not complete within the door's stall limit ends the stream instead:
   // the client is not reading. Never blocks.
-  virtual bool Offer(std::shared_ptr<const PushItem> item) = 0;
+  bool Offer(std::shared_ptr<const PushItem> item) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  static void Start(H2Start start, std::unique_ptr<Handler> handler);
+  PushCall(H2Start start, std::unique_ptr<Handler> handler)
+      : H2DoorCall(std::move(start)), handler_(std::move(handler)) {}
+  absl::Status Admit(const std::string& message);
+
+  void OnMessage(H2Call* stream, bool compressed, std::string message) override;
+  void OnHalfClose(H2Call*) override {}  // It has its one request.
+  void OnDrained(H2Call* stream) override;
+  void OnEnded() override;
+  // The bytes for `item`, if its handler gives any: the write in flight.
+  std::optional<std::vector<SharedBytes>> Choose(
+      std::shared_ptr<const PushItem> item) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::unique_ptr<Handler> handler_;  // The method's logic.
+
+  absl::Mutex mu_;  // Guards the fields below; never held into the loop.
+  bool started_ ABSL_GUARDED_BY(mu_) = false;  // Its request was accepted.
+  bool over_ ABSL_GUARDED_BY(mu_) = false;     // Its stream ended.
+  // The item being written, until its bytes left.
+  std::shared_ptr<const PushItem> in_flight_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const PushItem> next_ ABSL_GUARDED_BY(mu_);
+  std::optional<uint64_t> offered_ ABSL_GUARDED_BY(mu_);  // Newest sequence.
 };
 
 }  // namespace metasrv::server

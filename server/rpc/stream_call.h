@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "server/rpc/call_handlers.h"
+#include "server/rpc/h2_door_call.h"
 #include "server/rpc/raw_request.h"
 
 namespace metasrv::server {
@@ -50,7 +50,7 @@ class StreamStep {
 
 // A bidi stream of one answer per request, as its method sees it.
 template <typename Answer>
-class StreamCall {
+class StreamCall final : public H2DoorCall {
  public:
   // A method's logic, one per call. Its callbacks run one at a time.
   class Handler {
@@ -74,36 +74,77 @@ class StreamCall {
   // Makes the logic of one call.
   using MakeHandler = std::function<std::unique_ptr<Handler>()>;
 
-  // The handler of the method, for the dispatcher. Defined below the
-  // transport's shape.
-  static MethodHandlers Factory(MakeHandler make);
+  // The handler of the method, for the dispatcher.
+  static MethodHandlers Factory(MakeHandler make) {
+    auto shared = std::make_shared<const MakeHandler>(std::move(make));
+    return [shared](H2Start start) { Start(std::move(start), (*shared)()); };
+  }
 
-  virtual ~StreamCall() = default;
-  // The client's address ("ipv4:10.0.0.1:5000").
-  virtual const std::string& peer() const = 0;
+  // peer() (H2DoorCall): the client's address ("ipv4:10.0.0.1:5000").
   // Its client was told to send a request every `interval` and to retry
   // after `retry` (a handshake answer): from now on the stream is silent,
   // and ended by the door's sweep, past CallDoor::SilenceLimitFor of them.
-  virtual void Told(absl::Duration interval, absl::Duration retry) = 0;
+  void Told(absl::Duration interval, absl::Duration retry) {
+    if (ticket() == nullptr) return;
+    ticket()->SetTold(interval, limits_.door->SilenceLimitFor(interval, retry));
+  }
+
+ private:
+  static void Start(H2Start start, std::unique_ptr<Handler> handler) {
+    auto* call = new StreamCall(std::move(start), std::move(handler));
+    H2Call* stream = call->call_;
+    absl::Status opened = call->Begin();
+    if (opened.ok()) opened = call->Attach();
+    if (opened.ok()) opened = call->handler_->OnOpen(call);
+    if (!opened.ok()) {
+      call->End(opened, true);
+      return;
+    }
+    stream->Next();
+  }
+  StreamCall(H2Start start, std::unique_ptr<Handler> handler)
+      : H2DoorCall(std::move(start)), handler_(std::move(handler)) {}
+
+  void OnMessage(H2Call* stream, bool, std::string message) override {
+    RequestCame();
+    if (CallLedger::Ticket* t = ticket()) t->Touch();
+    // Each request is admitted as the door admits a call: a heartbeat
+    // merges under the term it was admitted with.
+    absl::StatusOr<Admission> admitted =
+        limits_.door->AdmitLeader(row_->method);
+    if (!admitted.ok()) {
+      End(admitted.status(), true);
+      return;
+    }
+    const StreamStep step = handler_->OnRequest(
+        RawRequest(&message, limits_.max_request_bytes), *admitted, &answer_);
+    switch (step.kind()) {
+      case StreamStep::Kind::kEnd:
+        End(step.status(), true);
+        return;
+      case StreamStep::Kind::kAnswerThenEnd:
+        stream->Send(
+            std::make_shared<const std::string>(answer_.SerializeAsString()));
+        End(step.status(), false);
+        return;
+      case StreamStep::Kind::kAnswer:
+        break;
+    }
+    auto bytes = std::make_shared<std::string>();
+    answer_.SerializeToString(bytes.get());
+    if (absl::Status taken = Charge(bytes->size()); !taken.ok()) {
+      End(taken, true);
+      return;
+    }
+    stream->Send(std::move(bytes));
+    stream->Next();
+  }
+  void OnHalfClose(H2Call*) override { End(absl::OkStatus(), false); }
+  void OnEnded() override { handler_->OnClose(); }
+
+  std::unique_ptr<Handler> handler_;  // The method's logic.
+  Answer answer_;                     // Reused per answer.
 };
-
-template <typename Answer>
-class H2StreamCall;
-
-}  // namespace metasrv::server
-
-// The transport's shape needs the base above; the factory below needs it.
-#include "server/rpc/h2_stream_call.h"  // IWYU pragma: export
-
-namespace metasrv::server {
-
-template <typename Answer>
-MethodHandlers StreamCall<Answer>::Factory(MakeHandler make) {
-  auto shared = std::make_shared<const MakeHandler>(std::move(make));
-  return [shared](H2Start start) {
-    H2StreamCall<Answer>::Start(std::move(start), (*shared)());
-  };
-}
 
 }  // namespace metasrv::server
 

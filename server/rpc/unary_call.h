@@ -11,80 +11,160 @@
 
 #include <google/protobuf/arena.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "server/rpc/call_door.h"
-#include "server/rpc/call_handlers.h"
+#include "server/rpc/h2_door_call.h"
 #include "server/rpc/method_table.h"
-#include "server/rpc/read_executor.h"
 #include "server/rpc/raw_request.h"
+#include "server/rpc/read_executor.h"
 #include "server/rpc/shared_bytes.h"
 
 namespace metasrv::server {
 
-// One unary call, as a method sees it. Its method
-// (`serve`) gets it once the request is decoded and admitted, and finishes
-// it, at once or later from any thread, exactly once.
+// One unary call. Its method (`serve`) gets it once the request is decoded
+// and admitted, and finishes it, at once or later from any thread, exactly
+// once. The answer is serialized where it is finished and sent, charged at
+// the door, on the call's loop.
 template <typename Request, typename Response>
-class UnaryCall {
+class UnaryCall final : public H2DoorCall {
  public:
   // What a method does with a decoded request.
   using Serve = std::function<void(UnaryCall*)>;
   // The handler of the method, which the dispatcher names once
-  // (CallDispatcher::Add). Defined below the transport's shape.
-  static MethodHandlers Factory(Serve serve);
+  // (CallDispatcher::Add).
+  static MethodHandlers Factory(Serve serve) {
+    auto shared = std::make_shared<const Serve>(std::move(serve));
+    return [shared](H2Start start) { Start(std::move(start), shared.get()); };
+  }
 
-  virtual ~UnaryCall() = default;
   const Request& request() const { return *request_; }
   // How the door admitted it: serve it, or answer GreptimeDB's not-leader
   // header; and the flow-state term of the leadership it was admitted under.
   const Admission& admission() const { return admission_; }
   Response* response() { return response_; }
-  // The client's address ("ipv4:10.0.0.1:5000").
-  virtual const std::string& peer() const = 0;
+  // peer() (H2DoorCall): the client's address ("ipv4:10.0.0.1:5000").
   // Whether the client cancelled the call or its deadline passed: work for
   // it is wasted.
-  virtual bool cancelled() const = 0;
+  bool cancelled() const { return cancelled_.load(); }
   // Makes `bytes` the answer instead of response(): an answer built without
   // the message (cached encodings). Call before Finish(OkStatus()).
-  virtual void SetResponseBytes(SharedPieces bytes) = 0;
+  void SetResponseBytes(SharedPieces bytes) {
+    raw_ = std::move(bytes);
+    has_raw_ = true;
+  }
   // Sends the response (when `status` is OK) or the error. An answer that
   // does not fit the reply budget is refused with RESOURCE_EXHAUSTED.
-  virtual void Finish(const absl::Status& status) = 0;
-
- protected:
-  UnaryCall()
-      : request_(google::protobuf::Arena::CreateMessage<Request>(&arena_)),
-        response_(google::protobuf::Arena::CreateMessage<Response>(&arena_)) {}
-  // Decodes `raw` and admits the call by its method's leader policy.
-  absl::Status DecodeAndAdmit(const RawRequest& raw, const CallDoor& door,
-                              Method method) {
-    if (absl::Status decoded = raw.DecodeInto(request_); !decoded.ok()) {
-      return decoded;
+  void Finish(const absl::Status& status) {
+    std::vector<SharedBytes> pieces;
+    if (status.ok()) {
+      if (has_raw_) {
+        pieces = std::move(raw_);
+      } else {
+        auto text = std::make_shared<std::string>();
+        response_->SerializeToString(text.get());
+        pieces.push_back(SharedBytes::Of(std::move(text)));
+      }
     }
-    absl::StatusOr<Admission> admitted = door.AdmitLeader(method);
-    if (!admitted.ok()) return admitted.status();
-    admission_ = *admitted;
-    return absl::OkStatus();
-  }
-  // The messages are no longer needed (the answer is serialized).
-  void DropMessages() {
+    // The messages go where the call is finished, not on the loop.
     request_ = nullptr;
     response_ = nullptr;
     arena_.Reset();
+    raw_.clear();
+    OnLoop([this, status, pieces = std::move(pieces)](H2Call* stream) mutable {
+      if (stream != nullptr && !ended_) {
+        absl::Status result = status;
+        if (result.ok()) {
+          size_t bytes = 0;
+          for (const SharedBytes& p : pieces) bytes += p.bytes.size();
+          result = Charge(bytes);
+          if (result.ok()) stream->Send(std::move(pieces));
+          // A large answer stays endable by the ledger until it is written.
+          if (result.ok() && limits_.door->Watches(bytes)) {
+            if (CallLedger::Ticket* t = ticket()) t->Touch();
+            Attach().IgnoreError();
+          }
+        }
+        End(result, true);
+      }
+      Release();  // The hold its method had.
+    });
   }
 
-  google::protobuf::Arena arena_;  // Holds both messages.
-  Request* request_;               // On arena_; null once answered.
-  Response* response_;             // On arena_; null once answered.
-  Admission admission_;            // Set before the method runs.
-};
+  // AbortableCall: on the loop, behind what it queued. An answer queued but
+  // not yet written is dropped so that the status goes out now.
+  void Abort(const absl::Status& status) override {
+    OnLoop(
+        [this, status](H2Call* stream) {
+          if (stream != nullptr && stream->queued() > 0) {
+            Abandon(status);
+          } else {
+            End(status, false);
+          }
+        },
+        /*now_if_here=*/false);
+  }
 
-template <typename Request, typename Response>
-class H2UnaryCall;
+ private:
+  static void Start(H2Start start, const Serve* serve) {
+    auto* call = new UnaryCall(std::move(start), serve);
+    H2Call* stream = call->call_;
+    if (absl::Status begun = call->Begin(); !begun.ok()) {
+      call->End(begun, true);
+      return;
+    }
+    stream->Next();
+  }
+  UnaryCall(H2Start start, const Serve* serve)
+      : H2DoorCall(std::move(start)),
+        serve_(serve),
+        request_(google::protobuf::Arena::CreateMessage<Request>(&arena_)),
+        response_(google::protobuf::Arena::CreateMessage<Response>(&arena_)) {}
+
+  void OnMessage(H2Call* stream, bool compressed,
+                 std::string message) override {
+    RequestCame();
+    if (compressed && (stream->head().encoding.empty() ||
+                       stream->head().encoding == "identity")) {
+      End(absl::InternalError("a compressed message without grpc-encoding"),
+          false);
+      return;
+    }
+    absl::Status admitted =
+        RawRequest(&message, limits_.max_request_bytes).DecodeInto(request_);
+    if (admitted.ok()) {
+      absl::StatusOr<Admission> admission =
+          limits_.door->AdmitLeader(row_->method);
+      admitted = admission.status();
+      if (admission.ok()) admission_ = *admission;
+    }
+    if (!admitted.ok()) {
+      End(admitted, true);
+      return;
+    }
+    Hold();  // Until Finish() has run on the loop.
+    (*serve_)(this);
+  }
+  void OnHalfClose(H2Call*) override {
+    End(absl::InternalError("the call carried no request message"), false);
+  }
+  void OnEnded() override { cancelled_.store(true); }
+
+  const Serve* const serve_;            // The method; the dispatcher's.
+  std::atomic<bool> cancelled_{false};  // The stream is over.
+  google::protobuf::Arena arena_;       // Holds both messages.
+  Request* request_;                    // On arena_; null once answered.
+  Response* response_;                  // On arena_; null once answered.
+  Admission admission_;                 // Set before the method runs.
+  SharedPieces raw_;                    // SetResponseBytes()'s answer.
+  bool has_raw_ = false;
+};
 
 // Runs `read(request, response)` (returning an absl::Status) for `call` on
 // `reads` and finishes the call with it. A call cancelled while it waited
@@ -103,21 +183,6 @@ void ScheduleRead(ReadExecutor* reads, ReadCost cost,
     call->Finish(read(call->request(), call->response()));
   });
   if (!queued.ok()) call->Finish(queued);
-}
-
-}  // namespace metasrv::server
-
-// The transport's shape needs the base above; the factory below needs it.
-#include "server/rpc/h2_unary_call.h"  // IWYU pragma: export
-
-namespace metasrv::server {
-
-template <typename Request, typename Response>
-MethodHandlers UnaryCall<Request, Response>::Factory(Serve serve) {
-  auto shared = std::make_shared<const Serve>(std::move(serve));
-  return [shared](H2Start start) {
-    H2UnaryCall<Request, Response>::Start(std::move(start), shared.get());
-  };
 }
 
 }  // namespace metasrv::server
