@@ -241,9 +241,9 @@ absl::Status MetasrvServer::MakeServices() {
       });
   replica_service_ = std::make_unique<ReplicaService>(
       leadership_.get(), self_description_.get(), options_.backend, store);
-  cluster_service_ = std::make_unique<ClusterService>(
-      &flow_state_, leadership_.get(), &reads_, self_description_.get(),
-      metrics_.get());
+  cluster_service_ =
+      std::make_unique<ClusterService>(&flow_state_, leadership_.get(), &reads_,
+                                       self_description_.get(), metrics_.get());
   flow_state_service_ = std::make_unique<FlowStateService>(
       &flow_state_, &reads_, watch_.get(), metrics_.get(), &refused_);
   admin_service_ = std::make_unique<AdminService>(
@@ -308,19 +308,10 @@ absl::Status MetasrvServer::Serve() {
   }
   if (!files_.tls_cert.empty()) {
     if (absl::Status made = MakeTlsIdentity(); !made.ok()) return made;
-    absl::StatusOr<std::unique_ptr<H2Tls>> tls =
-        H2Tls::Create({tls_identity_->cert_path(), tls_identity_->key_path(),
-                       tls_identity_->client_ca_path()});
-    if (!tls.ok()) return tls.status();
-    h2_tls_ = *std::move(tls);
     h2.tls = h2_tls_.get();
   }
   transport_ = std::make_unique<H2Transport>(h2, dispatcher_.get());
   transport_->Start();
-  if (h2_tls_ != nullptr) {
-    transport_->Every(absl::Seconds(kTlsRefreshSeconds),
-                      [tls = h2_tls_.get()] { tls->Refresh(); });
-  }
   dispatcher_->SweepOn(transport_.get());
   acceptor_->Start(
       [transport = transport_.get()](int fd, const sockaddr_storage& peer) {
@@ -421,15 +412,17 @@ HttpServer::Routes MetasrvServer::HttpRoutes() {
 
 absl::Status MetasrvServer::MakeTlsIdentity() {
   // CheckOptions checked the files once (a key of another pair is refused
-  // there). The transport re-reads every kTlsRefreshSeconds the copies
-  // TlsIdentity keeps, and TlsIdentity copies the configured files over
-  // only when they changed into a matching pair: a certificate renewed in
-  // place serves every new connection, a botched rotation none (the last
-  // good one serves on), and the open connections stay as they are.
+  // there). TlsIdentity re-reads them every kTlsRefreshSeconds and hands
+  // the transport only a changed pair that matches: a certificate renewed
+  // in place serves every new connection, a botched rotation none (the
+  // last good one serves on), and the open connections stay as they are.
+  h2_tls_ = std::make_unique<H2Tls>();
   absl::StatusOr<std::unique_ptr<TlsIdentity>> identity = TlsIdentity::Create(
       {options_.tls_cert, options_.tls_key, options_.tls_client_ca},
       {files_.tls_cert, files_.tls_key, files_.tls_client_ca},
-      absl::Seconds(kTlsRefreshSeconds), metrics_.get());
+      absl::Seconds(kTlsRefreshSeconds),
+      [tls = h2_tls_.get()](const TlsPem& pem) { return tls->Use(pem); },
+      metrics_.get());
   if (!identity.ok()) return identity.status();
   tls_identity_ = *std::move(identity);
   return absl::OkStatus();

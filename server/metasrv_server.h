@@ -33,9 +33,9 @@
 #include "server/services/admin_service.h"
 #include "server/services/cluster_service.h"
 #include "server/services/flow_state_service.h"
-#include "server/services/replica_service.h"
 #include "server/services/heartbeat_handler.h"
 #include "server/services/heartbeat_service.h"
+#include "server/services/replica_service.h"
 #include "server/watch/flow_state_watch.h"
 
 namespace metasrv::server {
@@ -149,13 +149,14 @@ class MetasrvServer final : public core::LeadershipListener {
   // The alerting metrics of each scrape, over flow_state_.
   FlowAlertsSource flow_alerts_{&flow_state_, options_.flow_alerts};
   std::unique_ptr<core::Leadership> leadership_;  // Who leads.
-  Election* election_ = nullptr;  // leadership_ when elected, else null.
-  std::unique_ptr<Metrics> metrics_;              // Prometheus metrics.
+  Election* election_ = nullptr;      // leadership_ when elected, else null.
+  std::unique_ptr<Metrics> metrics_;  // Prometheus metrics.
   std::unique_ptr<HttpServer> http_;  // /metrics, /health, /ready; or null.
-  // The certificate gRPC serves, rotated to matching pairs only; or null.
-  std::unique_ptr<TlsIdentity> tls_identity_;
-  // The transport's TLS contexts, from tls_identity_'s copies; or null.
+  // The transport's TLS contexts, from tls_identity_; or null.
   std::unique_ptr<H2Tls> h2_tls_;
+  // The certificate the gRPC port serves, rotated to matching pairs only
+  // into h2_tls_ (declared after it, so stopped first); or null.
+  std::unique_ptr<TlsIdentity> tls_identity_;
   // Reads, off the transport's loops.
   // Declared before the services and the server, so it outlives their calls.
   ReadExecutor reads_{options_.reads};

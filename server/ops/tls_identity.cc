@@ -4,19 +4,14 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
-#include <stdlib.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "server/ops/small_file.h"
-#include "spdlog/spdlog.h"
 #include "server/ops/threads.h"
+#include "spdlog/spdlog.h"
 
 namespace metasrv::server {
 namespace {
@@ -73,22 +68,6 @@ bool Same(const TlsPem& a, const TlsPem& b) {
   return a.cert == b.cert && a.key == b.key && a.client_ca == b.client_ca;
 }
 
-absl::Status WriteByRename(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".new";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      return absl::UnavailableError(absl::StrCat("cannot write ", temporary));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot rename ", temporary));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status CheckTlsIdentity(const TlsPem& pem, const TlsPaths& paths) {
@@ -125,38 +104,27 @@ absl::Status CheckTlsIdentity(const TlsPem& pem, const TlsPaths& paths) {
 }
 
 absl::StatusOr<std::unique_ptr<TlsIdentity>> TlsIdentity::Create(
-    TlsPaths configured, TlsPem first, absl::Duration period,
+    TlsPaths configured, TlsPem first, absl::Duration period, Install install,
     Metrics* metrics) {
-  const char* tmp = getenv("TMPDIR");
-  std::string dir = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
-                                 "/metasrv-tls-XXXXXX");
-  if (mkdtemp(dir.data()) == nullptr) {  // Mode 0700.
-    return absl::UnavailableError(absl::StrCat(
-        "cannot make a directory for the served certificate: ", dir));
+  if (absl::Status installed = install(first); !installed.ok()) {
+    return installed;
   }
-  TlsPaths served{dir + "/cert.pem", dir + "/key.pem",
-                  configured.client_ca.empty() ? "" : dir + "/client_ca.pem"};
-  std::unique_ptr<TlsIdentity> identity(
-      new TlsIdentity(std::move(configured), std::move(served),
-                      std::move(first), std::move(dir), metrics));
+  std::unique_ptr<TlsIdentity> identity(new TlsIdentity(
+      std::move(configured), std::move(first), std::move(install), metrics));
   {
     absl::MutexLock lock(&identity->mu_);
-    if (absl::Status s = identity->Install(identity->served_); !s.ok()) {
-      return s;
-    }
     identity->metrics_->TlsServing(NotAfter(identity->served_.cert));
   }
-  identity->refresher_ = StartThread(
-      ThreadRole::kTlsRefresh,
-      [raw = identity.get(), period] { raw->RefreshLoop(period); });
+  identity->refresher_ =
+      StartThread(ThreadRole::kTlsRefresh,
+                  [raw = identity.get(), period] { raw->RefreshLoop(period); });
   return identity;
 }
 
-TlsIdentity::TlsIdentity(TlsPaths configured, TlsPaths served, TlsPem first,
-                         std::string dir, Metrics* metrics)
+TlsIdentity::TlsIdentity(TlsPaths configured, TlsPem first, Install install,
+                         Metrics* metrics)
     : configured_(std::move(configured)),
-      served_paths_(std::move(served)),
-      dir_(std::move(dir)),
+      install_(std::move(install)),
       metrics_(Metrics::OrDiscard(metrics)),
       served_(std::move(first)) {}
 
@@ -166,8 +134,6 @@ TlsIdentity::~TlsIdentity() {
     stopping_ = true;
   }
   if (refresher_.joinable()) refresher_.join();
-  std::error_code ignored;
-  std::filesystem::remove_all(dir_, ignored);
 }
 
 void TlsIdentity::RefreshLoop(absl::Duration period) {
@@ -180,20 +146,6 @@ void TlsIdentity::RefreshLoop(absl::Duration period) {
     }
     Refresh().IgnoreError();  // Logged and counted there.
   }
-}
-
-absl::Status TlsIdentity::Install(const TlsPem& pem) {
-  // Each file by rename, so gRPC never reads half a file. Between the two
-  // renames the pair on disk is torn for a moment; gRPC's file watcher
-  // compares the files' modification times before and after reading them
-  // and reads again when they moved, and at worst its next refresh
-  // (kTlsRefreshSeconds) reads the whole new pair.
-  absl::Status s = WriteByRename(served_paths_.key, pem.key);
-  if (s.ok()) s = WriteByRename(served_paths_.cert, pem.cert);
-  if (s.ok() && !served_paths_.client_ca.empty()) {
-    s = WriteByRename(served_paths_.client_ca, pem.client_ca);
-  }
-  return s;
 }
 
 absl::Status TlsIdentity::Refresh() {
@@ -215,7 +167,7 @@ absl::Status TlsIdentity::Refresh() {
   absl::MutexLock lock(&mu_);
   if (read.ok() && Same(now, served_)) return absl::OkStatus();
   absl::Status checked = read.ok() ? CheckTlsIdentity(now, configured_) : read;
-  if (checked.ok()) checked = Install(now);
+  if (checked.ok()) checked = install_(now);
   if (!checked.ok()) {
     // A rotation writes its files one after another: the first refresh
     // between the two sees a torn pair. Only a pair seen twice, one

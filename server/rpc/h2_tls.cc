@@ -1,15 +1,12 @@
 #include "server/rpc/h2_tls.h"
 
 #include <errno.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <cstdint>
-
 #include <utility>
-
-#include "absl/strings/str_cat.h"
-#include "spdlog/spdlog.h"
 
 namespace metasrv::server {
 namespace {
@@ -57,6 +54,15 @@ int BioCreate(BIO* bio) {
   BIO_set_init(bio, 1);
   return 1;
 }
+using Bio = std::unique_ptr<BIO, decltype(&BIO_free)>;
+Bio MemoryBio(const std::string& text) {
+  return Bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())),
+             BIO_free);
+}
+
+// An encrypted key is refused rather than prompted for on the terminal.
+int NoPassphrase(char*, int, int, void*) { return 0; }
+
 BIO_METHOD* SocketMethod() {
   static BIO_METHOD* const method = [] {
     BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK,
@@ -81,15 +87,7 @@ SSL* H2Tls::NewSession(SSL_CTX* context, int fd) {
   return ssl;
 }
 
-absl::StatusOr<std::unique_ptr<H2Tls>> H2Tls::Create(Files files) {
-  absl::StatusOr<SslContext> context = Build(files);
-  if (!context.ok()) return context.status();
-  std::string stamp = Stamp(files);
-  return std::unique_ptr<H2Tls>(
-      new H2Tls(std::move(files), *std::move(context), std::move(stamp)));
-}
-
-absl::StatusOr<SslContext> H2Tls::Build(const Files& files) {
+absl::Status H2Tls::Use(const TlsPem& pem) {
   SslContext context(SSL_CTX_new(TLS_server_method()), &SSL_CTX_free);
   if (context == nullptr) return absl::InternalError("SSL_CTX_new failed");
   SSL_CTX* ctx = context.get();
@@ -98,63 +96,55 @@ absl::StatusOr<SslContext> H2Tls::Build(const Files& files) {
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                             SSL_MODE_RELEASE_BUFFERS);
-  if (SSL_CTX_use_certificate_chain_file(ctx, files.cert.c_str()) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot use the certificate chain in ", files.cert));
+  // The leaf, then the rest of the chain, as a chain file is read.
+  Bio certs = MemoryBio(pem.cert);
+  X509* leaf = PEM_read_bio_X509(certs.get(), nullptr, nullptr, nullptr);
+  bool ok = leaf != nullptr && SSL_CTX_use_certificate(ctx, leaf) == 1;
+  X509_free(leaf);
+  while (ok) {
+    X509* next = PEM_read_bio_X509(certs.get(), nullptr, nullptr, nullptr);
+    if (next == nullptr) break;
+    ok = SSL_CTX_add0_chain_cert(ctx, next) == 1;  // Takes it on success.
+    if (!ok) X509_free(next);
   }
-  if (SSL_CTX_use_PrivateKey_file(ctx, files.key.c_str(), SSL_FILETYPE_PEM) !=
-          1 ||
-      SSL_CTX_check_private_key(ctx) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot use the private key in ", files.key));
-  }
-  if (!files.client_ca.empty()) {
-    if (SSL_CTX_load_verify_locations(ctx, files.client_ca.c_str(),
-                                      nullptr) != 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot use the client CA in ", files.client_ca));
+  Bio key_bio = MemoryBio(pem.key);
+  EVP_PKEY* key = ok ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr,
+                                               NoPassphrase, nullptr)
+                     : nullptr;
+  const bool key_ok = key != nullptr && SSL_CTX_use_PrivateKey(ctx, key) == 1 &&
+                      SSL_CTX_check_private_key(ctx) == 1;
+  EVP_PKEY_free(key);
+  int authorities = 0;
+  if (!pem.client_ca.empty()) {
+    Bio ca = MemoryBio(pem.client_ca);
+    STACK_OF(X509_INFO)* infos =
+        PEM_X509_INFO_read_bio(ca.get(), nullptr, nullptr, nullptr);
+    for (int i = 0; infos != nullptr && i < sk_X509_INFO_num(infos); ++i) {
+      X509* cert = sk_X509_INFO_value(infos, i)->x509;
+      if (cert != nullptr &&
+          X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), cert) == 1) {
+        ++authorities;
+      }
     }
+    sk_X509_INFO_pop_free(infos, X509_INFO_free);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
                        nullptr);
   }
-  SSL_CTX_set_alpn_select_cb(ctx, &SelectH2, nullptr);
-  return context;
-}
-
-std::string H2Tls::Stamp(const Files& files) {
-  std::string stamp;
-  for (const std::string* path : {&files.cert, &files.key, &files.client_ca}) {
-    struct stat st {};
-    if (path->empty() || stat(path->c_str(), &st) != 0) {
-      stamp += "-;";
-      continue;
-    }
-    absl::StrAppend(&stamp, st.st_ino, ":", st.st_size, ":",
-                    st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec, ";");
+  ERR_clear_error();  // The chain's end reads as an error.
+  if (!ok) return absl::InvalidArgumentError("--tls_cert: unusable chain");
+  if (!key_ok) return absl::InvalidArgumentError("--tls_key: unusable key");
+  if (!pem.client_ca.empty() && authorities == 0) {
+    return absl::InvalidArgumentError("--tls_client_ca: no usable CA");
   }
-  return stamp;
+  SSL_CTX_set_alpn_select_cb(ctx, &SelectH2, nullptr);
+  absl::MutexLock lock(&mu_);
+  context_ = std::move(context);
+  return absl::OkStatus();
 }
 
 SslContext H2Tls::Context() const {
   absl::MutexLock lock(&mu_);
   return context_;
-}
-
-void H2Tls::Refresh() {
-  const std::string stamp = Stamp(files_);
-  {
-    absl::MutexLock lock(&mu_);
-    if (stamp == stamp_) return;
-  }
-  absl::StatusOr<SslContext> context = Build(files_);
-  if (!context.ok()) {
-    // A rotation caught between its writes: the next refresh tries again.
-    spdlog::debug("TLS context not renewed: {}", context.status().ToString());
-    return;
-  }
-  absl::MutexLock lock(&mu_);
-  context_ = *std::move(context);
-  stamp_ = stamp;
 }
 
 }  // namespace metasrv::server
