@@ -77,7 +77,8 @@ struct ServerOptions {
   core::FlowStateLimits flow_state;
   // HTTP/2 streams (calls of any kind) one connection may have open.
   int max_streams_per_connection = 1000;
-  // Bytes gRPC itself may use (its ResourceQuota); 0: no limit.
+  // Request bytes the gRPC port may hold before their messages are whole,
+  // over every connection (--grpc_memory_limit); 0: no limit.
   uint64_t grpc_memory_limit = 512 << 20;
   // The door's bounds and deadlines (--max_reply_bytes_in_flight,
   // --max_calls, --max_calls_per_peer, --max_reply_bytes_per_peer,
