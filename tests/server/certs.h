@@ -35,6 +35,19 @@ class Certs {
   void IssueServer(const std::string& name) {
     Issue(name, "ca1", "subjectAltName=IP:127.0.0.1,DNS:localhost");
   }
+  // A server certificate for 127.0.0.1 issued by an intermediate CA that
+  // ca1 signed: NAME.key, and NAME-chain.pem holding the leaf, then the
+  // intermediate (a chain file as CAs hand them out).
+  void IssueServerThroughIntermediate(const std::string& name) {
+    Run("openssl req -newkey rsa:2048 -nodes -subj /CN=inter -keyout "
+        "inter.key -out inter.csr");
+    Run("printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=keyCertSign\n' "
+        "> inter.ext && openssl x509 -req -in inter.csr -CA ca1.pem -CAkey "
+        "ca1.key -CAcreateserial -days 2 -extfile inter.ext -out inter.pem");
+    Issue(name, "inter", "subjectAltName=IP:127.0.0.1,DNS:localhost");
+    std::ofstream(Path(name + "-chain.pem"))
+        << Read(name + ".pem") << Read("inter.pem");
+  }
   std::string Read(const std::string& name) const {
     std::ifstream in(Path(name));
     std::stringstream s;

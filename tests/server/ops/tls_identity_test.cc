@@ -195,6 +195,36 @@ TEST(TlsTest, MutualTlsNeedsAClientCertificateFromTheConfiguredCa) {
       Reachable(server->advertised_addr(), grpc::InsecureChannelCredentials()));
 }
 
+// The contexts are made from the PEM texts in memory: a chain file's
+// intermediate goes out after the leaf (a client that trusts only the root
+// connects), and every CA of a client-CA bundle is trusted.
+TEST(TlsTest, AChainFileAndACaBundleServeAsFiles) {
+  Certs certs;
+  certs.IssueServerThroughIntermediate("leaf");
+  char made[] = "/tmp/metasrv-tls-XXXXXX";
+  ASSERT_NE(mkdtemp(made), nullptr);
+  const std::string dir = made;
+  std::ofstream(dir + "/cas.pem")
+      << certs.Read("ca2.pem") << certs.Read("ca1.pem");
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
+  options.tls_cert = certs.Path("leaf-chain.pem");
+  options.tls_key = certs.Path("leaf.key");
+  options.tls_client_ca = dir + "/cas.pem";
+  auto server = StartInProcess(options);
+  ASSERT_NE(server, nullptr);
+  const std::string addr = server->advertised_addr();
+  EXPECT_TRUE(Reachable(addr, Tls(certs, "client1")));  // ca1, second.
+  EXPECT_TRUE(Reachable(addr, Tls(certs, "client2")));  // ca2, first.
+  EXPECT_FALSE(Reachable(addr, Tls(certs)));  // No client certificate.
+  // Served without its intermediate, the leaf is not trusted.
+  options.tls_cert = certs.Path("leaf.pem");
+  options.tls_client_ca.clear();
+  server = StartInProcess(options);
+  ASSERT_NE(server, nullptr);
+  EXPECT_FALSE(Reachable(server->advertised_addr(), Tls(certs)));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TlsTest, HalfConfiguredTlsIsAStartError) {
   ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.bind_addr = "127.0.0.1:0";
