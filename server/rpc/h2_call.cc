@@ -26,6 +26,8 @@ void CallEvents::OnDeadline(H2Call* call) {
 
 H2Loop* H2Call::loop() const { return conn_->loop_; }
 
+int H2Call::connection_fd() const { return conn_->fd(); }
+
 void H2Call::ReleaseHeld(size_t bytes) {
   bytes = std::min(bytes, held_bytes_);
   if (bytes == 0) return;

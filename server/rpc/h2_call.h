@@ -33,12 +33,12 @@ nghttp2_nv NoCopyField(absl::string_view name, absl::string_view value);
 
 // A request's HEADERS as gRPC uses them.
 struct RequestHead {
-  std::string method;         // ":method".
-  std::string path;           // ":path": "/package.Service/Method".
-  std::string content_type;   // "content-type".
-  std::string te;             // "te".
-  std::string encoding;       // "grpc-encoding"; empty: identity.
-  std::string authorization;  // "authorization".
+  std::string method;                     // ":method".
+  std::string path;                       // ":path": "/package.Service/Method".
+  std::string content_type;               // "content-type".
+  std::string te;                         // "te".
+  std::string encoding;                   // "grpc-encoding"; empty: identity.
+  std::string authorization;              // "authorization".
   std::optional<absl::Duration> timeout;  // "grpc-timeout", parsed.
   bool bad_timeout = false;               // One that does not parse.
   size_t bytes = 0;  // The list's size as SETTINGS counts it.
@@ -98,9 +98,9 @@ class H2Call {
   // Ends the call with a status: trailers behind what is queued, or the
   // Trailers-Only answer if nothing was sent. `trailers` are extra fields.
   // Once; later calls do nothing.
-  void Finish(int code, absl::string_view message,
-              const std::vector<std::pair<std::string, std::string>>&
-                  trailers = {});
+  void Finish(
+      int code, absl::string_view message,
+      const std::vector<std::pair<std::string, std::string>>& trailers = {});
   // Drops what is queued and sends the status now, whatever the windows
   // (trailers are not flow-controlled): an answer that cannot be written
   // frees what it holds at once. Resets the stream if its status is on its
@@ -120,6 +120,8 @@ class H2Call {
   void set_deadline(absl::Time deadline) { deadline_ = deadline; }
   // The loop the call lives on: other threads reach it through Post().
   H2Loop* loop() const;
+  // Its connection's descriptor (H2Loop::Touch()).
+  int connection_fd() const;
 
  private:
   friend class H2Connection;
@@ -136,37 +138,37 @@ class H2Call {
   // Copies `n` queued bytes to `out`.
   void Take(size_t n, std::string* out);
   // Makes the status fields (Trailers-Only while no HEADERS went).
-  void SetStatus(int code, absl::string_view message,
-                 const std::vector<std::pair<std::string, std::string>>&
-                     trailers);
+  void SetStatus(
+      int code, absl::string_view message,
+      const std::vector<std::pair<std::string, std::string>>& trailers);
 
   H2Connection* const conn_;  // Its connection; owns it.
   const int32_t id_;          // The stream id.
   RequestHead head_;
-  bool header_overflow_ = false;  // Its header list was too long.
-  bool dispatched_ = false;       // Handed to the sink.
-  CallEvents* events_ = nullptr;  // Set by the sink.
-  MessageAssembler assembler_;    // Its request messages.
+  bool header_overflow_ = false;   // Its header list was too long.
+  bool dispatched_ = false;        // Handed to the sink.
+  CallEvents* events_ = nullptr;   // Set by the sink.
+  MessageAssembler assembler_;     // Its request messages.
   std::deque<std::string> inbox_;  // Messages not asked for yet,
   std::deque<bool> inbox_flags_;   // with their compressed flags.
-  size_t unconsumed_ = 0;  // DATA bytes held back from the window.
-  size_t held_bytes_ = 0;  // Counted in H2Limits::held_requests.
+  size_t unconsumed_ = 0;          // DATA bytes held back from the window.
+  size_t held_bytes_ = 0;          // Counted in H2Limits::held_requests.
   // Gives back up to `bytes` of what it counts in held_requests.
   void ReleaseHeld(size_t bytes);
-  bool asked_ = false;     // Next() is waiting for a message.
+  bool asked_ = false;        // Next() is waiting for a message.
   bool half_closed_ = false;  // The client's END_STREAM came.
   bool end_told_ = false;     // OnHalfClose() was called.
   bool headers_sent_ = false;
-  bool finishing_ = false;  // Finish() was called.
+  bool finishing_ = false;      // Finish() was called.
   bool trailers_sent_ = false;  // Its status was submitted.
-  bool deferred_ = false;   // nghttp2 waits for data (resume to send).
+  bool deferred_ = false;       // nghttp2 waits for data (resume to send).
   std::vector<nghttp2_nv> trailer_nv_;  // Point into trailer_text_.
   std::vector<std::string> trailer_text_;
-  std::deque<Piece> out_;         // Queued messages.
-  size_t queued_ = 0;             // Their bytes not taken yet.
-  absl::Time waiting_since_ = absl::InfiniteFuture();  // Oldest unsent.
+  std::deque<Piece> out_;  // Queued messages.
+  size_t queued_ = 0;      // Their bytes not taken yet.
+  absl::Time waiting_since_ = absl::InfiniteFuture();    // Oldest unsent.
   absl::Time client_deadline_ = absl::InfiniteFuture();  // grpc-timeout.
-  absl::Time deadline_ = absl::InfiniteFuture();  // OnDeadline() is due.
+  absl::Time deadline_ = absl::InfiniteFuture();         // OnDeadline() is due.
   bool stalled_ = false;  // Reset for a write past its stall limit.
 };
 

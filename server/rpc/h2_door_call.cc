@@ -88,13 +88,22 @@ absl::Status H2DoorCall::Charge(uint64_t bytes) {
 
 void H2DoorCall::OnLoop(absl::AnyInvocable<void(H2Call*)> task,
                         bool now_if_here) {
+  // The call's connection is flushed once the task ran (it may have
+  // queued output there); the task may end, and delete, the call.
   if (now_if_here && loop_->InLoop()) {
+    const int fd = call_ != nullptr ? call_->connection_fd() : -1;
     task(call_);  // Already there: no hop.
+    if (fd >= 0) loop_->Touch(fd);
     return;
   }
-  loop_->Post([anchor = anchor_, task = std::move(task)]() mutable {
-    if (anchor->self != nullptr) task(anchor->self->call_);
-  });
+  loop_->Post(
+      [anchor = anchor_, loop = loop_, task = std::move(task)]() mutable {
+        if (anchor->self == nullptr) return;
+        H2Call* call = anchor->self->call_;
+        const int fd = call != nullptr ? call->connection_fd() : -1;
+        task(call);
+        if (fd >= 0) loop->Touch(fd);
+      });
 }
 
 void H2DoorCall::Release() {

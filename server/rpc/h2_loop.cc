@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "server/ops/threads.h"
@@ -35,7 +36,8 @@ H2Loop::~H2Loop() {
 }
 
 void H2Loop::Start(int index) {
-  thread_ = StartThread(ThreadRole::kTransportLoop, [this] { Run(); }, index);
+  thread_ = StartThread(
+      ThreadRole::kTransportLoop, [this] { Run(); }, index);
 }
 
 void H2Loop::Wake() {
@@ -63,9 +65,9 @@ void H2Loop::Adopt(int fd, uint64_t id, std::string peer, SslContext tls) {
                       tls = std::move(tls)]() mutable {
       Open& open = open_[fd];
       open.id = id;
-      open.conn = std::make_unique<H2Connection>(fd, std::move(peer), limits_,
-                                                 sink_, this, absl::Now(),
-                                                 std::move(tls));
+      open.conn =
+          std::make_unique<H2Connection>(fd, std::move(peer), limits_, sink_,
+                                         this, absl::Now(), std::move(tls));
       fd_of_[id] = fd;
       connections_.fetch_add(1, std::memory_order_relaxed);
       epoll_event ev{};
@@ -181,10 +183,6 @@ void H2Loop::Run() {
       tasks.swap(tasks_);
     }
     for (auto& task : tasks) task();
-    if (!tasks.empty()) {
-      // A task may have queued answers on any connection.
-      for (auto& [fd, open] : open_) touched.push_back(fd);
-    }
     const absl::Time now = absl::Now();
     for (Periodic& p : periodic_) {
       if (now < p.next) continue;
@@ -197,6 +195,13 @@ void H2Loop::Run() {
         if (!open.conn->Tick(now)) touched.push_back(-fd - 1);
       }
     }
+    // The connections the tasks (or ticks) queued output on, each once: not
+    // every connection of the loop, however many it holds.
+    std::sort(touched_.begin(), touched_.end());
+    touched_.erase(std::unique(touched_.begin(), touched_.end()),
+                   touched_.end());
+    touched.insert(touched.end(), touched_.begin(), touched_.end());
+    touched_.clear();
     for (int fd : touched) {
       if (fd < 0) {
         Drop(-fd - 1);

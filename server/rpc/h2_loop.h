@@ -5,12 +5,12 @@
 #ifndef METASRV_SERVER_RPC_H2_LOOP_H_
 #define METASRV_SERVER_RPC_H2_LOOP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
-#include <atomic>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -55,6 +55,9 @@ class H2Loop {
   void Shutdown();
   // Closes every connection and joins the thread. Idempotent.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Loop thread: `fd`'s connection has output to flush this turn (a task
+  // queued on one of its streams).
+  void Touch(int fd) { touched_.push_back(fd); }
   // Connections open (the loop's count, read from any thread).
   int64_t connections() const {
     return connections_.load(std::memory_order_relaxed);
@@ -86,6 +89,7 @@ class H2Loop {
     std::function<void()> tick;
   };
   std::vector<Periodic> periodic_;  // Set by Every(); loop thread only.
+  std::vector<int> touched_;        // By Touch(); loop thread only.
   std::atomic<int64_t> connections_{0};
   absl::flat_hash_map<int, Open> open_;  // By descriptor; loop thread only.
   absl::flat_hash_map<uint64_t, int> fd_of_;  // Loop thread only.
