@@ -16,12 +16,10 @@ B=${BUILD_DIR:-build}
 OUT=${OUT:-$B/bench-results}
 DUR=${DUR:-8s}
 WARM=${WARM:-2s}
-mkdir -p "$OUT"
 . bench/lib.sh
 port=39400
-csv="$OUT/closed_api.csv"
+start_csv closed_api.csv "rep,target,msgs,msgs_per_s,p50_us,p99_us,errors,server_cpu_s,cpu_us_per_msg"
 targets=(echo echo-cq echo-h2 metasrv metasrv-zstd)
-echo "rep,target,msgs,msgs_per_s,p50_us,p99_us,errors,server_cpu_s,cpu_us_per_msg" >"$csv"
 for rep in $(seq "$REPS"); do
   shift_by=$(( (rep - 1) % ${#targets[@]} ))
   for target in "${targets[@]:shift_by}" "${targets[@]:0:shift_by}"; do

@@ -13,18 +13,14 @@ cd "$(dirname "$0")/.."
 OLD=$1 NEW=$2 REPS=${3:-5}
 B=${BUILD_DIR:-build}
 OUT=${OUT:-$B/bench-results}
-mkdir -p "$OUT"
 . bench/lib.sh
 port=39800
-csv="$OUT/many_connections.csv"
-echo "rep,target,msgs,p99_us,range_reads,range_p50_us,server_cpu_s,cpu_us_per_read" >"$csv"
+start_csv many_connections.csv "rep,target,msgs,p99_us,range_reads,range_p50_us,server_cpu_s,cpu_us_per_read"
 for rep in $(seq "$REPS"); do
   for which in old new; do
     port=$((port + 1))
-    bin=$OLD; [[ $which == new ]] && bin=$NEW
-    "$bin" --bind_addr=127.0.0.1:$port --log_level=warn &
-    server_pid=$!
-    wait_for_port $port
+    METASRV_BIN=$OLD; [[ $which == new ]] && METASRV_BIN=$NEW
+    start_server metasrv $port
     r=$(loadgen $which --mode=open --interval=1s --streams=2000 --channels=2000 \
           --flows=1 --range_readers=4 --reader_interval=0 --warmup=3s \
           --duration=6s --server_pid=$server_pid)

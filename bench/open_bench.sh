@@ -14,11 +14,9 @@ OUT=${OUT:-$B/bench-results}
 STREAMS=${STREAMS:-"1000 10000 30000"}
 DUR=${DUR:-15s}
 WARM=${WARM:-5s}
-mkdir -p "$OUT"
 . bench/lib.sh
 port=39600
-csv="$OUT/open_api.csv"
-echo "rep,streams,target,msgs,msgs_per_s,p50_us,p99_us,late,errors,server_cpu_s,cpu_us_per_msg,rss_kib" >"$csv"
+start_csv open_api.csv "rep,streams,target,msgs,msgs_per_s,p50_us,p99_us,late,errors,server_cpu_s,cpu_us_per_msg,rss_kib"
 for rep in $(seq "$REPS"); do
   for streams in $STREAMS; do
     for target in echo echo-cq echo-h2 metasrv; do
