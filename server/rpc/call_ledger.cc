@@ -158,43 +158,43 @@ bool CallLedger::MakeRoom(const Host* asker, int kind, uint64_t limit,
   if (mine == 0) ++hosts;
   *share = std::max<int64_t>(1, static_cast<int64_t>(limit) / hosts);
   if (mine >= *share || evicting_ >= kMaxEvicting) return false;
-  Host* top = nullptr;
-  int64_t most = 0;
-  // The hosts over their share, the one holding the most first: the first
-  // with a call that may be ended gives it back (live heartbeat streams
-  // are never ended for another host).
-  std::vector<std::pair<int64_t, Host*>> over;
+  std::vector<std::pair<uint64_t, Host*>> over;
   for (const auto& [key, host] : hosts_) {
     const int64_t held = CountOf(host->by_kind, host->calls, kind);
     if (host.get() != asker && held > *share)
       over.emplace_back(held, host.get());
   }
+  return EvictFor(std::move(over), kind, /*replying=*/false, note,
+                  [&](uint64_t held) {
+                    return absl::StrCat(
+                        "ended to make room for another client host: this "
+                        "host held ",
+                        held, " of the ", limit, " ",
+                        kind < 0 ? "calls" : CallKindName(CallKind(kind)),
+                        " the server allows, more than its fair share of ",
+                        *share, "; retry later");
+                  });
+}
+
+bool CallLedger::EvictFor(std::vector<std::pair<uint64_t, Host*>> over,
+                          int kind, bool replying, EnterNote* note,
+                          absl::FunctionRef<std::string(uint64_t)> reason) {
   std::sort(over.begin(), over.end(),
             [](const auto& a, const auto& b) { return a.first > b.first; });
   const int64_t now = NowNs();
-  Call* victim = nullptr;
   for (const auto& [held, host] : over) {
-    victim = IdlestOf(*host, kind, /*replying=*/false, now);
+    Call* victim = IdlestOf(*host, kind, replying, now);
     if (victim == nullptr) continue;
-    top = host;
-    most = held;
-    break;
+    victim->evicted = true;
+    ++evicting_;
+    evicted_.fetch_add(1);
+    note->made_room = true;
+    note->cut_host = host->key;
+    note->cut_reason = reason(held);
+    Tell(victim, absl::ResourceExhaustedError(note->cut_reason));
+    return true;
   }
-  if (victim == nullptr) return false;  // Only calls in progress, or live.
-  victim->evicted = true;
-  note->made_room = true;
-  ++evicting_;
-  evicted_.fetch_add(1);
-  note->cut_host = top->key;
-  note->cut_reason = absl::StrCat(
-      "ended to make room for another client host: this host "
-      "held ",
-      most, " of the ", limit, " ",
-      kind < 0 ? "calls" : CallKindName(CallKind(kind)),
-      " the server allows, more than its fair share of ", *share,
-      "; retry later");
-  Tell(victim, absl::ResourceExhaustedError(note->cut_reason));
-  return true;
+  return false;
 }
 
 CallLedger::Call* CallLedger::IdlestOf(const Host& host, int kind,
@@ -276,37 +276,28 @@ bool CallLedger::MakeReplyRoom(const Ticket& asker, uint64_t limit,
   absl::MutexLock lock(&mu_);
   if (limit == 0 || evicting_ >= kMaxEvicting) return false;
   const Host* mine = asker.call_->host;
-  int64_t hosts = 0;
-  Host* top = nullptr;
-  uint64_t most = 0;
+  std::vector<std::pair<uint64_t, Host*>> holding;
   for (const auto& [key, host] : hosts_) {
     const uint64_t held = host->reply_bytes.load(std::memory_order_relaxed);
-    if (held == 0 && host.get() != mine) continue;
-    ++hosts;
-    if (host.get() != mine && held > most) {
-      most = held;
-      top = host.get();
-    }
+    if (held > 0 && host.get() != mine) holding.emplace_back(held, host.get());
   }
-  const uint64_t share =
-      limit / static_cast<uint64_t>(std::max<int64_t>(1, hosts));
-  if (mine->reply_bytes.load(std::memory_order_relaxed) >= share ||
-      top == nullptr || most <= share) {
-    return false;
+  const uint64_t share = limit / (holding.size() + 1);
+  if (mine->reply_bytes.load(std::memory_order_relaxed) >= share) return false;
+  std::vector<std::pair<uint64_t, Host*>> over;
+  for (const auto& entry : holding) {
+    if (entry.first > share) over.push_back(entry);
   }
-  Call* victim = IdlestOf(*top, -1, /*replying=*/true, NowNs());
-  if (victim == nullptr) return false;
-  victim->evicted = true;
-  ++evicting_;
-  evicted_.fetch_add(1);
-  note->made_room = true;
-  note->cut_host = top->key;
-  note->cut_reason = absl::StrCat(
-      "ended to make room for another client host: this host held ", most,
-      " bytes of unread answers, more than its fair share of ", share,
-      " of the reply budget (", limit, "); read them or retry later");
-  Tell(victim, absl::ResourceExhaustedError(note->cut_reason));
-  return true;
+  return EvictFor(std::move(over), -1, /*replying=*/true, note,
+                  [&](uint64_t held) {
+                    return absl::StrCat(
+                        "ended to make room for another client host: this "
+                        "host held ",
+                        held,
+                        " bytes of unread answers, more than its fair share "
+                        "of ",
+                        share, " of the reply budget (", limit,
+                        "); read them or retry later");
+                  });
 }
 
 int CallLedger::AbortSilent(

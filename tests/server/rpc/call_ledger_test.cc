@@ -305,6 +305,52 @@ TEST(CallLedgerTest, AHostsRepliesAreBoundedByItsShare) {
   EXPECT_TRUE(a2->TakeReply(60));
 }
 
+// With the reply budget full, a host under its share of it gets room: the
+// longest-idle call with an unread answer is ended, of the host holding the
+// most bytes that has one; a host whose calls are all live heartbeat
+// streams is passed over for the next.
+TEST(CallLedgerTest, ReplyRoomWalksHostsUntilOneHasAnIdleCallToEnd) {
+  core::ManualClock clock;
+  CallLedger ledger({0, 0, 0, {}}, &clock);
+  Held nat, idle;
+  for (int i = 0; i < 4; ++i) {
+    auto stream =
+        ledger.Enter(absl::StrCat("ipv4:10.0.0.1:", i), CallKind::kHeartbeat);
+    ASSERT_TRUE(stream.ok());
+    nat.Add(*std::move(stream));
+    nat.tickets.back()->SetTold(absl::Seconds(1), absl::Seconds(4));
+    nat.tickets.back()->ChargeReply(50);
+  }
+  for (int i = 0; i < 2; ++i) {
+    auto unary =
+        ledger.Enter(absl::StrCat("ipv4:10.0.0.2:", i), CallKind::kUnary);
+    ASSERT_TRUE(unary.ok());
+    idle.Add(*std::move(unary));
+  }
+  idle.tickets[0]->ChargeReply(150);  // The other has no answer in flight.
+  auto asker = ledger.Enter("ipv4:10.0.0.3:1", CallKind::kUnary);
+  ASSERT_TRUE(asker.ok());
+  clock.Advance(absl::Milliseconds(1500));
+  for (auto& ticket : nat.tickets) ticket->Touch();  // At their cadence.
+  // Budget 300 over three hosts: shares of 100; the NAT holds 200, all
+  // live; the idle host 150.
+  EnterNote note;
+  ASSERT_TRUE(ledger.MakeReplyRoom(*asker, 300, &note));
+  EXPECT_EQ(note.cut_host, "ipv4:10.0.0.2");
+  EXPECT_NE(note.cut_reason.find("150 bytes of unread answers"),
+            std::string::npos)
+      << note.cut_reason;
+  EXPECT_EQ(idle.calls[0]->told, 1);
+  EXPECT_EQ(idle.calls[1]->told, 0);  // Nothing unread: not a victim.
+  for (const auto& call : nat.calls) EXPECT_EQ(call->told, 0);
+  EXPECT_EQ(ledger.evicted(), 1u);
+  // Once its share is held, the asker gets no more room.
+  asker->ChargeReply(100);
+  EnterNote none;
+  EXPECT_FALSE(ledger.MakeReplyRoom(*asker, 300, &none));
+  EXPECT_FALSE(none.made_room);
+}
+
 TEST(CallLedgerTest, ManyThreadsEnterEvictAndLeaveWithinTheBounds) {
   constexpr int kThreads = 8, kRounds = 2000;
   CallLedger ledger({/*max_calls=*/16, /*max_calls_per_peer=*/8, 1000, {}},
