@@ -1,8 +1,8 @@
 #include "server/rpc/h2_connection.h"
 
 #include <errno.h>
-#include <sys/socket.h>
 #include <openssl/err.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,10 +15,10 @@
 namespace metasrv::server {
 namespace {
 
-constexpr int kH2Internal = 13;   // INTERNAL.
-constexpr int kH2Resource = 8;    // RESOURCE_EXHAUSTED.
+constexpr int kH2Internal = 13;  // INTERNAL.
+constexpr int kH2Resource = 8;   // RESOURCE_EXHAUSTED.
 constexpr int kH2Unimplemented = 12;
-constexpr int kH2Deadline = 4;    // DEADLINE_EXCEEDED.
+constexpr int kH2Deadline = 4;  // DEADLINE_EXCEEDED.
 
 H2Connection* ConnectionOf(void* user_data) {
   return static_cast<H2Connection*>(user_data);
@@ -37,10 +37,8 @@ nghttp2_session_callbacks* H2Connection::Callbacks() {
     nghttp2_session_callbacks_set_on_header_callback(cb, &HeaderCb);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &FrameRecvCb);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb, &FrameSendCb);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb,
-                                                              &DataChunkCb);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cb,
-                                                           &StreamCloseCb);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &DataChunkCb);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, &StreamCloseCb);
     return cb;
   }();
   return callbacks;
@@ -291,24 +289,20 @@ void H2Connection::Resume(H2Call* call) {
   }
 }
 
-void H2Connection::Refuse(H2Call* call, int code, absl::string_view message) {
-  call->Finish(code, message);
-}
-
 void H2Connection::Dispatch(H2Call* call) {
   call->dispatched_ = true;
   const RequestHead& head = call->head_;
   if (call->header_overflow_) {
-    Refuse(call, kH2Resource, "the request's header list is too long");
+    call->Finish(kH2Resource, "the request's header list is too long");
   } else if (head.method != "POST" ||
              !absl::StartsWith(head.content_type, "application/grpc")) {
-    Refuse(call, kH2Internal, "not a gRPC request");
+    call->Finish(kH2Internal, "not a gRPC request");
   } else if (head.bad_timeout) {
-    Refuse(call, kH2Internal, "grpc-timeout does not parse");
+    call->Finish(kH2Internal, "grpc-timeout does not parse");
   } else if (!head.encoding.empty() && head.encoding != "identity" &&
              head.encoding != "zstd") {
-    Refuse(call, kH2Unimplemented,
-           "grpc-encoding " + head.encoding + " is not supported");
+    call->Finish(kH2Unimplemented,
+                 "grpc-encoding " + head.encoding + " is not supported");
   } else {
     if (head.timeout.has_value()) {
       call->client_deadline_ = now_ + *head.timeout;
@@ -346,7 +340,8 @@ void H2Connection::Deliver(H2Call* call) {
 ssize_t H2Connection::SendCb(nghttp2_session*, const uint8_t* data,
                              size_t length, int, void* user_data) {
   H2Connection* conn = ConnectionOf(user_data);
-  if (conn->out_.size() - conn->out_done_ >= conn->limits_.socket_buffer_bytes) {
+  if (conn->out_.size() - conn->out_done_ >=
+      conn->limits_.socket_buffer_bytes) {
     return NGHTTP2_ERR_WOULDBLOCK;
   }
   conn->out_.append(reinterpret_cast<const char*>(data), length);
@@ -357,7 +352,8 @@ int H2Connection::SendDataCb(nghttp2_session*, nghttp2_frame* frame,
                              const uint8_t* framehd, size_t length,
                              nghttp2_data_source* source, void* user_data) {
   H2Connection* conn = ConnectionOf(user_data);
-  if (conn->out_.size() - conn->out_done_ >= conn->limits_.socket_buffer_bytes) {
+  if (conn->out_.size() - conn->out_done_ >=
+      conn->limits_.socket_buffer_bytes) {
     return NGHTTP2_ERR_WOULDBLOCK;
   }
   auto* call = static_cast<H2Call*>(source->ptr);
@@ -367,8 +363,8 @@ int H2Connection::SendDataCb(nghttp2_session*, nghttp2_frame* frame,
   return 0;
 }
 
-ssize_t H2Connection::ReadDataCb(nghttp2_session* session, int32_t id,
-                                 uint8_t*, size_t length, uint32_t* flags,
+ssize_t H2Connection::ReadDataCb(nghttp2_session* session, int32_t id, uint8_t*,
+                                 size_t length, uint32_t* flags,
                                  nghttp2_data_source* source, void* user_data) {
   auto* call = static_cast<H2Call*>(source->ptr);
   if (call->trailers_sent_) {
@@ -399,15 +395,14 @@ int H2Connection::BeginHeadersCb(nghttp2_session*, const nghttp2_frame* frame,
     return 0;
   }
   const int32_t id = frame->hd.stream_id;
-  conn->calls_[id].reset(
-      new H2Call(conn, id, conn->limits_.max_message_bytes));
+  conn->calls_[id].reset(new H2Call(conn, id, conn->limits_.max_message_bytes));
   return 0;
 }
 
 int H2Connection::HeaderCb(nghttp2_session*, const nghttp2_frame* frame,
                            const uint8_t* name_data, size_t name_len,
-                           const uint8_t* value_data, size_t value_len,
-                           uint8_t, void* user_data) {
+                           const uint8_t* value_data, size_t value_len, uint8_t,
+                           void* user_data) {
   H2Connection* conn = ConnectionOf(user_data);
   H2Call* call = conn->Find(frame->hd.stream_id);
   if (call == nullptr || call->dispatched_) return 0;  // Trailers: ignored.
@@ -422,20 +417,20 @@ int H2Connection::HeaderCb(nghttp2_session*, const nghttp2_frame* frame,
   const absl::string_view value(reinterpret_cast<const char*>(value_data),
                                 value_len);
   // The fields gRPC reads, each kept as it came.
-  static constexpr std::pair<const char*, std::string RequestHead::*>
-      kKept[] = {{":path", &RequestHead::path},
-                 {":method", &RequestHead::method},
-                 {"content-type", &RequestHead::content_type},
-                 {"te", &RequestHead::te},
-                 {"grpc-encoding", &RequestHead::encoding},
-                 {"authorization", &RequestHead::authorization}};
+  static constexpr std::pair<const char*, std::string RequestHead::*> kKept[] =
+      {{":path", &RequestHead::path},
+       {":method", &RequestHead::method},
+       {"content-type", &RequestHead::content_type},
+       {"te", &RequestHead::te},
+       {"grpc-encoding", &RequestHead::encoding},
+       {"authorization", &RequestHead::authorization}};
   for (const auto& [field, member] : kKept) {
     if (name == field) {
       head.*member = std::string(value);
       return 0;
     }
   }
-  if (false) {  } else if (name == "grpc-timeout") {
+  if (name == "grpc-timeout") {
     head.timeout = ParseGrpcTimeout(value);
     head.bad_timeout = !head.timeout.has_value();
   }
@@ -532,8 +527,9 @@ int H2Connection::DataChunkCb(nghttp2_session*, uint8_t, int32_t id,
       });
   if (!fed.ok()) {
     nghttp2_session_consume(conn->session_, id, len);
-    call->Finish(fed.code() == absl::StatusCode::kResourceExhausted ? kH2Resource
-                                                                    : kH2Internal,
+    call->Finish(fed.code() == absl::StatusCode::kResourceExhausted
+                     ? kH2Resource
+                     : kH2Internal,
                  fed.message());
     return 0;
   }

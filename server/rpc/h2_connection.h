@@ -118,8 +118,6 @@ class H2Connection {
   // Sends the response HEADERS (with a data source) or Trailers-Only.
   void SubmitHeaders(H2Call* call);
   void Resume(H2Call* call);
-  // Ends the call's stream with a status before it was handed over.
-  void Refuse(H2Call* call, int code, absl::string_view message);
   // Writes out_ to the socket; false on an error.
   bool WriteOut(absl::Time now);
   // The socket's bytes, through TLS if it is on: > 0 bytes, 0 the peer
