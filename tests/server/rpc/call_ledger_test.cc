@@ -41,6 +41,19 @@ struct Held {
   }
 };
 
+// Enters `n` heartbeat streams from 10.0.0.1 (one host behind a NAT, say),
+// each told to send every second (so live while touched within two) and
+// silent past 4 s, into `nat`.
+void AddToldStreams(CallLedger& ledger, int n, Held* nat) {
+  for (int i = 0; i < n; ++i) {
+    auto stream =
+        ledger.Enter(absl::StrCat("ipv4:10.0.0.1:", i), CallKind::kHeartbeat);
+    ASSERT_TRUE(stream.ok());
+    nat->Add(*std::move(stream));
+    nat->tickets.back()->SetTold(absl::Seconds(1), absl::Seconds(4));
+  }
+}
+
 TEST(CallLedgerTest, AHostIsThePeersPrefixWithoutItsPort) {
   EXPECT_EQ(CallLedger::HostOf("ipv4:10.0.0.1:5000", 32), "ipv4:10.0.0.1");
   EXPECT_EQ(CallLedger::HostOf("ipv4:10.0.7.1:5000", 24), "ipv4:10.0.7.0/24");
@@ -182,13 +195,8 @@ TEST(CallLedgerTest, LiveHeartbeatStreamsAreNeverEndedForAnotherHost) {
   core::ManualClock clock;
   CallLedger ledger({/*max_calls=*/7, 0, 0, {}}, &clock);
   Held nat, idle;
-  for (int i = 0; i < 4; ++i) {
-    auto stream =
-        ledger.Enter(absl::StrCat("ipv4:10.0.0.1:", i), CallKind::kHeartbeat);
-    ASSERT_TRUE(stream.ok());
-    nat.Add(*std::move(stream));
-    nat.tickets.back()->SetTold(absl::Seconds(1), absl::Seconds(4));
-    if (i == 3) continue;
+  AddToldStreams(ledger, 4, &nat);
+  for (int i = 0; i < 3; ++i) {
     auto held =
         ledger.Enter(absl::StrCat("ipv4:10.0.0.2:", i), CallKind::kUnary);
     ASSERT_TRUE(held.ok());
@@ -313,14 +321,8 @@ TEST(CallLedgerTest, ReplyRoomWalksHostsUntilOneHasAnIdleCallToEnd) {
   core::ManualClock clock;
   CallLedger ledger({0, 0, 0, {}}, &clock);
   Held nat, idle;
-  for (int i = 0; i < 4; ++i) {
-    auto stream =
-        ledger.Enter(absl::StrCat("ipv4:10.0.0.1:", i), CallKind::kHeartbeat);
-    ASSERT_TRUE(stream.ok());
-    nat.Add(*std::move(stream));
-    nat.tickets.back()->SetTold(absl::Seconds(1), absl::Seconds(4));
-    nat.tickets.back()->ChargeReply(50);
-  }
+  AddToldStreams(ledger, 4, &nat);
+  for (auto& ticket : nat.tickets) ticket->ChargeReply(50);
   for (int i = 0; i < 2; ++i) {
     auto unary =
         ledger.Enter(absl::StrCat("ipv4:10.0.0.2:", i), CallKind::kUnary);
