@@ -29,7 +29,6 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "server/ops/tcp_listener.h"
-#include "server/rpc/grpc_acceptor.h"
 #include "server/rpc/h2_transport.h"
 #include "greptime/v1/meta/heartbeat.grpc.pb.h"
 #include "metasrv/v1/metasrv.grpc.pb.h"
@@ -260,30 +259,23 @@ class H2Echo final : public metasrv::server::CallSink {
 
 // Serves until SIGINT or SIGTERM (blocked by the caller).
 int ServeH2(const std::string& addr, int flows) {
-  using metasrv::server::GrpcAcceptor;
   H2Echo echo(flows);
   metasrv::server::H2TransportOptions options;
   options.threads =
       static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   metasrv::server::H2Transport transport(options, &echo);
-  GrpcAcceptor acceptor(metasrv::server::RaiseDescriptorLimit() - 64);
-  if (!acceptor.Listen(addr).ok()) {
+  auto listener = metasrv::server::TcpListener::Listen(addr);
+  if (!listener.ok()) {
     std::fprintf(stderr, "cannot listen on %s\n", addr.c_str());
     return 1;
   }
-  transport.Start();
-  acceptor.Start(
-      [&transport](int fd, const sockaddr_storage& peer) {
-        transport.Adopt(fd, peer);
-      },
-      {});
+  transport.Start(*std::move(listener));
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   int sig = 0;
   sigwait(&stop, &sig);
-  acceptor.Stop();
   transport.Stop();
   return 0;
 }

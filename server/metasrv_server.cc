@@ -67,16 +67,17 @@ absl::StatusOr<std::unique_ptr<MetasrvServer>> MetasrvServer::Start(
   }
   const DescriptorCeilings ceilings =
       DescriptorCeilings::For(RaiseDescriptorLimit());
-  auto acceptor = std::make_unique<GrpcAcceptor>(ceilings.grpc);
+  std::unique_ptr<TcpListener> listener;
   if (requested_port == 0) {
-    if (absl::Status bound = acceptor->Listen(bind_addr); !bound.ok()) {
-      return bound;
-    }
-    bind_addr = JoinHostPort(host, acceptor->port());
+    absl::StatusOr<std::unique_ptr<TcpListener>> bound =
+        TcpListener::Listen(bind_addr, "--bind_addr");
+    if (!bound.ok()) return bound.status();
+    listener = *std::move(bound);
+    bind_addr = JoinHostPort(host, listener->port());
   }
   std::unique_ptr<MetasrvServer> s(
       new MetasrvServer(checked, std::move(bind_addr), ceilings));
-  s->acceptor_ = std::move(acceptor);
+  s->listener_ = std::move(listener);
   // Never a wildcard: clients dial what AskLeader and MetasrvPeers say.
   absl::StatusOr<std::string> advertised = AdvertisableAddress(
       s->options_.server_addr.empty() ? s->options_.bind_addr
@@ -269,17 +270,17 @@ absl::Status MetasrvServer::MakeServices() {
 }
 
 absl::Status MetasrvServer::Serve() {
-  if (acceptor_->port() == 0) {
-    if (absl::Status bound = acceptor_->Listen(options_.bind_addr);
-        !bound.ok()) {
-      return bound;
-    }
+  if (listener_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<TcpListener>> bound =
+        TcpListener::Listen(options_.bind_addr, "--bind_addr");
+    if (!bound.ok()) return bound.status();
+    listener_ = *std::move(bound);
   }
   // gRPC's health service has no protobuf descriptor; ours (from Debian's
   // grpc-proto) must be linked in for reflection to describe it. A static
   // library drops an object nothing refers to: this refers to it.
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
-  port_ = acceptor_->port();
+  port_ = listener_->port();
   H2TransportOptions h2;
   h2.threads =
       options_.transport_threads > 0
@@ -310,20 +311,16 @@ absl::Status MetasrvServer::Serve() {
     if (absl::Status made = MakeTlsIdentity(); !made.ok()) return made;
     h2.tls = h2_tls_.get();
   }
+  h2.descriptor_ceiling = descriptor_ceilings_.grpc;
   transport_ = std::make_unique<H2Transport>(h2, dispatcher_.get());
-  transport_->Start();
+  transport_->Start(std::move(listener_), AcceptListeners());
   dispatcher_->SweepOn(transport_.get());
-  acceptor_->Start(
-      [transport = transport_.get()](int fd, const sockaddr_storage& peer) {
-        transport->Adopt(fd, peer);
-      },
-      AcceptorListeners());
   LogServing();
   return absl::OkStatus();
 }
 
-GrpcAcceptor::Listeners MetasrvServer::AcceptorListeners() {
-  GrpcAcceptor::Listeners listeners;
+H2Transport::AcceptListeners MetasrvServer::AcceptListeners() {
+  H2Transport::AcceptListeners listeners;
   listeners.on_refused = [metrics = metrics_.get()] {
     metrics->ConnectionDropped(ConnectionDrop::kGrpcRefused);
   };
@@ -368,7 +365,7 @@ HttpServer::Routes MetasrvServer::HttpRoutes() {
     absl::MutexLock lock(&shutdown_mu_);
     if (shut_down_)
       return HttpAnswer{503, "text/plain; charset=utf-8", "shutting down\n"};
-    if (!acceptor_->Accepting()) {
+    if (!DescriptorFreeBelow(descriptor_ceilings_.grpc)) {
       return HttpAnswer{503, "text/plain; charset=utf-8",
                         "not accepting gRPC connections: out of file "
                         "descriptors\n"};
@@ -470,7 +467,7 @@ void MetasrvServer::Shutdown() {
   if (election_ != nullptr) election_->Stop();
   spdlog::info("shutting down: ending {} heartbeat streams",
                door_->ledger().open(CallKind::kHeartbeat));
-  acceptor_->Stop();  // First: it sets the health status too.
+  transport_->StopAccepting();  // First: it sets the health status too.
   health_->Shutdown();
   if (expirer_ != nullptr) expirer_->Stop();
   const absl::Status shutting_down =

@@ -25,7 +25,6 @@
 #include "server/ops/tls_identity.h"
 #include "server/rpc/call_dispatcher.h"
 #include "server/rpc/call_door.h"
-#include "server/rpc/grpc_acceptor.h"
 #include "server/rpc/h2_transport.h"
 #include "server/rpc/health_service.h"
 #include "server/rpc/read_executor.h"
@@ -116,8 +115,9 @@ class MetasrvServer final : public core::LeadershipListener {
   void LogServing() const;
   // The TLS identity the transport serves from (tls_identity_).
   absl::Status MakeTlsIdentity();
-  // What the acceptor tells of: refused connections, accepting or not.
-  GrpcAcceptor::Listeners AcceptorListeners();
+  // What the transport's acceptor tells of: refused connections,
+  // accepting or not.
+  H2Transport::AcceptListeners AcceptListeners();
   // How often the TLS files are read again, seconds.
   static constexpr unsigned int kTlsRefreshSeconds = 2;
   // /metrics, /health and /ready.
@@ -136,8 +136,9 @@ class MetasrvServer final : public core::LeadershipListener {
   std::string log_level_ ABSL_GUARDED_BY(reload_mu_) = options_.log_level;
   // Descriptors each port's connections may take (soft limit raised first).
   const DescriptorCeilings descriptor_ceilings_;
-  // The gRPC port's connections: bound by Start(), serving from Serve().
-  std::unique_ptr<GrpcAcceptor> acceptor_;
+  // The gRPC port: bound by Start() (port 0) or Serve(), then the
+  // transport's.
+  std::unique_ptr<TcpListener> listener_;
   int port_ = 0;                 // The port bound.
   std::string advertised_addr_;  // What AskLeader answers.
   // What this replica says about itself (MetasrvPeers, candidate info).

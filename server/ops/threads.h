@@ -20,7 +20,7 @@ namespace metasrv::server {
 
 enum class ThreadRole {
   kTransportLoop,   // rpc/h2_loop: one per --transport_threads.
-  kAcceptor,        // rpc/grpc_acceptor.
+  kAcceptor,        // rpc/h2_transport: its accept thread.
   kReadWorker,      // rpc/read_executor: one per --read_threads.
   kWatchPublisher,  // watch/flow_state_watch.
   kHttp,            // ops/http_server.

@@ -1,17 +1,26 @@
 #include "server/rpc/h2_transport.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <utility>
 
 #include "server/ops/net_util.h"
+#include "server/ops/threads.h"
 #include "server/rpc/call_ledger.h"
 
 namespace metasrv::server {
 
 H2Transport::H2Transport(const H2TransportOptions& options, CallSink* sink)
-    : options_(options), sink_(sink) {
+    : options_(options),
+      descriptor_ceiling_(
+          options.descriptor_ceiling > 0
+              ? options.descriptor_ceiling
+              : DescriptorCeilings::For(RaiseDescriptorLimit()).grpc),
+      sink_(sink),
+      stop_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   const int threads = std::max(1, options.threads);
   H2Limits limits = options.limits;
   if (limits.max_held_requests > 0) limits.held_requests = &held_requests_;
@@ -21,11 +30,58 @@ H2Transport::H2Transport(const H2TransportOptions& options, CallSink* sink)
   }
 }
 
-H2Transport::~H2Transport() { Stop(); }
+H2Transport::~H2Transport() {
+  Stop();
+  if (stop_fd_ >= 0) close(stop_fd_);
+}
 
-void H2Transport::Start() {
+void H2Transport::Start(std::unique_ptr<TcpListener> listener,
+                        AcceptListeners listeners) {
   for (size_t i = 0; i < loops_.size(); ++i) {
     loops_[i]->Start(i);
+  }
+  listener_ = std::move(listener);
+  acceptor_ = StartThread(ThreadRole::kAcceptor,
+                          [this, listener = listener_.get(),
+                           listeners = std::move(listeners)]() mutable {
+                            AcceptLoop(listener, std::move(listeners));
+                          });
+}
+
+void H2Transport::StopAccepting() {
+  if (acceptor_.joinable()) {
+    const uint64_t one = 1;
+    (void)!write(stop_fd_, &one, sizeof(one));
+    acceptor_.join();
+  }
+  listener_.reset();
+}
+
+void H2Transport::AcceptLoop(TcpListener* listener, AcceptListeners listeners) {
+  const int ceiling = descriptor_ceiling_;
+  bool accepting = true;  // As last told to on_accepting.
+  bool paused = false;    // Out of descriptors: connections wait queued.
+  const auto adopt = [this](const TcpListener::Accepted& accepted) {
+    Adopt(accepted.fd, accepted.peer);  // Ours from here.
+  };
+  const auto refused = [&listeners] {
+    if (listeners.on_refused) listeners.on_refused();
+  };
+  for (;;) {
+    const int timeout_ms = paused ? 50 : (accepting ? -1 : 1000);
+    pollfd fds[2] = {
+        {stop_fd_, POLLIN, 0},
+        {listener->fd(), static_cast<short>(paused ? 0 : POLLIN), 0}};
+    poll(fds, 2, timeout_ms);
+    if (fds[0].revents != 0) return;
+    if (paused || fds[1].revents != 0) {
+      paused = !listener->AcceptAll(ceiling, adopt, refused);
+    }
+    const bool now = !paused && Accepting();
+    if (now != accepting) {
+      accepting = now;
+      if (listeners.on_accepting) listeners.on_accepting(now);
+    }
   }
 }
 
@@ -118,6 +174,7 @@ void H2Transport::Shutdown() {
 }
 
 void H2Transport::Stop() {
+  StopAccepting();
   for (auto& loop : loops_) loop->Stop();
 }
 

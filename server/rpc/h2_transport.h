@@ -1,8 +1,11 @@
-// The gRPC port's HTTP/2 transport: event loops (h2_loop.h) that speak
-// HTTP/2 through nghttp2, fed by the port's acceptor. Connections are
-// shared between hosts at accept: at `max_connections` a new one closes
-// the oldest connection of the host holding the most (max-min), so one host
-// cannot take the port's descriptors from the others.
+// The gRPC port's HTTP/2 transport: it accepts the port's connections on its
+// own thread (through a TcpListener, so that running out of descriptors
+// pauses accepting instead of ending it, and gRPC's connections leave
+// descriptors to the rest of the process) and serves them on event loops
+// (h2_loop.h) that speak HTTP/2 through nghttp2. Connections are shared
+// between hosts at accept: at `max_connections` a new one closes the oldest
+// connection of the host holding the most (max-min), so one host cannot
+// take the port's descriptors from the others.
 #ifndef METASRV_SERVER_RPC_H2_TRANSPORT_H_
 #define METASRV_SERVER_RPC_H2_TRANSPORT_H_
 
@@ -10,8 +13,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -19,6 +24,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/ops/tcp_listener.h"
 #include "server/rpc/h2_loop.h"
 #include "server/rpc/h2_tls.h"
 
@@ -32,6 +38,10 @@ struct H2TransportOptions {
   // TLS for every connection (borrowed; outlives the transport); null:
   // plaintext.
   H2Tls* tls = nullptr;
+  // An accepted connection whose descriptor would be at or above this is
+  // closed at once; 0: DescriptorCeilings' gRPC ceiling for this process's
+  // limit.
+  int descriptor_ceiling = 0;
 };
 
 // Thread safety: all of it, from any thread.
@@ -43,22 +53,30 @@ class H2Transport {
   H2Transport(const H2Transport&) = delete;
   H2Transport& operator=(const H2Transport&) = delete;
 
-  // Starts the loops (named h2-loop-0, h2-loop-1, ...: ops/threads.h).
-  void Start();
-  // Takes an accepted connection (non-blocking `fd`, its peer address).
-  // While too many closes are under way (kClosingSlack) it waits for the
-  // loops to finish some, at most kClosingWait, before it closes the
-  // newcomer: a flood's burst of evictions does not turn away the honest
-  // connection that comes right after it. (Called by the one acceptor
-  // thread, which accepts nothing meanwhile.)
-  void Adopt(int fd, const sockaddr_storage& peer) ABSL_LOCKS_EXCLUDED(mu_);
+  // What the acceptor thread tells of, on that thread; either may be empty.
+  struct AcceptListeners {
+    std::function<void()> on_refused;  // Each connection closed at accept.
+    // Whether connections can be taken (Accepting()), each time that
+    // changes.
+    std::function<void(bool)> on_accepting;
+  };
+  // Starts the loops (named h2-loop-0, h2-loop-1, ...: ops/threads.h), then
+  // the acceptor thread on `listener` (bound by TcpListener::Listen).
+  void Start(std::unique_ptr<TcpListener> listener,
+             AcceptListeners listeners = {});
+  // Stops accepting and closes the listening socket (connecting peers are
+  // refused); connections open go on. Idempotent.
+  void StopAccepting();
+  // Whether a connection arriving now would be kept: a descriptor below the
+  // ceiling is free.
+  bool Accepting() const { return DescriptorFreeBelow(descriptor_ceiling_); }
   // Runs `tick` about every `period` on the first loop (after Start()).
   void Every(absl::Duration period, std::function<void()> tick) {
     loops_.front()->Every(period, std::move(tick));
   }
   // GOAWAY on every connection (two phases); calls open go on.
   void Shutdown();
-  // Closes every connection and stops the loops.
+  // Stops accepting, closes every connection and stops the loops.
   void Stop();
   // Connections open; those closed to make room for another host's; and
   // those closed at accept while too many closes were under way.
@@ -75,11 +93,25 @@ class H2Transport {
     uint64_t id;
     int loop;
   };
+  // The acceptor thread: accepts as connections come, and while it cannot
+  // (out of descriptors, or at the ceiling) looks again every so often.
+  void AcceptLoop(TcpListener* listener, AcceptListeners listeners);
+  // Takes an accepted connection (non-blocking `fd`, its peer address).
+  // While too many closes are under way (kClosingSlack) it waits for the
+  // loops to finish some, at most kClosingWait, before it closes the
+  // newcomer: a flood's burst of evictions does not turn away the honest
+  // connection that comes right after it (the acceptor accepts nothing
+  // meanwhile).
+  void Adopt(int fd, const sockaddr_storage& peer) ABSL_LOCKS_EXCLUDED(mu_);
   void Forget(uint64_t id) ABSL_LOCKS_EXCLUDED(mu_);
 
   const H2TransportOptions options_;
-  CallSink* const sink_;  // Borrowed; told of evictions.
+  const int descriptor_ceiling_;  // As resolved from the options.
+  CallSink* const sink_;          // Borrowed; told of evictions.
   std::vector<std::unique_ptr<H2Loop>> loops_;
+  std::unique_ptr<TcpListener> listener_;  // Set by Start().
+  int stop_fd_ = -1;      // eventfd: written to stop AcceptLoop().
+  std::thread acceptor_;  // Runs AcceptLoop() once started.
   std::atomic<int64_t> evicted_{0};
   std::atomic<int64_t> refused_{0};
   // Request bytes held before their messages are whole (H2Limits).

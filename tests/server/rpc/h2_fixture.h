@@ -25,7 +25,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/ops/tcp_listener.h"
-#include "server/rpc/grpc_acceptor.h"
 
 namespace metasrv::server {
 
@@ -92,21 +91,16 @@ inline bool WaitFor(const std::function<bool()>& done,
 class H2TransportTest : public ::testing::Test {
  protected:
   void Serve(H2TransportOptions options) {
+    absl::StatusOr<std::unique_ptr<TcpListener>> listener =
+        TcpListener::Listen("127.0.0.1:0");
+    ASSERT_TRUE(listener.ok()) << listener.status();
+    port_ = (*listener)->port();
     transport_ = std::make_unique<H2Transport>(options, &sink_);
-    acceptor_ = std::make_unique<GrpcAcceptor>(RaiseDescriptorLimit() - 64);
-    ASSERT_TRUE(acceptor_->Listen("127.0.0.1:0").ok());
-    transport_->Start();
-    acceptor_->Start(
-        [t = transport_.get()](int fd, const sockaddr_storage& peer) {
-          t->Adopt(fd, peer);
-        },
-        {});
-    channel_ = grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", acceptor_->port()),
-        grpc::InsecureChannelCredentials());
+    transport_->Start(*std::move(listener));
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_),
+                                   grpc::InsecureChannelCredentials());
   }
   void TearDown() override {
-    if (acceptor_) acceptor_->Stop();
     if (transport_) transport_->Stop();
   }
 
@@ -132,11 +126,11 @@ class H2TransportTest : public ::testing::Test {
     }
     return status;
   }
-  int port() const { return acceptor_->port(); }
+  int port() const { return port_; }
 
   TestSink sink_;
   std::unique_ptr<H2Transport> transport_;
-  std::unique_ptr<GrpcAcceptor> acceptor_;
+  int port_ = 0;  // Where it listens.
   std::shared_ptr<grpc::Channel> channel_;
 };
 

@@ -19,9 +19,9 @@
 #include "gtest/gtest.h"
 #include "metasrv/v1/metasrv.pb.h"
 #include "prometheus/registry.h"
+#include "server/ops/tcp_listener.h"
 #include "server/rpc/call_dispatcher.h"
 #include "server/rpc/call_door.h"
-#include "server/rpc/grpc_acceptor.h"
 #include "server/rpc/h2_transport.h"
 
 namespace metasrv::server {
@@ -58,23 +58,19 @@ class Runtime {
   CallDispatcher& dispatcher() { return dispatcher_; }
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   // Where it listens ("127.0.0.1:port").
-  std::string address() const {
-    return absl::StrCat("127.0.0.1:", acceptor_.port());
-  }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
 
   void Start() {
-    ASSERT_TRUE(acceptor_.Listen("127.0.0.1:0").ok());
+    absl::StatusOr<std::unique_ptr<TcpListener>> listener =
+        TcpListener::Listen("127.0.0.1:0");
+    ASSERT_TRUE(listener.ok()) << listener.status();
+    port_ = (*listener)->port();
     H2TransportOptions options;
     options.threads = 2;
     options.limits.write_stall_limit = door_->options().reply_stall_limit;
     transport_ = std::make_unique<H2Transport>(options, &dispatcher_);
-    transport_->Start();
+    transport_->Start(*std::move(listener));
     dispatcher_.SweepOn(transport_.get());
-    acceptor_.Start(
-        [t = transport_.get()](int fd, const sockaddr_storage& peer) {
-          t->Adopt(fd, peer);
-        },
-        {});
     channel_ = grpc::CreateChannel(address(),
                                    grpc::InsecureChannelCredentials());
   }
@@ -83,7 +79,7 @@ class Runtime {
   // calls_ended() says whether every call ended within 10 s after.
   void Stop() {
     if (transport_ == nullptr) return;
-    acceptor_.Stop();
+    transport_->StopAccepting();
     transport_->Shutdown();
     dispatcher_.WaitForCalls(absl::Now() + absl::Milliseconds(100));
     transport_->Stop();
@@ -154,7 +150,7 @@ class Runtime {
   std::unique_ptr<CallDoor> open_door_;  // Without a door of the test's.
   CallDoor* const door_;                 // The test's, or open_door_.
   CallDispatcher dispatcher_;
-  GrpcAcceptor acceptor_{RaiseDescriptorLimit() - 64};
+  int port_ = 0;  // Where it listens.
   std::unique_ptr<H2Transport> transport_;
   std::shared_ptr<grpc::Channel> channel_;
   bool calls_ended_ = false;
