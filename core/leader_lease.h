@@ -39,6 +39,14 @@ class LeaderLease {
   bool Valid() const;
   // Until when (monotonic) it may act; InfinitePast() when it may not.
   absl::Time valid_until() const;
+  // Until when (monotonic) the lease certainly still exists in the store:
+  // `s + TTL` less kRateMargin of the TTL for the two clocks' rates. A
+  // leader whose keep-alives fail keeps trying until then, and steps down
+  // only then: a keep-alive that gets through before it finds the lease
+  // (and so its leadership) unbroken, and it acts again without a reset.
+  // InfinitePast() when there is no lease.
+  absl::Time held_until() const;
+  static constexpr double kRateMargin = 0.05;
 
  private:
   const Clock* const clock_;  // Time source; borrowed.
@@ -46,6 +54,8 @@ class LeaderLease {
   mutable Mutex mu_;          // Guards valid_until_.
   absl::Time valid_until_ ABSL_GUARDED_BY(mu_) =
       absl::InfinitePast();  // See Valid().
+  absl::Time held_until_ ABSL_GUARDED_BY(mu_) =
+      absl::InfinitePast();  // See held_until().
 };
 
 }  // namespace metasrv::core

@@ -187,7 +187,19 @@ absl::Status MetasrvServer::StartSupport() {
           [this] {
             return election_ != nullptr ? election_->Health() : StoreHealth{};
           },
-          [this] { return flow_alerts_.Compute(options_.clock->Now()); }},
+          [this] { return flow_alerts_.Compute(options_.clock->Now()); },
+          [this] {
+            TransportLoad load;
+            if (const H2Transport* t = serving_.load()) {
+              load.connections = static_cast<double>(t->connections());
+              load.request_bytes_held =
+                  static_cast<double>(t->held_request_bytes());
+            }
+            if (door_ != nullptr) {
+              load.calls = static_cast<double>(door_->ledger().open_calls());
+            }
+            return load;
+          }},
       options_.metrics_reuse_threshold, options_.clock);
   // The door first: the hub charges the states it shares through it.
   AdminAuth auth;
@@ -314,6 +326,7 @@ absl::Status MetasrvServer::Serve() {
   h2.descriptor_ceiling = descriptor_ceilings_.grpc;
   transport_ = std::make_unique<H2Transport>(h2, dispatcher_.get());
   transport_->Start(std::move(listener_), AcceptListeners());
+  serving_.store(transport_.get());
   dispatcher_->SweepOn(transport_.get());
   LogServing();
   return absl::OkStatus();

@@ -3,6 +3,7 @@
 #ifndef METASRV_SERVER_METASRV_SERVER_H_
 #define METASRV_SERVER_METASRV_SERVER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -178,6 +179,8 @@ class MetasrvServer final : public core::LeadershipListener {
   // Takes every call and hands it to its method; outlives the transport.
   std::unique_ptr<CallDispatcher> dispatcher_;
   std::unique_ptr<H2Transport> transport_;  // HTTP/2 on nghttp2; its loops.
+  // transport_ once it serves, for the scrape's thread.
+  std::atomic<const H2Transport*> serving_{nullptr};
   absl::Mutex shutdown_mu_;                 // Guards below.
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;  // Shutdown() ran.
 };

@@ -430,9 +430,11 @@ void LimitRows(Rows* r) {
   AddIn(r,
         {"reply_stall_limit", nullptr,
          "an answer (a unary answer, a stream's message, a status) not "
-         "written to its connection this long ends its call with "
-         "RESOURCE_EXHAUSTED, whatever the windows, giving back its slot "
-         "and its reply budget: its client is not reading",
+         "wholly written to its connection this long, plus its size at "
+         "1 MiB/s, from when it could start ends its call with "
+         "RESOURCE_EXHAUSTED, however the client trickles its window, "
+         "giving back its slot and its reply budget: its client is not "
+         "reading",
          false},
         &ServerOptions::door, &DoorOptions::reply_stall_limit,
         Between(absl::Milliseconds(100), kDay));

@@ -223,30 +223,34 @@ void EtcdElection::SessionLoop() {
 
 absl::Status EtcdElection::KeepAliveLoop(int64_t lease) {
   const absl::Duration interval = state_.lease().keepalive_interval();
-  // Between tries of a keep-alive that failed.
-  const absl::Duration pause = std::min(absl::Milliseconds(100), interval);
+  Backoff backoff;  // Between tries of a keep-alive that failed.
   absl::Time next = clock_->Monotonic() + interval;
   while (Wait(next, true)) {
     const absl::Time sent = clock_->Monotonic();
-    absl::StatusOr<absl::Duration> left =
-        client_.LeaseKeepAlive(lease, interval);
-    if (left.ok()) {
+    // Each try ends in time for another before the lease could be gone.
+    const absl::Duration left = state_.lease().held_until() - sent;
+    absl::StatusOr<absl::Duration> renewed = client_.LeaseKeepAlive(
+        lease, std::clamp(left / 2, absl::Milliseconds(100), interval));
+    if (renewed.ok()) {
       state_.lease().Confirmed(sent);
       state_.ReportHealth(absl::OkStatus());
+      backoff.Reset();
       next = sent + interval;
       continue;
     }
     // A lease etcd no longer has is gone. Anything else (etcd slow, between
-    // raft leaders, a link down) is tried again while the lease etcd last
-    // acknowledged certainly holds (LeaderLease: until 2/3 TTL after that
-    // keep-alive was sent); the leader acts on it meanwhile, and not a
-    // moment past it (CurrentTerm checks it), so a hiccup shorter than that
-    // is not a failover.
-    if (absl::IsNotFound(left.status()) ||
-        clock_->Monotonic() + pause >= state_.lease().valid_until()) {
-      return left.status();
+    // raft leaders, a link down) is tried again, with the backoff, until
+    // the lease could have expired (LeaderLease::held_until, TTL after the
+    // last keep-alive etcd acknowledged, less a margin for clock rates).
+    // The leader acts only while the lease is valid (2/3 TTL; CurrentTerm
+    // checks it); a keep-alive that gets through before held_until finds
+    // the lease, and so its leadership, unbroken: no step-down, no reset.
+    const absl::Duration pause = backoff.Next();
+    if (absl::IsNotFound(renewed.status()) ||
+        clock_->Monotonic() + pause >= state_.lease().held_until()) {
+      return renewed.status();
     }
-    state_.ReportHealth(left.status());
+    state_.ReportHealth(renewed.status());
     next = clock_->Monotonic() + pause;
   }
   return absl::OkStatus();
@@ -268,10 +272,38 @@ void EtcdElection::CampaignLoop(int64_t lease) {
       campaign_ctx_ = nullptr;
     }
     if (key.ok()) {
-      BecomeLeader(lease, *key);
+      // A campaign that returns says that our key was first when etcd
+      // answered, not that our lease outlived the wait (it may have
+      // expired while etcd was unavailable, deleting the key, before this
+      // session's keep-alive saw it). A keep-alive sent after the win must
+      // find the lease first: only a live session leads.
+      ConfirmAndLead(lease, *key);
       return;
     }
     state_.ReportHealth(key.status());
+    if (!Wait(clock_->Monotonic() + backoff.Next(), true)) return;
+  }
+}
+
+void EtcdElection::ConfirmAndLead(int64_t lease,
+                                  const v3electionpb::LeaderKey& key) {
+  const absl::Duration interval = state_.lease().keepalive_interval();
+  Backoff backoff;
+  while (true) {
+    const absl::Time sent = clock_->Monotonic();
+    absl::StatusOr<absl::Duration> renewed =
+        client_.LeaseKeepAlive(lease, interval);
+    if (renewed.ok()) {
+      state_.lease().Confirmed(sent);
+      BecomeLeader(lease, key);
+      return;
+    }
+    if (absl::IsNotFound(renewed.status())) {
+      spdlog::warn("won the campaign of '{}' on lease {:x}, which etcd no "
+                   "longer has: not leading on it",
+                   options_.name, lease);
+      return;  // The keep-alive loop ends the session.
+    }
     if (!Wait(clock_->Monotonic() + backoff.Next(), true)) return;
   }
 }

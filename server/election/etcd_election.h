@@ -91,6 +91,9 @@ class EtcdElection final : public Election {
   // Writes our peer key on `lease` and reads every replica's into peers_;
   // false if etcd failed.
   bool RegisterAndListPeers(int64_t lease);
+  // A campaign on `lease` won with `key`: leads once a keep-alive sent
+  // after the win finds the lease; never on a session that ended.
+  void ConfirmAndLead(int64_t lease, const v3electionpb::LeaderKey& key);
   void BecomeLeader(int64_t lease, const v3electionpb::LeaderKey& key);
   uint64_t StepDown(const char* why);
   // OK if the candidate after `ours` in etcd's line (by creation revision)

@@ -202,6 +202,16 @@ class Metrics::Gauges final : public prometheus::Collectable {
     add("metasrv_has_leader",
         "1 when this replica knows a leader (itself or another), else 0.",
         sources_.has_leader);
+    const TransportLoad load =
+        sources_.transport ? sources_.transport() : TransportLoad{};
+    add("metasrv_grpc_connections_open", "gRPC connections open now.",
+        [&] { return load.connections; });
+    add("metasrv_grpc_calls_open", "gRPC calls open now (the door's count).",
+        [&] { return load.calls; });
+    add("metasrv_grpc_request_bytes_held",
+        "Request bytes the gRPC transport holds now, in messages not yet "
+        "whole or not yet asked for (bounded by --grpc_memory_limit).",
+        [&] { return load.request_bytes_held; });
     if (sources_.store) AddStore(sources_.store(), &out);
     if (sources_.flow_alerts) AddFlowAlerts(sources_.flow_alerts(), &out);
     AddProcessMetrics(&out);

@@ -78,6 +78,13 @@ struct StoreHealth {
   std::string last_error;
 };
 
+// The gRPC port's load now, as the transport and the door count it.
+struct TransportLoad {
+  double connections = 0;         // Connections open.
+  double calls = 0;               // Calls open (the door's ledger).
+  double request_bytes_held = 0;  // Request bytes not yet whole or asked for.
+};
+
 // Counters and a histogram updated on the hot path, plus gauges read from
 // `Sources` when scraped. Thread safety: all methods are safe from any thread;
 // the hot-path ones take no lock.
@@ -95,6 +102,8 @@ class Metrics {
     std::function<StoreHealth()> store;    // Unset: standalone.
     // Top flows, stalled flows, lag spread, silent flownodes; unset: none.
     std::function<FlowAlerts()> flow_alerts;
+    std::function<TransportLoad()> transport;  // Unset: zeros.
+
   };
 
   // `reuse_threshold` is how long an exposition must take to build to be

@@ -42,8 +42,11 @@ void H2Call::Send(std::vector<SharedBytes> pieces) {
   Piece piece;
   WriteMessagePrefix(false, static_cast<uint32_t>(length), piece.prefix);
   piece.parts = std::move(pieces);
-  queued_ += kMessagePrefixBytes + length;
-  if (out_.empty()) waiting_since_ = conn_->now_;
+  piece.bytes = kMessagePrefixBytes + length;
+  queued_ += piece.bytes;
+  if (out_.empty()) {
+    write_deadline_ = conn_->now_ + conn_->limits_.WriteTime(piece.bytes);
+  }
   out_.push_back(std::move(piece));
   if (!headers_sent_) {
     conn_->SubmitHeaders(this);
@@ -57,7 +60,9 @@ void H2Call::Finish(
     const std::vector<std::pair<std::string, std::string>>& trailers) {
   if (finishing_) return;
   finishing_ = true;
-  if (waiting_since_ == absl::InfiniteFuture()) waiting_since_ = conn_->now_;
+  if (write_deadline_ == absl::InfiniteFuture()) {
+    write_deadline_ = conn_->now_ + conn_->limits_.WriteTime(0);
+  }
   SetStatus(code, message, trailers);
   if (!headers_sent_) {
     headers_sent_ = true;
@@ -77,7 +82,7 @@ void H2Call::Abandon(int code, absl::string_view message) {
   out_.clear();
   queued_ = 0;
   finishing_ = true;
-  waiting_since_ = absl::InfiniteFuture();
+  write_deadline_ = absl::InfiniteFuture();
   SetStatus(code, message, {});
   trailers_sent_ = true;
   if (!headers_sent_) {
@@ -147,13 +152,17 @@ void H2Call::Take(size_t n, std::string* out) {
     if (piece.prefix_done == kMessagePrefixBytes &&
         piece.part == piece.parts.size()) {
       out_.pop_front();
+      // The next answer's time starts now; a part of one taken does not
+      // move its deadline.
+      write_deadline_ =
+          out_.empty() ? absl::InfiniteFuture()
+                       : conn_->now_ + conn_->limits_.WriteTime(
+                                           out_.front().bytes);
     }
   }
   if (out_.empty()) {
-    waiting_since_ = finishing_ ? conn_->now_ : absl::InfiniteFuture();
+    if (finishing_) write_deadline_ = conn_->now_ + conn_->limits_.WriteTime(0);
     conn_->drained_.push_back(id_);
-  } else {
-    waiting_since_ = conn_->now_;
   }
 }
 

@@ -108,8 +108,10 @@ class H2Call {
   void Abandon(int code, absl::string_view message);
   // Resets the stream (RST_STREAM CANCEL): nothing more is sent.
   void Reset();
-  // Bytes queued and not yet taken by the socket buffer.
+  // Bytes queued and not yet taken by the socket buffer, and the answers
+  // they belong to.
   size_t queued() const { return queued_; }
+  size_t queued_answers() const { return out_.size(); }
   bool finished() const { return finishing_; }
   // Whether it was reset because its answer could not be written within
   // the write stall limit (a client that does not read).
@@ -132,9 +134,14 @@ class H2Call {
     std::vector<SharedBytes> parts;
     size_t part = 0;    // The part being taken,
     size_t offset = 0;  // and its bytes taken.
+    size_t bytes = 0;   // Prefix and parts, in all.
   };
   H2Call(H2Connection* conn, int32_t id, size_t max_message)
       : conn_(conn), id_(id), assembler_(max_message) {}
+  // Gives back what it counts in held_requests: the one give-back, however
+  // the call ends (its stream closed, its connection dropped, shut down).
+  ~H2Call() { ReleaseHeld(held_bytes_); }
+  friend struct std::default_delete<H2Call>;
   // Copies `n` queued bytes to `out`.
   void Take(size_t n, std::string* out);
   // Makes the status fields (Trailers-Only while no HEADERS went).
@@ -166,7 +173,10 @@ class H2Call {
   std::vector<std::string> trailer_text_;
   std::deque<Piece> out_;  // Queued messages.
   size_t queued_ = 0;      // Their bytes not taken yet.
-  absl::Time waiting_since_ = absl::InfiniteFuture();    // Oldest unsent.
+  // When the answer at the front (or the status, once nothing is queued)
+  // must have left: set when it comes to the front, never moved by the
+  // bytes a trickled window lets out (H2Limits::WriteTime).
+  absl::Time write_deadline_ = absl::InfiniteFuture();
   absl::Time client_deadline_ = absl::InfiniteFuture();  // grpc-timeout.
   absl::Time deadline_ = absl::InfiniteFuture();         // OnDeadline() is due.
   bool stalled_ = false;  // Reset for a write past its stall limit.

@@ -161,7 +161,13 @@ bool H2Connection::WriteOut(absl::Time now) {
     if (n == -2 || n == 0) return false;
     if (n == -1) break;
     out_done_ += static_cast<size_t>(n);
+    out_progress_ += static_cast<size_t>(n);
+  }
+  if (out_done_ < out_.size() &&
+      (out_waiting_since_ == absl::InfiniteFuture() ||
+       out_progress_ >= kSocketProgress)) {
     out_waiting_since_ = now;
+    out_progress_ = 0;
   }
   if (out_done_ == out_.size()) {
     out_.clear();
@@ -220,8 +226,9 @@ ssize_t H2Connection::WriteSome(const char* data, size_t size) {
 bool H2Connection::Tick(absl::Time now) {
   now_ = now;
   if (!preface_seen_ && now - opened_ > limits_.preface_limit) return false;
-  if (wants_write() && now - out_waiting_since_ > limits_.write_stall_limit) {
-    return false;  // The socket took nothing for the whole limit.
+  if (wants_write() && now - out_waiting_since_ >
+                           limits_.WriteTime(limits_.socket_buffer_bytes)) {
+    return false;  // The socket took too little for the whole limit.
   }
   if (calls_.empty() && now - idle_since_ > limits_.idle_limit) {
     return false;
@@ -241,13 +248,12 @@ bool H2Connection::Tick(absl::Time now) {
   }
   std::vector<H2Call*> late;
   for (auto& [id, call] : calls_) {
-    if (call->waiting_since_ != absl::InfiniteFuture() &&
-        now - call->waiting_since_ > limits_.write_stall_limit) {
+    if (now > call->write_deadline_) {
       call->stalled_ = true;
       // Its answer could not be written: it ends here, and says why.
       call->Abandon(kH2Resource,
                     "the answer was not read within --reply_stall_limit");
-      call->waiting_since_ = absl::InfiniteFuture();
+      call->write_deadline_ = absl::InfiniteFuture();
       changed = true;
     } else if (!call->finishing_ && now > call->deadline_) {
       late.push_back(call.get());
@@ -553,7 +559,6 @@ int H2Connection::StreamCloseCb(nghttp2_session*, int32_t id, uint32_t,
   if (call->unconsumed_ > 0) {
     nghttp2_session_consume_connection(conn->session_, call->unconsumed_);
   }
-  call->ReleaseHeld(call->held_bytes_);
   if (conn->calls_.empty()) conn->idle_since_ = conn->now_;
   if (call->events_ != nullptr) call->events_->OnClosed(call.get());
   return 0;

@@ -43,7 +43,14 @@ struct H2Limits {
   uint64_t reset_burst = 1000;  // nghttp2's RST_STREAM bucket: its size,
   uint64_t reset_rate = 33;     // and tokens a second; then GOAWAY.
   size_t max_continuations = 8;  // CONTINUATION frames after HEADERS.
-  absl::Duration write_stall_limit = absl::Seconds(10);
+  // An answer must have left within the stall limit plus its size at
+  // kMinWriteRate from when it could start (WriteTime), however its
+  // client's window trickles; the socket must take bytes at that rate too.
+  absl::Duration write_stall_limit = absl::Seconds(5);
+  static constexpr double kMinWriteRate = 1 << 20;  // Bytes a second.
+  absl::Duration WriteTime(size_t bytes) const {
+    return write_stall_limit + absl::Seconds(bytes / kMinWriteRate);
+  }
   absl::Duration preface_limit = absl::Seconds(10);
   absl::Duration idle_limit = absl::Minutes(5);
   // A PING after this long without one; no answer within the timeout
@@ -142,7 +149,12 @@ class H2Connection {
   absl::flat_hash_map<int32_t, std::unique_ptr<H2Call>> calls_;
   std::string out_;       // Bytes for the socket,
   size_t out_done_ = 0;   // of which these were written.
+  // Since when out_ waits for the socket, restarted only by a write of
+  // kSocketProgress bytes or more (or out_ emptied): a peer that takes a
+  // byte at a time does not hold it open.
   absl::Time out_waiting_since_ = absl::InfiniteFuture();
+  size_t out_progress_ = 0;  // Bytes written since it was set.
+  static constexpr size_t kSocketProgress = 16 << 10;
   bool preface_seen_ = false;  // The client's SETTINGS came.
   absl::Time ping_sent_ = absl::InfinitePast();  // Our last keepalive.
   bool ping_outstanding_ = false;                // Its answer is due.

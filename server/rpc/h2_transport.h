@@ -82,6 +82,8 @@ class H2Transport {
   // those closed at accept while too many closes were under way.
   int64_t connections() const;
   int64_t evicted() const { return evicted_.load(); }
+  // Request bytes held before their messages are whole or asked for.
+  int64_t held_request_bytes() const { return held_requests_.load(); }
   int64_t refused() const { return refused_.load(); }
   // Evicted connections whose loop has not closed them yet, at most, beyond
   // max_connections: past that, a new connection is closed at accept.

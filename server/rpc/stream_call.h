@@ -48,7 +48,8 @@ class StreamStep {
   absl::Status status_;
 };
 
-// A bidi stream of one answer per request, as its method sees it.
+// A bidi stream of one answer per request, as its method sees it. It reads
+// the next request only while fewer than kMaxQueued answers wait to leave.
 template <typename Answer>
 class StreamCall final : public H2DoorCall {
  public:
@@ -137,13 +138,30 @@ class StreamCall final : public H2DoorCall {
       return;
     }
     stream->Send(std::move(bytes));
-    stream->Next();
+    // Back-pressure: while kMaxQueued answers wait for the client's window,
+    // its next request stays in flow control, not in our memory.
+    if (stream->queued_answers() < kMaxQueued) {
+      stream->Next();
+    } else {
+      awaiting_drain_ = true;
+    }
+  }
+  void OnDrained(H2Call* stream) override {
+    H2DoorCall::OnDrained(stream);
+    if (awaiting_drain_) {
+      awaiting_drain_ = false;
+      stream->Next();
+    }
   }
   void OnHalfClose(H2Call*) override { End(absl::OkStatus(), false); }
   void OnEnded() override { handler_->OnClose(); }
 
+  // Answers queued on the stream at most before it stops reading.
+  static constexpr size_t kMaxQueued = 2;
+
   std::unique_ptr<Handler> handler_;  // The method's logic.
   Answer answer_;                     // Reused per answer.
+  bool awaiting_drain_ = false;  // The next request waits for OnDrained.
 };
 
 }  // namespace metasrv::server
