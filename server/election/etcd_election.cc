@@ -223,7 +223,8 @@ void EtcdElection::SessionLoop() {
 
 absl::Status EtcdElection::KeepAliveLoop(int64_t lease) {
   const absl::Duration interval = state_.lease().keepalive_interval();
-  Backoff backoff;  // Between tries of a keep-alive that failed.
+  // Between tries of a keep-alive that failed.
+  const absl::Duration pause = std::min(absl::Milliseconds(100), interval);
   absl::Time next = clock_->Monotonic() + interval;
   while (Wait(next, true)) {
     const absl::Time sent = clock_->Monotonic();
@@ -234,18 +235,16 @@ absl::Status EtcdElection::KeepAliveLoop(int64_t lease) {
     if (renewed.ok()) {
       state_.lease().Confirmed(sent);
       state_.ReportHealth(absl::OkStatus());
-      backoff.Reset();
       next = sent + interval;
       continue;
     }
     // A lease etcd no longer has is gone. Anything else (etcd slow, between
-    // raft leaders, a link down) is tried again, with the backoff, until
-    // the lease could have expired (LeaderLease::held_until, TTL after the
+    // raft leaders, a link down) is tried again every 100 ms until
+    // the lease could have expired (LeaderLease::held_until: TTL after the
     // last keep-alive etcd acknowledged, less a margin for clock rates).
     // The leader acts only while the lease is valid (2/3 TTL; CurrentTerm
     // checks it); a keep-alive that gets through before held_until finds
     // the lease, and so its leadership, unbroken: no step-down, no reset.
-    const absl::Duration pause = backoff.Next();
     if (absl::IsNotFound(renewed.status()) ||
         clock_->Monotonic() + pause >= state_.lease().held_until()) {
       return renewed.status();

@@ -26,6 +26,23 @@ TEST(LeaderLeaseTest, ValidForTwoThirdsOfTtlAfterTheConfirmedSend) {
   EXPECT_FALSE(lease.Valid());  // Still TTL/3 before etcd could expire it.
 }
 
+// Issue 67: past what the leader may act on, the lease still exists in the
+// store until TTL after the send, less 5 % for the clocks' rates: failed
+// keep-alives are tried until then.
+TEST(LeaderLeaseTest, HeldUntilTheTtlLessItsRateMarginAndLostWithIt) {
+  ManualClock clock;
+  LeaderLease lease(&clock, absl::Seconds(6));
+  EXPECT_EQ(lease.held_until(), absl::InfinitePast());
+  const absl::Time sent = clock.Monotonic();
+  lease.Confirmed(sent);
+  EXPECT_EQ(lease.held_until(), sent + absl::Milliseconds(5700));
+  EXPECT_LT(lease.valid_until(), lease.held_until());
+  lease.Confirmed(sent - absl::Seconds(1));  // A late answer never shortens.
+  EXPECT_EQ(lease.held_until(), sent + absl::Milliseconds(5700));
+  lease.Lost();
+  EXPECT_EQ(lease.held_until(), absl::InfinitePast());
+}
+
 TEST(LeaderLeaseTest, KeepAlivesExtendButNeverShorten) {
   ManualClock clock;
   LeaderLease lease(&clock, absl::Seconds(3));

@@ -103,6 +103,88 @@ TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdRestartShorterThanItsLease) {
   EXPECT_EQ(replica->flow_state_for_test().flow_count(), 1u);
 }
 
+// Issue 67: etcd unavailable without refusing (paused: calls hang until
+// their deadline, as while a healed member makes etcd elect its raft leader
+// again) for 2 s under a leader with a 5 s TTL. A keep-alive that times out
+// is tried again until the lease could have expired (TTL after the last
+// acknowledged one, less 5 %), not only while the leader may act (2/3 TTL):
+// so no round steps down, no replica becomes leader, and the flow state is
+// kept. (Before, a keep-alive that timed out in the pause used up the 2/3
+// TTL and stepped the leader down; the follower then led and reset.) Each
+// round pauses just before a keep-alive is sent.
+TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdPausedForTwoSeconds) {
+  ::metasrv::testing::EtcdProcess etcd;
+  ServerOptions options = ::metasrv::testing::LoopbackOptions();
+  options.backend = "etcd_store";
+  options.store_addrs = {etcd.address()};
+  options.lease_ttl = absl::Seconds(5);
+  options.metrics_addr = "127.0.0.1:0";
+  auto leader = ::metasrv::testing::StartInProcess(options);
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return leader->leadership_for_test().IsLeader(); },
+                      absl::Seconds(20)));
+  auto follower = ::metasrv::testing::StartInProcess(options);
+  ASSERT_NE(follower, nullptr);
+  ASSERT_TRUE(WaitFor([&] {
+    return !follower->leadership_for_test().LeaderAddr().empty();
+  }));
+  const std::optional<uint64_t> term =
+      leader->leadership_for_test().CurrentTerm().state_term;
+  {
+    HeartbeatClient client(Connect(leader->advertised_addr()));
+    ASSERT_TRUE(client.Call(FlowReport(1, {{7, 700, 70}})).has_value());
+    client.Close().IgnoreError();
+  }
+  std::atomic<bool> sampling{true};
+  std::atomic<int> follower_led{0};
+  std::thread sampler([&] {
+    while (sampling.load()) {
+      if (follower->leadership_for_test().IsLeader()) ++follower_led;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  });
+  auto lease_left = [&] {
+    return ::metasrv::testing::ScrapeMetrics(leader->metrics_port())
+        .at("metasrv_lease_remaining_seconds");
+  };
+  for (int round = 0; round < 3; ++round) {
+    // The worst phase: a keep-alive is acknowledged (what is left jumps
+    // up); the next one, 1.67 s later, is sent 0.15 s into the pause and
+    // hangs until its deadline.
+    double before = lease_left();
+    ASSERT_TRUE(WaitFor([&] {
+      const double now = lease_left();
+      const bool jumped = now > before + 0.5;
+      before = now;
+      return jumped;
+    }));
+    absl::SleepFor(absl::Seconds(5.0 / 3) - absl::Milliseconds(150));
+    etcd.Pause();
+    absl::SleepFor(absl::Seconds(2));  // The outage itself, not a wait.
+    etcd.Resume();
+    const absl::Time back = absl::Now();
+    // A keep-alive sent after etcd came back was acknowledged.
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          const double left =
+              ::metasrv::testing::ScrapeMetrics(leader->metrics_port())
+                  .at("metasrv_lease_remaining_seconds");
+          return left > 5.0 * 2 / 3 -
+                            absl::ToDoubleSeconds(absl::Now() - back) + 0.1;
+        },
+        absl::Seconds(10)))
+        << "no keep-alive went through after etcd came back (round " << round
+        << ")";
+    EXPECT_TRUE(leader->leadership_for_test().IsLeader()) << round;
+    EXPECT_EQ(leader->leadership_for_test().CurrentTerm().state_term, term)
+        << "stepped down in round " << round;
+  }
+  sampling = false;
+  sampler.join();
+  EXPECT_EQ(follower_led.load(), 0) << "the follower led during a pause";
+  EXPECT_EQ(leader->flow_state_for_test().flow_count(), 1u);
+}
+
 // A follower cut off from etcd (here: stopped) keeps its campaign key until
 // its lease runs out; etcd would name it leader after a resignation, and
 // nobody would lead until then. So the leader hands over only to a next in
