@@ -203,6 +203,12 @@ class NonReadingHeartbeatTest(unittest.TestCase):
     def test_window_zero_one_host(self):
         self.attack(1, trickle=False)
 
+    def test_window_zero_three_hosts(self):
+        self.attack(3, trickle=False)
+
+    def test_trickle_one_host(self):
+        self.attack(1, trickle=True)
+
     def test_trickle_three_hosts(self):
         self.attack(3, trickle=True)
 
