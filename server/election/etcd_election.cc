@@ -225,7 +225,11 @@ absl::Status EtcdElection::KeepAliveLoop(int64_t lease) {
   const absl::Duration interval = state_.lease().keepalive_interval();
   // Between tries of a keep-alive that failed.
   const absl::Duration pause = std::min(absl::Milliseconds(100), interval);
-  absl::Time next = clock_->Monotonic() + interval;
+  // Keep-alives every TTL/6 (each may take TTL/3): when etcd stops
+  // answering, the last one acknowledged is at most TTL/6 old, so at least
+  // 0.95 - 1/6 of the TTL is left to ride the outage out.
+  const absl::Duration every = interval / 2;
+  absl::Time next = clock_->Monotonic() + every;
   while (Wait(next, true)) {
     const absl::Time sent = clock_->Monotonic();
     // Each try ends in time for another before the lease could be gone.
@@ -235,7 +239,7 @@ absl::Status EtcdElection::KeepAliveLoop(int64_t lease) {
     if (renewed.ok()) {
       state_.lease().Confirmed(sent);
       state_.ReportHealth(absl::OkStatus());
-      next = sent + interval;
+      next = sent + every;
       continue;
     }
     // A lease etcd no longer has is gone. Anything else (etcd slow, between

@@ -70,7 +70,8 @@ class HonestFlownode(threading.Thread):
 class NonReader:
     """Heartbeat streams from `source` that send small reports packed into
     16 kB DATA frames and never read the answers: window 0, or with
-    `trickle` a 1-byte WINDOW_UPDATE on each stream every 0.5 s. A stream the
+    `trickle` a 1-byte WINDOW_UPDATE on each stream every 0.5 s (a heartbeat
+    answer then takes about a minute). A stream the
     server ends is replaced by a new one; each stream's life in `lives`."""
 
     def __init__(self, addr, source, trickle, connections=2):
@@ -81,6 +82,7 @@ class NonReader:
         self.lives, self.sent = [], 0
         self.node = int(source.rsplit(".", 1)[1]) * 1000
         self.streams = {}  # conn index -> (call, opened at)
+        self.next_grant = 0.0  # When the trickle grants its next byte.
 
     def open(self, i):
         self.node += 1
@@ -108,9 +110,11 @@ class NonReader:
             if window >= len(packed):
                 conn.h2.send_data(call.stream_id, packed)
                 self.sent += len(packed)
-            if self.trickle:
+            if self.trickle and time.monotonic() >= self.next_grant:
                 conn.h2.increment_flow_control_window(1, stream_id=call.stream_id)
             conn.flush()
+        if self.trickle and time.monotonic() >= self.next_grant:
+            self.next_grant = time.monotonic() + 0.5
         pump_until(self.conns, 0.05)
 
     def leave(self, how):
