@@ -35,7 +35,7 @@ std::string Shown(const std::string& text) {
 
 }  // namespace
 
-int Fail(const grpc::Status& s, bool token_given) {
+const char* StatusCodeName(grpc::StatusCode code) {
   static const char* const kNames[] = {"ok",
                                        "cancelled",
                                        "unknown",
@@ -53,9 +53,12 @@ int Fail(const grpc::Status& s, bool token_given) {
                                        "unavailable",
                                        "data loss",
                                        "unauthenticated"};
-  const int code = static_cast<int>(s.error_code());
-  std::fprintf(stderr, "metasrvctl: %s: %s\n",
-               code >= 0 && code <= 16 ? kNames[code] : "error",
+  const int n = static_cast<int>(code);
+  return n >= 0 && n <= 16 ? kNames[n] : "error";
+}
+
+int Fail(const grpc::Status& s, bool token_given) {
+  std::fprintf(stderr, "metasrvctl: %s: %s\n", StatusCodeName(s.error_code()),
                metasrv::core::Inert(s.error_message()).c_str());
   // What usually causes it.
   if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||

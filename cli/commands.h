@@ -102,6 +102,8 @@ bool FlagOn(const Flags& f, const std::string& name);
 // admin call, a missing token, or with `token_given` a wrong one); returns
 // kError.
 int Fail(const grpc::Status& s, bool token_given = false);
+// "resource exhausted", ...: a gRPC code as Fail() names it.
+const char* StatusCodeName(grpc::StatusCode code);
 
 // --flow=ID,... and --node=ID,... into `ids`; false (after saying why) if
 // malformed.

@@ -35,6 +35,9 @@ struct ReplicaRow {
   std::string store = "-";         // ok, "down 32s"; "-" standalone.
   std::string version = "-";       // Its own.
   std::string no_leader;           // Why it names none, in its words.
+  // What it refused our call with, or says it refuses every new call of a
+  // kind with (Describe's `refusing`); empty when neither.
+  std::string refusal;
   int64_t unreachable_ms = -1;     // With the store down: for how long.
   int64_t nodes = -1, flows = -1;  // On the leader; -1: not known.
 };
@@ -63,7 +66,11 @@ void Ask(const Client& c, ReplicaRow* row) {
     if (!s.ok()) {
       row->health = grpc::StatusCode::UNAVAILABLE == s.error_code()
                         ? "UNREACHABLE"
+                    : grpc::StatusCode::RESOURCE_EXHAUSTED == s.error_code()
+                        ? "REFUSED"
                         : "ERROR";
+      row->refusal = absl::StrCat(StatusCodeName(s.error_code()), ": ",
+                                  s.error_message());
       return;
     }
     row->answered = true;
@@ -82,6 +89,7 @@ void Ask(const Client& c, ReplicaRow* row) {
   if (!self.leader_addr().empty()) row->leader = self.leader_addr();
   if (!self.version().empty()) row->version = self.version();
   row->no_leader = self.no_leader_reason();
+  row->refusal = self.refusing();
   if (self.has_store()) {
     if (self.store().reachable()) {
       row->store = "ok";
@@ -122,6 +130,9 @@ void PrintRows(const std::vector<ReplicaRow>& rows, bool json) {
       if (!row.no_leader.empty()) {
         (*fields)["no_leader_reason"].set_string_value(row.no_leader);
       }
+      if (!row.refusal.empty()) {
+        (*fields)["refusal"].set_string_value(row.refusal);
+      }
       if (row.unreachable_ms >= 0) {
         (*fields)["store_unreachable_for_ms"].set_number_value(
             row.unreachable_ms);
@@ -143,6 +154,11 @@ void PrintRows(const std::vector<ReplicaRow>& rows, bool json) {
                 row.nodes >= 0 ? std::to_string(row.nodes).c_str() : "-",
                 row.flows >= 0 ? std::to_string(row.flows).c_str() : "-");
   }
+  for (const ReplicaRow& row : rows) {
+    if (row.refusal.empty()) continue;
+    std::printf("%s refuses: %s\n", metasrv::core::Inert(row.addr).c_str(),
+                metasrv::core::Inert(row.refusal).c_str());
+  }
 }
 
 }  // namespace
@@ -162,7 +178,15 @@ int Status(const Client& c, const Flags& f) {
   }
   PrintRows(rows, FlagOn(f, "json"));
   if (!any) {
-    std::fprintf(stderr, "metasrvctl status: no replica answered\n");
+    std::string why;
+    for (const ReplicaRow& row : rows) {
+      if (!row.refusal.empty()) {
+        why = absl::StrCat(why, why.empty() ? ": " : "; ", row.addr, " ",
+                           row.refusal);
+      }
+    }
+    std::fprintf(stderr, "metasrvctl status: no replica answered%s\n",
+                 metasrv::core::Inert(why).c_str());
     return kError;
   }
   // The cluster serves only with a leader that the replicas agree on.

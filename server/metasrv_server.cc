@@ -197,6 +197,7 @@ absl::Status MetasrvServer::StartSupport() {
             }
             if (door_ != nullptr) {
               load.calls = static_cast<double>(door_->ledger().open_calls());
+              load.refusing = door_->Refusing().empty() ? 0 : 1;
             }
             return load;
           }},
@@ -264,7 +265,8 @@ absl::Status MetasrvServer::MakeServices() {
   reflection_v1_ = std::make_unique<ReflectionV1Service>(ServiceNames());
   reflection_v1alpha_ =
       std::make_unique<ReflectionV1alphaService>(ServiceNames());
-  health_ = std::make_unique<HealthService>();
+  health_ = std::make_unique<HealthService>(
+      [door = door_.get()] { return !door->Refusing().empty(); });
   // Every method; the dispatcher holds every call to the door and the
   // request bound.
   dispatcher_ = std::make_unique<CallDispatcher>(
@@ -383,7 +385,13 @@ HttpServer::Routes MetasrvServer::HttpRoutes() {
                         "not accepting gRPC connections: out of file "
                         "descriptors\n"};
     }
-    return HttpAnswer{200, "text/plain; charset=utf-8", "serving\n"};
+    // Liveness is the process's: a flood must not turn into a restart
+    // (which would reset every flownode's state); the refusal is named.
+    const std::string refusing = door_->Refusing();
+    return HttpAnswer{200, "text/plain; charset=utf-8",
+                      refusing.empty()
+                          ? std::string("serving\n")
+                          : absl::StrCat("serving; but ", refusing, "\n")};
   };
   // GreptimeDB's admin paths, answered as its metasrv answers them
   // (src/meta-srv/src/service/admin/{health,leader}.rs): health is always
@@ -406,6 +414,12 @@ HttpServer::Routes MetasrvServer::HttpRoutes() {
   };
   // Useful to clients: the leader, or a follower that can name it.
   routes["/ready"] = [this] {
+    // A replica whose gRPC port turns away every new call of a kind that
+    // matters serves nobody: a load balancer should send clients elsewhere.
+    if (const std::string refusing = door_->Refusing(); !refusing.empty()) {
+      return HttpAnswer{503, "text/plain; charset=utf-8",
+                        absl::StrCat("not ready: ", refusing, "\n")};
+    }
     if (leadership_->IsLeader()) {
       return HttpAnswer{200, "text/plain; charset=utf-8", "leader\n"};
     }

@@ -212,6 +212,11 @@ class Metrics::Gauges final : public prometheus::Collectable {
         "Request bytes the gRPC transport holds now, in messages not yet "
         "whole or not yet asked for (bounded by --grpc_memory_limit).",
         [&] { return load.request_bytes_held; });
+    add("metasrv_grpc_refusing",
+        "1 while the gRPC port refuses every new call of a kind that "
+        "matters (heartbeats, reads) for a bound every client shares, and "
+        "serves none of it (then /ready answers 503), else 0.",
+        [&] { return load.refusing; });
     if (sources_.store) AddStore(sources_.store(), &out);
     if (sources_.flow_alerts) AddFlowAlerts(sources_.flow_alerts(), &out);
     AddProcessMetrics(&out);
@@ -340,11 +345,17 @@ Metrics::Metrics(Sources sources, absl::Duration reuse_threshold,
       "ended to make room for a host under its fair share (evicted), or a "
       "heartbeat stream silent past its limit (3 x its told interval + "
       "retry), or cancelled by its client before its request came "
-      "(reset_early) (docs/RELIABILITY.md).",
+      "(reset_early), an answer past --max_reply_bytes_in_flight "
+      "(reply_budget); by the transport: past --grpc_memory_limit of "
+      "request bytes held (request_bytes), a header list too long "
+      "(header_list), a message past --max_message_bytes (message_size), "
+      "a request that is not gRPC or does not parse (malformed) "
+      "(docs/RELIABILITY.md).",
       "reason",
       {"calls", "peer_calls", "request_timeout", "reply_share", "reply_stalled",
        "auth_failed", "auth_backoff", "streams", "evicted", "silent",
-       "reset_early"});
+       "reset_early", "reply_budget", "request_bytes", "header_list",
+       "message_size", "malformed"});
   tls_rotations_ = Labelled<2>(
       r, "metasrv_tls_rotations_total",
       "Changes of the --tls_cert/--tls_key/--tls_client_ca files: served "

@@ -62,8 +62,15 @@ enum class DoorRefusal {
   kEvicted,         // Ended to make room for a host under its fair share.
   kSilent,          // A heartbeat stream silent past its limit (3 x its told interval + retry).
   kResetEarly,      // Cancelled by its client before its request came.
+  kReplyBudget,     // Its answer past --max_reply_bytes_in_flight.
+  // Refused by the transport:
+  kRequestBytes,    // Past --grpc_memory_limit of request bytes held.
+  kHeaderList,      // Its header list past SETTINGS_MAX_HEADER_LIST_SIZE.
+  kMessageSize,     // A request message past --max_message_bytes.
+  kMalformed,       // Not a gRPC request, a grpc-timeout or message broken,
+                    // an unknown grpc-encoding.
 };
-inline constexpr int kDoorRefusals = 11;
+inline constexpr int kDoorRefusals = 16;
 
 // The election's store as the metrics see it.
 struct StoreHealth {
@@ -83,6 +90,7 @@ struct TransportLoad {
   double connections = 0;         // Connections open.
   double calls = 0;               // Calls open (the door's ledger).
   double request_bytes_held = 0;  // Request bytes not yet whole or asked for.
+  double refusing = 0;  // 1 while every new call of a kind is refused.
 };
 
 // Counters and a histogram updated on the hot path, plus gauges read from

@@ -8,6 +8,22 @@
 #include "server/rpc/h2_door_call.h"
 
 namespace metasrv::server {
+namespace {
+
+DoorRefusal DoorRefusalOf(TransportRefusal why) {
+  switch (why) {
+    case TransportRefusal::kRequestBytes:
+      return DoorRefusal::kRequestBytes;
+    case TransportRefusal::kHeaderList:
+      return DoorRefusal::kHeaderList;
+    case TransportRefusal::kMessageSize:
+      return DoorRefusal::kMessageSize;
+    default:
+      return DoorRefusal::kMalformed;
+  }
+}
+
+}  // namespace
 
 int64_t CallBook::live() const {
   absl::MutexLock lock(&mu_);
@@ -58,6 +74,17 @@ void CallDispatcher::OnCall(H2Call* call, const std::string& peer) {
   start.book = &book_;
   start.limits.door = door_;
   auto it = methods_.find(call->head().path);
+  if (call->head().refusal != TransportRefusal::kNone) {
+    // Refused by the transport at its HEADERS: answered, and counted, as
+    // the door's refusals are.
+    const MethodRow* row = it == methods_.end() ? nullptr : it->second.row;
+    start.series = row == nullptr ? unknown_series_ : it->second.series;
+    door_->Refused(row, DoorRefusalOf(call->head().refusal),
+                   call->head().refused);
+    H2Refused::Start(std::move(start), call->head().refused, false,
+                     absl::Now());
+    return;
+  }
   if (it == methods_.end()) {
     start.series = unknown_series_;
     H2Refused::Start(std::move(start), absl::UnimplementedError(""), false,
@@ -81,6 +108,13 @@ void CallDispatcher::OnCall(H2Call* call, const std::string& peer) {
     return;
   }
   entry.make(std::move(start));
+}
+
+void CallDispatcher::OnRefused(H2Call* call, TransportRefusal why,
+                               const absl::Status& status) {
+  auto it = methods_.find(call->head().path);
+  door_->Refused(it == methods_.end() ? nullptr : it->second.row,
+                 DoorRefusalOf(why), status);
 }
 
 void CallDispatcher::OnConnectionCut(const std::string& peer) {

@@ -60,9 +60,14 @@ class CallDispatcher final : public CallSink {
   void OnCall(H2Call* call, const std::string& peer) override;
   // A connection nghttp2 closed for resetting calls too fast (or a header
   // block without end): counted and logged as a rapid reset.
+  // Counted as the door's refusals are (and told to readiness).
+  void OnRefused(H2Call* call, TransportRefusal why,
+                 const absl::Status& status) override;
   void OnConnectionCut(const std::string& peer) override;
   // Counted, and logged per host at a limited rate.
   void OnConnectionEvicted(const std::string& host) override;
+  // The door every call comes through.
+  const CallDoor& door() const { return *door_; }
   // Sweeps the door (silent streams) on `transport`'s first loop. Once.
   void SweepOn(H2Transport* transport);
 

@@ -1,6 +1,7 @@
 #include "server/rpc/call_door.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -19,7 +20,48 @@ CallDoor::CallDoor(const core::Leadership* leadership, AdminAuth auth,
       clock_(clock),
       ledger_(options.peers, clock),
       backoff_(options.auth_backoff, clock),
+      refusals_(clock),
       auth_(std::move(auth)) {}
+
+namespace {
+
+// The kinds readiness watches: a flownode's heartbeats, frontends' reads.
+std::optional<RefusalWatch::Kind> WatchedKind(Method method) {
+  switch (method) {
+    case Method::kHeartbeat:
+    case Method::kAskLeader:
+      return RefusalWatch::Kind::kHeartbeat;
+    case Method::kRange:
+    case Method::kBatchGet:
+    case Method::kGetFlowState:
+    case Method::kListFlownodes:
+      return RefusalWatch::Kind::kRead;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The refusals of a bound every client shares: while one refuses every
+// call of a kind, the replica serves none of it.
+bool SharedBound(DoorRefusal why) {
+  return why == DoorRefusal::kCalls || why == DoorRefusal::kStreams ||
+         why == DoorRefusal::kReplyBudget || why == DoorRefusal::kRequestBytes;
+}
+
+}  // namespace
+
+void CallDoor::Served(const MethodRow& row) {
+  if (auto kind = WatchedKind(row.method)) refusals_.Served(*kind);
+}
+
+void CallDoor::Refused(const MethodRow* row, DoorRefusal why,
+                       const absl::Status& status) {
+  metrics_->DoorRefused(why);
+  if (row == nullptr || !SharedBound(why)) return;
+  if (auto kind = WatchedKind(row->method)) {
+    refusals_.Refused(*kind, status.ToString());
+  }
+}
 
 void CallDoor::SetAdminAuth(AdminAuth auth) {
   absl::MutexLock lock(&auth_mu_);
@@ -41,10 +83,11 @@ absl::Status CallDoor::Enter(const MethodRow& row, absl::string_view peer,
   }
   if (!entered.ok()) {
     using Refusal = EnterNote::Refusal;
-    metrics_->DoorRefused(note.why == Refusal::kPeerCalls
-                              ? DoorRefusal::kPeerCalls
-                          : note.why == Refusal::kKind ? DoorRefusal::kStreams
-                                                       : DoorRefusal::kCalls);
+    Refused(&row,
+            note.why == Refusal::kPeerCalls ? DoorRefusal::kPeerCalls
+            : note.why == Refusal::kKind    ? DoorRefusal::kStreams
+                                            : DoorRefusal::kCalls,
+            entered.status());
     LogLimited(spdlog::level::warn, "door_calls_refused", ledger_.HostOf(peer),
                "call {} from {} refused: {}", row.name, std::string(peer),
                std::string(entered.status().message()));
@@ -123,9 +166,11 @@ absl::Status CallDoor::TakeReply(const MethodRow& row,
       return absl::OkStatus();
     }
     if (ticket != nullptr) ticket->GiveReply(bytes);
-    return absl::ResourceExhaustedError(absl::StrCat(
+    absl::Status full = absl::ResourceExhaustedError(absl::StrCat(
         "too many answers in flight that clients have not read (",
         replies_.used(), " of ", replies_.limit(), " bytes); retry later"));
+    Refused(&row, DoorRefusal::kReplyBudget, full);
+    return full;
   }
   return absl::OkStatus();
 }

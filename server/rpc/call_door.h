@@ -26,6 +26,7 @@
 #include "server/ops/admin_auth.h"
 #include "server/ops/auth_backoff.h"
 #include "server/ops/metrics.h"
+#include "server/ops/refusal_watch.h"
 #include "server/rpc/method_table.h"
 #include "server/rpc/call_ledger.h"
 #include "server/rpc/reply_budget.h"
@@ -165,6 +166,19 @@ class CallDoor {
   const ReplyBudget& replies() const { return replies_; }
   Metrics* metrics() const { return metrics_; }
 
+  // A call of `row` got its request to its method: the port serves its kind
+  // (readiness: RefusalWatch).
+  void Served(const MethodRow& row);
+  // A call of `row` (null: a path nobody serves) refused or ended for
+  // `why`, with `status`: counted (metasrv_calls_refused_total), and, when
+  // `why` is a bound shared by every client and the row a kind readiness
+  // watches, told to the watch.
+  void Refused(const MethodRow* row, DoorRefusal why,
+               const absl::Status& status);
+  // Why the port turns away every new call of a kind that matters; empty
+  // while it does not.
+  std::string Refusing() const { return refusals_.Refusing(); }
+
  private:
   absl::Status CheckAdmin(const MethodRow& row, absl::string_view peer,
                           absl::string_view authorization,
@@ -177,6 +191,7 @@ class CallDoor {
   const core::Clock* const clock_;            // Times stalls; borrowed.
   CallLedger ledger_;  // Open calls by host and kind; replies per host.
   AuthBackoff backoff_;  // When wrong admin tokens are answered.
+  RefusalWatch refusals_;  // Whether a kind that matters is refused.
   mutable absl::Mutex auth_mu_;               // Guards auth_.
   AdminAuth auth_ ABSL_GUARDED_BY(auth_mu_);  // Who may call admin methods.
 };

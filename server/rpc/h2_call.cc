@@ -100,6 +100,7 @@ void H2Call::Abandon(int code, absl::string_view message) {
 void H2Call::SetStatus(
     int code, absl::string_view message,
     const std::vector<std::pair<std::string, std::string>>& trailers) {
+  status_code_ = code;
   trailer_text_.clear();
   trailer_text_.push_back(std::to_string(code));
   trailer_text_.push_back(PercentEncode(message));

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "server/rpc/grpc_frames.h"
@@ -31,6 +32,16 @@ class H2Loop;
 // must outlive the frame.
 nghttp2_nv NoCopyField(absl::string_view name, absl::string_view value);
 
+// Why the transport refused a call itself.
+enum class TransportRefusal {
+  kNone,
+  kRequestBytes,  // Request bytes held past H2Limits::max_held_requests.
+  kHeaderList,    // Its header list past SETTINGS_MAX_HEADER_LIST_SIZE.
+  kMessageSize,   // A message past H2Limits::max_message_bytes.
+  kMalformed,     // Not gRPC, a broken grpc-timeout or message, an
+                  // encoding not supported.
+};
+
 // A request's HEADERS as gRPC uses them.
 struct RequestHead {
   std::string method;                     // ":method".
@@ -42,6 +53,10 @@ struct RequestHead {
   std::optional<absl::Duration> timeout;  // "grpc-timeout", parsed.
   bool bad_timeout = false;               // One that does not parse.
   size_t bytes = 0;  // The list's size as SETTINGS counts it.
+  // Set when the transport refuses the call at its HEADERS: the sink is
+  // given it to answer with `refused` (and count).
+  TransportRefusal refusal = TransportRefusal::kNone;
+  absl::Status refused;
 };
 
 class H2Call;
@@ -71,8 +86,13 @@ class CallSink {
  public:
   virtual ~CallSink() = default;
   // A call came on a connection from `peer` (the socket's address, exact):
-  // set its events, or Finish() it at once.
+  // set its events, or Finish() it at once. One the transport refused has
+  // head().refusal set: it is to be answered with head().refused.
   virtual void OnCall(H2Call* call, const std::string& peer) = 0;
+  // The transport ended `call` itself for `why` with `status` after its
+  // HEADERS (a bound on request bytes, a message too long or broken).
+  virtual void OnRefused(H2Call* /*call*/, TransportRefusal /*why*/,
+                         const absl::Status& /*status*/) {}
   // nghttp2 cut the connection from `peer` (a GOAWAY with an error): a
   // flood of resets, a header block that never ends, a protocol error.
   virtual void OnConnectionCut(const std::string& /*peer*/) {}
@@ -113,6 +133,8 @@ class H2Call {
   size_t queued() const { return queued_; }
   size_t queued_answers() const { return out_.size(); }
   bool finished() const { return finishing_; }
+  // The gRPC status code sent or on its way; -1 while none (or reset).
+  int status_code() const { return status_code_; }
   // Whether it was reset because its answer could not be written within
   // the write stall limit (a client that does not read).
   bool stalled() const { return stalled_; }
@@ -180,6 +202,7 @@ class H2Call {
   absl::Time client_deadline_ = absl::InfiniteFuture();  // grpc-timeout.
   absl::Time deadline_ = absl::InfiniteFuture();         // OnDeadline() is due.
   bool stalled_ = false;  // Reset for a write past its stall limit.
+  int status_code_ = -1;  // What SetStatus() made.
 };
 
 }  // namespace metasrv::server

@@ -17,7 +17,6 @@ namespace {
 
 constexpr int kH2Internal = 13;  // INTERNAL.
 constexpr int kH2Resource = 8;   // RESOURCE_EXHAUSTED.
-constexpr int kH2Unimplemented = 12;
 constexpr int kH2Deadline = 4;  // DEADLINE_EXCEEDED.
 
 H2Connection* ConnectionOf(void* user_data) {
@@ -297,25 +296,38 @@ void H2Connection::Resume(H2Call* call) {
 
 void H2Connection::Dispatch(H2Call* call) {
   call->dispatched_ = true;
-  const RequestHead& head = call->head_;
+  RequestHead& head = call->head_;
+  auto refuse = [&head](TransportRefusal why, absl::Status status) {
+    head.refusal = why;
+    head.refused = std::move(status);
+  };
   if (call->header_overflow_) {
-    call->Finish(kH2Resource, "the request's header list is too long");
+    refuse(TransportRefusal::kHeaderList,
+           absl::ResourceExhaustedError(
+               "the request's header list is too long"));
   } else if (head.method != "POST" ||
              !absl::StartsWith(head.content_type, "application/grpc")) {
-    call->Finish(kH2Internal, "not a gRPC request");
+    refuse(TransportRefusal::kMalformed,
+           absl::InternalError("not a gRPC request"));
   } else if (head.bad_timeout) {
-    call->Finish(kH2Internal, "grpc-timeout does not parse");
+    refuse(TransportRefusal::kMalformed,
+           absl::InternalError("grpc-timeout does not parse"));
   } else if (!head.encoding.empty() && head.encoding != "identity" &&
              head.encoding != "zstd") {
-    call->Finish(kH2Unimplemented,
-                 "grpc-encoding " + head.encoding + " is not supported");
-  } else {
-    if (head.timeout.has_value()) {
-      call->client_deadline_ = now_ + *head.timeout;
-      call->deadline_ = call->client_deadline_;
-    }
-    sink_->OnCall(call, peer_);
+    refuse(TransportRefusal::kMalformed,
+           absl::UnimplementedError("grpc-encoding " + head.encoding +
+                                    " is not supported"));
+  } else if (head.timeout.has_value()) {
+    call->client_deadline_ = now_ + *head.timeout;
+    call->deadline_ = call->client_deadline_;
   }
+  sink_->OnCall(call, peer_);
+}
+
+void H2Connection::Refuse(H2Call* call, TransportRefusal why,
+                          const absl::Status& status) {
+  sink_->OnRefused(call, why, status);
+  call->Finish(static_cast<int>(status.code()), status.message());
 }
 
 void H2Connection::Deliver(H2Call* call) {
@@ -336,7 +348,9 @@ void H2Connection::Deliver(H2Call* call) {
     call->end_told_ = true;
     call->asked_ = false;
     if (call->assembler_.mid_message()) {
-      call->Finish(kH2Internal, "the request ended in the middle of a message");
+      Refuse(call, TransportRefusal::kMalformed,
+             absl::InternalError(
+                 "the request ended in the middle of a message"));
       return;
     }
     call->events_->OnHalfClose(call);
@@ -518,9 +532,10 @@ int H2Connection::DataChunkCb(nghttp2_session*, uint8_t, int32_t id,
     if (held->fetch_add(bytes) + bytes > conn->limits_.max_held_requests) {
       held->fetch_sub(bytes);
       nghttp2_session_consume(conn->session_, id, len);
-      call->Finish(kH2Resource,
-                   "requests not yet whole exceed the server's bound "
-                   "(--grpc_memory_limit); retry later");
+      conn->Refuse(call, TransportRefusal::kRequestBytes,
+                   absl::ResourceExhaustedError(
+                       "requests not yet whole exceed the server's bound "
+                       "(--grpc_memory_limit); retry later"));
       return 0;
     }
     call->held_bytes_ += len;
@@ -533,10 +548,11 @@ int H2Connection::DataChunkCb(nghttp2_session*, uint8_t, int32_t id,
       });
   if (!fed.ok()) {
     nghttp2_session_consume(conn->session_, id, len);
-    call->Finish(fed.code() == absl::StatusCode::kResourceExhausted
-                     ? kH2Resource
-                     : kH2Internal,
-                 fed.message());
+    conn->Refuse(call,
+                 fed.code() == absl::StatusCode::kResourceExhausted
+                     ? TransportRefusal::kMessageSize
+                     : TransportRefusal::kMalformed,
+                 fed);
     return 0;
   }
   // Held back from the window while messages wait to be asked for.

@@ -122,6 +122,8 @@ class H2Connection {
   void Dispatch(H2Call* call);
   // Gives the client's end or the next message to a call that asked.
   void Deliver(H2Call* call);
+  // Ends a dispatched call for `why` with `status`, telling the sink.
+  void Refuse(H2Call* call, TransportRefusal why, const absl::Status& status);
   // Sends the response HEADERS (with a data source) or Trailers-Only.
   void SubmitHeaders(H2Call* call);
   void Resume(H2Call* call);

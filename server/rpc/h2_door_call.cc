@@ -40,6 +40,7 @@ absl::Status H2DoorCall::Begin() {
 void H2DoorCall::RequestCame() {
   if (request_came_) return;
   request_came_ = true;
+  if (row_ != nullptr) limits_.door->Served(*row_);
   call_->set_deadline(call_->client_deadline());
   if (idle_attached_) {
     idle_attached_ = false;
@@ -129,6 +130,9 @@ void H2DoorCall::OnDeadline(H2Call*) {
 
 void H2DoorCall::OnClosed(H2Call* call) {
   stalled_ = call->stalled();
+  // What its client was told, whoever ended it (its method, the door, the
+  // transport); CANCELLED when it was reset without a status.
+  if (call->status_code() >= 0) counted_.Finishing(call->status_code());
   if (!request_came_ && !ended_) {
     // Reset by its client before its request came.
     limits_.door->metrics()->DoorRefused(DoorRefusal::kResetEarly);

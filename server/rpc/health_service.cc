@@ -63,7 +63,8 @@ class HealthService::Watcher final : public PushCall::Handler {
   std::unique_ptr<SharedMessage> message_;  // The status being written.
 };
 
-HealthService::HealthService() {
+HealthService::HealthService(std::function<bool()> refusing)
+    : refusing_(std::move(refusing)) {
   absl::MutexLock lock(&mu_);
   serving_ = true;  // As gRPC's default service begins.
 }
@@ -86,7 +87,10 @@ HealthService::ServingStatus HealthService::StatusOf(
 }
 
 void HealthService::Check(CheckCall* call) const {
-  const ServingStatus status = StatusOf(call->request().service());
+  ServingStatus status = StatusOf(call->request().service());
+  if (status == HealthCheckResponse::SERVING && refusing_ && refusing_()) {
+    status = HealthCheckResponse::NOT_SERVING;
+  }
   if (status == HealthCheckResponse::SERVICE_UNKNOWN) {
     call->Finish(absl::NotFoundError("service name unknown"));
     return;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
@@ -26,7 +27,10 @@ class HealthService {
   using ServingStatus = grpc::health::v1::HealthCheckResponse::ServingStatus;
 
   // (The door bounds how many Watch streams are open: --max_streams.)
-  HealthService();
+  // `refusing` (may be empty) says whether the port turns away every new
+  // call of a kind that matters (CallDoor::Refusing): Check answers
+  // NOT_SERVING meanwhile.
+  explicit HealthService(std::function<bool()> refusing = {});
 
   // Serves Check and Watch through `dispatcher` (their rows bound their
   // requests).
@@ -52,6 +56,7 @@ class HealthService {
   // A new item for the watchers: the status may have changed.
   std::shared_ptr<const PushItem> Change();
 
+  const std::function<bool()> refusing_;  // See the constructor.
   mutable absl::Mutex mu_;                       // Guards the fields below.
   bool serving_ ABSL_GUARDED_BY(mu_) = false;    // What "" answers.
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;  // Shutdown() was called.

@@ -37,7 +37,8 @@ void ReplicaService::Register(CallDispatcher* dispatcher) {
   using Call = UnaryCall<metasrv::v1::DescribeReplicaRequest,
                          metasrv::v1::DescribeReplicaResponse>;
   dispatcher->Add(
-      Method::kDescribeReplica, Call::Factory([this](Call* call) {
+      Method::kDescribeReplica,
+      Call::Factory([this, door = &dispatcher->door()](Call* call) {
         metasrv::v1::DescribeReplicaResponse* out = call->response();
         const core::MetasrvNodeInfo self = self_->Now();
         out->set_addr(self.addr);
@@ -60,6 +61,7 @@ void ReplicaService::Register(CallDispatcher* dispatcher) {
           store->set_lease_remaining_ms(
               static_cast<int64_t>(health.lease_seconds * 1000));
         }
+        out->set_refusing(door->Refusing());
         call->Finish(absl::OkStatus());
       }));
 }
