@@ -18,6 +18,8 @@ DoorRefusal DoorRefusalOf(TransportRefusal why) {
       return DoorRefusal::kHeaderList;
     case TransportRefusal::kMessageSize:
       return DoorRefusal::kMessageSize;
+    case TransportRefusal::kExpired:
+      return DoorRefusal::kRequestTimeout;
     default:
       return DoorRefusal::kMalformed;
   }
@@ -74,17 +76,6 @@ void CallDispatcher::OnCall(H2Call* call, const std::string& peer) {
   start.book = &book_;
   start.limits.door = door_;
   auto it = methods_.find(call->head().path);
-  if (call->head().refusal != TransportRefusal::kNone) {
-    // Refused by the transport at its HEADERS: answered, and counted, as
-    // the door's refusals are.
-    const MethodRow* row = it == methods_.end() ? nullptr : it->second.row;
-    start.series = row == nullptr ? unknown_series_ : it->second.series;
-    door_->Refused(row, DoorRefusalOf(call->head().refusal),
-                   call->head().refused);
-    H2Refused::Start(std::move(start), call->head().refused, false,
-                     absl::Now());
-    return;
-  }
   if (it == methods_.end()) {
     start.series = unknown_series_;
     H2Refused::Start(std::move(start), absl::UnimplementedError(""), false,
@@ -113,8 +104,18 @@ void CallDispatcher::OnCall(H2Call* call, const std::string& peer) {
 void CallDispatcher::OnRefused(H2Call* call, TransportRefusal why,
                                const absl::Status& status) {
   auto it = methods_.find(call->head().path);
-  door_->Refused(it == methods_.end() ? nullptr : it->second.row,
-                 DoorRefusalOf(why), status);
+  const bool known = it != methods_.end();
+  door_->Refused(known ? it->second.row : nullptr, DoorRefusalOf(why), status);
+  // Refused at its HEADERS, before any call object: its method's series
+  // records the code its client is told (later refusals end a door call,
+  // which records it).
+  if (call->head().refusal != TransportRefusal::kNone) {
+    CallSeries* series = known ? it->second.series : unknown_series_;
+    if (series != nullptr) {
+      series->Started();
+      series->Handled(static_cast<int>(status.code()), absl::ZeroDuration());
+    }
+  }
 }
 
 void CallDispatcher::OnConnectionCut(const std::string& peer) {

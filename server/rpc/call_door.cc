@@ -41,13 +41,6 @@ std::optional<RefusalWatch::Kind> WatchedKind(Method method) {
   }
 }
 
-// The refusals of a bound every client shares: while one refuses every
-// call of a kind, the replica serves none of it.
-bool SharedBound(DoorRefusal why) {
-  return why == DoorRefusal::kCalls || why == DoorRefusal::kStreams ||
-         why == DoorRefusal::kReplyBudget || why == DoorRefusal::kRequestBytes;
-}
-
 }  // namespace
 
 void CallDoor::Served(const MethodRow& row) {
@@ -55,9 +48,9 @@ void CallDoor::Served(const MethodRow& row) {
 }
 
 void CallDoor::Refused(const MethodRow* row, DoorRefusal why,
-                       const absl::Status& status) {
+                       const absl::Status& status, bool under_share) {
   metrics_->DoorRefused(why);
-  if (row == nullptr || !SharedBound(why)) return;
+  if (row == nullptr || !under_share) return;
   if (auto kind = WatchedKind(row->method)) {
     refusals_.Refused(*kind, status.ToString());
   }
@@ -87,7 +80,7 @@ absl::Status CallDoor::Enter(const MethodRow& row, absl::string_view peer,
             note.why == Refusal::kPeerCalls ? DoorRefusal::kPeerCalls
             : note.why == Refusal::kKind    ? DoorRefusal::kStreams
                                             : DoorRefusal::kCalls,
-            entered.status());
+            entered.status(), note.under_share);
     LogLimited(spdlog::level::warn, "door_calls_refused", ledger_.HostOf(peer),
                "call {} from {} refused: {}", row.name, std::string(peer),
                std::string(entered.status().message()));

@@ -171,10 +171,12 @@ class CallDoor {
   void Served(const MethodRow& row);
   // A call of `row` (null: a path nobody serves) refused or ended for
   // `why`, with `status`: counted (metasrv_calls_refused_total), and, when
-  // `why` is a bound shared by every client and the row a kind readiness
-  // watches, told to the watch.
+  // its host was `under_share` of the bound that refused it (so any host
+  // would have been) and the row is of a kind readiness watches, told to
+  // the watch. A host refused for holding its share is not the port's
+  // outage.
   void Refused(const MethodRow* row, DoorRefusal why,
-               const absl::Status& status);
+               const absl::Status& status, bool under_share = false);
   // Why the port turns away every new call of a kind that matters; empty
   // while it does not.
   std::string Refusing() const { return refusals_.Refusing(); }

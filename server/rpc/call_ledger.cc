@@ -108,6 +108,7 @@ absl::StatusOr<CallLedger::Ticket> CallLedger::Enter(absl::string_view peer,
       limit != 0 && static_cast<uint64_t>(by_kind_[k]) >= limit &&
       !MakeRoom(host, k, limit, &share, note)) {
     note->why = EnterNote::Refusal::kKind;
+    note->under_share = (host == nullptr ? 0 : host->by_kind[k]) < share;
     return absl::ResourceExhaustedError(absl::StrCat(
         "the server has ", by_kind_[k], " ", CallKindName(kind),
         "s open (limit ", limit, ", --max_streams), and this host holds ",
@@ -119,6 +120,7 @@ absl::StatusOr<CallLedger::Ticket> CallLedger::Enter(absl::string_view peer,
       !MakeRoom(host, -1, limits_.max_calls, &share, note)) {
     note->why = EnterNote::Refusal::kCalls;
     const int64_t mine = host == nullptr ? 0 : host->calls;
+    note->under_share = mine < share;
     return absl::ResourceExhaustedError(absl::StrCat(
         "the server has ", calls_,
         " calls open, its limit (--max_calls), "

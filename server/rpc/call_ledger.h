@@ -64,6 +64,9 @@ struct PeerLimits {
 struct EnterNote {
   // Why it refused the call, when it did.
   enum class Refusal { kCalls, kPeerCalls, kKind } why = Refusal::kCalls;
+  // Refused though its host held less than its fair share: the bound is
+  // held by calls no host gives back (live heartbeat streams).
+  bool under_share = false;
   bool made_room = false;  // It ended another host's call for this one:
   std::string cut_host;    // that host,
   std::string cut_reason;  // and the status its call was ended with.
@@ -230,6 +233,9 @@ class CallLedger::Ticket {
     call_->active.store(ledger_->NowNs(), std::memory_order_relaxed);
   }
   CallKind kind() const { return call_->kind; }
+  // Its host, as an identity other shares key on (the same for every call
+  // of the host while one is open).
+  const void* host() const { return call_->host; }
   // Its client was told to send every `interval`: from now on the call is
   // live while touched within two intervals (never ended to make room for
   // another host: a heartbeat stream at its cadence), and silent once

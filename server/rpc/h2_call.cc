@@ -32,7 +32,7 @@ void H2Call::ReleaseHeld(size_t bytes) {
   bytes = std::min(bytes, held_bytes_);
   if (bytes == 0) return;
   held_bytes_ -= bytes;
-  conn_->limits_.held_requests->fetch_sub(static_cast<int64_t>(bytes));
+  conn_->limits_.held_requests->Give(conn_->host_, static_cast<int64_t>(bytes));
 }
 
 void H2Call::Send(std::vector<SharedBytes> pieces) {

@@ -40,6 +40,7 @@ enum class TransportRefusal {
   kMessageSize,   // A message past H2Limits::max_message_bytes.
   kMalformed,     // Not gRPC, a broken grpc-timeout or message, an
                   // encoding not supported.
+  kExpired,       // Its grpc-timeout had passed when it came (0n).
 };
 
 // A request's HEADERS as gRPC uses them.
@@ -53,8 +54,9 @@ struct RequestHead {
   std::optional<absl::Duration> timeout;  // "grpc-timeout", parsed.
   bool bad_timeout = false;               // One that does not parse.
   size_t bytes = 0;  // The list's size as SETTINGS counts it.
-  // Set when the transport refuses the call at its HEADERS: the sink is
-  // given it to answer with `refused` (and count).
+  int fields = 0;    // Fields in its header blocks.
+  // Set when the transport refused the call at its HEADERS (answered
+  // with `refused`; the sink is told through OnRefused, not OnCall).
   TransportRefusal refusal = TransportRefusal::kNone;
   absl::Status refused;
 };
@@ -86,11 +88,12 @@ class CallSink {
  public:
   virtual ~CallSink() = default;
   // A call came on a connection from `peer` (the socket's address, exact):
-  // set its events, or Finish() it at once. One the transport refused has
-  // head().refusal set: it is to be answered with head().refused.
+  // set its events, or Finish() it at once.
   virtual void OnCall(H2Call* call, const std::string& peer) = 0;
-  // The transport ended `call` itself for `why` with `status` after its
-  // HEADERS (a bound on request bytes, a message too long or broken).
+  // The transport ends `call` itself for `why` with `status`: at its
+  // HEADERS (head().refusal is set then, and OnCall never comes), at a
+  // header block past the limits (reset, not answered), or after OnCall (a
+  // bound on request bytes, a message too long or broken).
   virtual void OnRefused(H2Call* /*call*/, TransportRefusal /*why*/,
                          const absl::Status& /*status*/) {}
   // nghttp2 cut the connection from `peer` (a GOAWAY with an error): a
@@ -174,7 +177,6 @@ class H2Call {
   H2Connection* const conn_;  // Its connection; owns it.
   const int32_t id_;          // The stream id.
   RequestHead head_;
-  bool header_overflow_ = false;   // Its header list was too long.
   bool dispatched_ = false;        // Handed to the sink.
   CallEvents* events_ = nullptr;   // Set by the sink.
   MessageAssembler assembler_;     // Its request messages.

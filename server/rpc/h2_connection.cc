@@ -43,11 +43,12 @@ nghttp2_session_callbacks* H2Connection::Callbacks() {
   return callbacks;
 }
 
-H2Connection::H2Connection(int fd, std::string peer, const H2Limits& limits,
-                           CallSink* sink, H2Loop* loop, absl::Time now,
-                           SslContext tls)
+H2Connection::H2Connection(int fd, std::string peer, std::string host,
+                           const H2Limits& limits, CallSink* sink,
+                           H2Loop* loop, absl::Time now, SslContext tls)
     : fd_(fd),
       peer_(std::move(peer)),
+      host_(std::move(host)),
       limits_(limits),
       sink_(sink),
       loop_(loop),
@@ -301,11 +302,7 @@ void H2Connection::Dispatch(H2Call* call) {
     head.refusal = why;
     head.refused = std::move(status);
   };
-  if (call->header_overflow_) {
-    refuse(TransportRefusal::kHeaderList,
-           absl::ResourceExhaustedError(
-               "the request's header list is too long"));
-  } else if (head.method != "POST" ||
+  if (head.method != "POST" ||
              !absl::StartsWith(head.content_type, "application/grpc")) {
     refuse(TransportRefusal::kMalformed,
            absl::InternalError("not a gRPC request"));
@@ -317,17 +314,37 @@ void H2Connection::Dispatch(H2Call* call) {
     refuse(TransportRefusal::kMalformed,
            absl::UnimplementedError("grpc-encoding " + head.encoding +
                                     " is not supported"));
+  } else if (head.timeout.has_value() &&
+             *head.timeout <= absl::ZeroDuration()) {
+    refuse(TransportRefusal::kExpired,
+           absl::DeadlineExceededError("deadline exceeded"));
   } else if (head.timeout.has_value()) {
     call->client_deadline_ = now_ + *head.timeout;
     call->deadline_ = call->client_deadline_;
   }
-  sink_->OnCall(call, peer_);
+  if (head.refusal != TransportRefusal::kNone) {
+    Refuse(call, head.refusal, head.refused);
+  } else {
+    sink_->OnCall(call, peer_);
+  }
 }
 
 void H2Connection::Refuse(H2Call* call, TransportRefusal why,
                           const absl::Status& status) {
   sink_->OnRefused(call, why, status);
   call->Finish(static_cast<int>(status.code()), status.message());
+}
+
+bool H2Connection::CountReset() {
+  if (limits_.resets == nullptr || limits_.resets->Take(host_, now_)) {
+    return true;
+  }
+  if (!cut_) {
+    cut_ = true;  // Closed once the GOAWAY went (Flush: both sides done).
+    nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+    sink_->OnConnectionCut(peer_);
+  }
+  return false;
 }
 
 void H2Connection::Deliver(H2Call* call) {
@@ -425,13 +442,24 @@ int H2Connection::HeaderCb(nghttp2_session*, const nghttp2_frame* frame,
                            void* user_data) {
   H2Connection* conn = ConnectionOf(user_data);
   H2Call* call = conn->Find(frame->hd.stream_id);
-  if (call == nullptr || call->dispatched_) return 0;  // Trailers: ignored.
+  if (call == nullptr) return 0;
   RequestHead& head = call->head_;
+  // Every header block of the stream (its trailers too) is cut at the
+  // limit: nghttp2 resets the stream and calls us no more for the block,
+  // so a block that HPACK expands (one 4 kB table entry indexed by a byte,
+  // thousands of times) costs what the limit allows, not what it expands
+  // to. A connection that keeps sending such blocks is closed.
   head.bytes += name_len + value_len + 32;
-  if (head.bytes > conn->limits_.max_header_list_bytes) {
-    call->header_overflow_ = true;
-    return 0;
+  if (head.bytes > conn->limits_.max_header_list_bytes ||
+      ++head.fields > H2Limits::kMaxHeaderFields) {
+    conn->sink_->OnRefused(call, TransportRefusal::kHeaderList,
+                           absl::ResourceExhaustedError(
+                               "the request's header list is too long"));
+    return ++conn->header_cuts_ > H2Limits::kMaxHeaderCuts
+               ? NGHTTP2_ERR_CALLBACK_FAILURE
+               : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
+  if (call->dispatched_) return 0;  // Trailers: not kept.
   const absl::string_view name(reinterpret_cast<const char*>(name_data),
                                name_len);
   const absl::string_view value(reinterpret_cast<const char*>(value_data),
@@ -477,6 +505,9 @@ int H2Connection::FrameRecvCb(nghttp2_session*, const nghttp2_frame* frame,
             NGHTTP2_NO_ERROR, nullptr, 0);
       }
       return 0;
+    case NGHTTP2_RST_STREAM:
+      conn->CountReset();
+      return 0;
     case NGHTTP2_HEADERS:
     case NGHTTP2_DATA:
       break;
@@ -502,8 +533,16 @@ int H2Connection::FrameSendCb(nghttp2_session*, const nghttp2_frame* frame,
                               void* user_data) {
   H2Connection* conn = ConnectionOf(user_data);
   if (frame->hd.type == NGHTTP2_GOAWAY &&
-      frame->goaway.error_code != NGHTTP2_NO_ERROR) {
+      frame->goaway.error_code != NGHTTP2_NO_ERROR && !conn->cut_) {
     conn->sink_->OnConnectionCut(conn->peer_);  // nghttp2 cut a flood.
+  }
+  // A stream error nghttp2 answered with a reset (a client can make the
+  // server reset as fast as it could reset itself: CVE-2025-8671) counts
+  // as the client's own resets do.
+  if (frame->hd.type == NGHTTP2_RST_STREAM &&
+      frame->rst_stream.error_code != NGHTTP2_NO_ERROR &&
+      frame->rst_stream.error_code != NGHTTP2_CANCEL) {
+    conn->CountReset();
   }
   if (frame->hd.type != NGHTTP2_HEADERS ||
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
@@ -527,15 +566,14 @@ int H2Connection::DataChunkCb(nghttp2_session*, uint8_t, int32_t id,
     nghttp2_session_consume(conn->session_, id, len);
     return 0;
   }
-  if (std::atomic<int64_t>* held = conn->limits_.held_requests) {
-    const auto bytes = static_cast<int64_t>(len);
-    if (held->fetch_add(bytes) + bytes > conn->limits_.max_held_requests) {
-      held->fetch_sub(bytes);
+  if (HostBudget* held = conn->limits_.held_requests) {
+    if (!held->Take(conn->host_, static_cast<int64_t>(len))) {
       nghttp2_session_consume(conn->session_, id, len);
       conn->Refuse(call, TransportRefusal::kRequestBytes,
                    absl::ResourceExhaustedError(
                        "requests not yet whole exceed the server's bound "
-                       "(--grpc_memory_limit); retry later"));
+                       "(--grpc_memory_limit) and this client's host holds "
+                       "its share of it; retry later"));
       return 0;
     }
     call->held_bytes_ += len;

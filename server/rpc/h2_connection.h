@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "server/rpc/h2_call.h"
 #include "server/rpc/h2_tls.h"
+#include "server/rpc/host_shares.h"
 
 namespace metasrv::server {
 
@@ -43,6 +44,12 @@ struct H2Limits {
   uint64_t reset_burst = 1000;  // nghttp2's RST_STREAM bucket: its size,
   uint64_t reset_rate = 33;     // and tokens a second; then GOAWAY.
   size_t max_continuations = 8;  // CONTINUATION frames after HEADERS.
+  // Fields in one stream's header blocks, at most (beside the bytes of
+  // max_header_list_bytes); past either, the stream is reset at once.
+  static constexpr int kMaxHeaderFields = 256;
+  // Header blocks cut at those limits on one connection before it is
+  // closed (GOAWAY).
+  static constexpr int kMaxHeaderCuts = 4;
   // An answer must have left within the stall limit plus its size at
   // kMinWriteRate from when it could start (WriteTime), however its
   // client's window trickles; the socket must take bytes at that rate too.
@@ -57,11 +64,15 @@ struct H2Limits {
   // closes the connection (a peer gone without a FIN).
   absl::Duration keepalive_time = absl::Seconds(30);
   absl::Duration keepalive_timeout = absl::Seconds(10);
-  // Request bytes the transport holds before their messages are whole, over
-  // every connection (`held_requests` counts them; null: no bound): a call
-  // whose message would pass it ends RESOURCE_EXHAUSTED.
-  std::atomic<int64_t>* held_requests = nullptr;
+  // Request bytes the transport holds before their messages are whole or
+  // asked for, over every connection (0: no bound), shared by host
+  // (`held_requests`, the transport's HostBudget): a call whose bytes its
+  // host may not take ends RESOURCE_EXHAUSTED.
   int64_t max_held_requests = 0;
+  HostBudget* held_requests = nullptr;
+  // Resets of either side, by host (the transport's; null: none counted):
+  // a host over its budget has its connection closed.
+  HostResets* resets = nullptr;
   // Bytes made ready for the socket before nghttp2 is asked for more.
   size_t socket_buffer_bytes = 256 << 10;
 };
@@ -71,9 +82,10 @@ class H2Connection {
   // Takes `fd` (non-blocking; closed with the connection).
   // With `tls` (null: plaintext), the connection is TLS: the handshake
   // comes first, within the preface limit.
-  H2Connection(int fd, std::string peer, const H2Limits& limits,
-               CallSink* sink, H2Loop* loop, absl::Time now,
-               SslContext tls = nullptr);
+  // `host` is the peer's share key (CallLedger::HostOf).
+  H2Connection(int fd, std::string peer, std::string host,
+               const H2Limits& limits, CallSink* sink, H2Loop* loop,
+               absl::Time now, SslContext tls = nullptr);
   ~H2Connection();  // Closes every call (OnClosed), then the socket.
   H2Connection(const H2Connection&) = delete;
   H2Connection& operator=(const H2Connection&) = delete;
@@ -124,6 +136,9 @@ class H2Connection {
   void Deliver(H2Call* call);
   // Ends a dispatched call for `why` with `status`, telling the sink.
   void Refuse(H2Call* call, TransportRefusal why, const absl::Status& status);
+  // A reset of either side: false once the host is over its budget (the
+  // session is being ended).
+  bool CountReset();
   // Sends the response HEADERS (with a data source) or Trailers-Only.
   void SubmitHeaders(H2Call* call);
   void Resume(H2Call* call);
@@ -139,6 +154,7 @@ class H2Connection {
 
   const int fd_;
   const std::string peer_;
+  const std::string host_;  // The peer's share key.
   const H2Limits limits_;
   CallSink* const sink_;
   H2Loop* const loop_;  // Its loop (H2Call::loop()); may be null in tests.
@@ -164,6 +180,8 @@ class H2Connection {
   bool shutting_down_ = false;
   bool goaway_final_ = false;  // The real GOAWAY was submitted.
   bool broken_ = false;        // A callback failed the session.
+  int header_cuts_ = 0;        // Header blocks cut at the limits.
+  bool cut_ = false;           // Over its host's reset budget: ending.
   absl::Time now_;             // Of the event being handled.
 };
 

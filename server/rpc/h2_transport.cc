@@ -23,7 +23,11 @@ H2Transport::H2Transport(const H2TransportOptions& options, CallSink* sink)
       stop_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   const int threads = std::max(1, options.threads);
   H2Limits limits = options.limits;
-  if (limits.max_held_requests > 0) limits.held_requests = &held_requests_;
+  if (limits.max_held_requests > 0) {
+    held_requests_ = std::make_unique<HostBudget>(limits.max_held_requests);
+    limits.held_requests = held_requests_.get();
+  }
+  limits.resets = &resets_;
   for (int i = 0; i < threads; ++i) {
     loops_.push_back(std::make_unique<H2Loop>(
         limits, sink, [this](uint64_t id) { Forget(id); }));
@@ -88,7 +92,14 @@ void H2Transport::AcceptLoop(TcpListener* listener, AcceptListeners listeners) {
 void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
   std::string text = PeerString(peer);
   std::string host = CallLedger::HostOf(text, options_.ipv4_prefix_bits);
+  if (!resets_.Allowed(host, absl::Now())) {
+    // Over its reset budget lately: slowed, not served, until it refills.
+    close(fd);
+    refused_.fetch_add(1);
+    return;
+  }
   Placed placed{};
+  std::string host_of_copy;
   std::optional<Placed> evict;
   std::string evicted_host;
   {
@@ -136,6 +147,7 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
       }
     }
     by_host_[host].push_back(placed);
+    host_of_copy = host;
     host_of_[placed.id] = std::move(host);
     ++open_;
   }
@@ -144,8 +156,9 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
     loops_[evict->loop]->Close(evict->id);
     sink_->OnConnectionEvicted(evicted_host);
   }
+  std::string share_key = host_of_copy;
   loops_[placed.loop]->Adopt(
-      fd, placed.id, std::move(text),
+      fd, placed.id, std::move(text), std::move(share_key),
       options_.tls != nullptr ? options_.tls->Context() : nullptr);
 }
 

@@ -83,7 +83,9 @@ class H2Transport {
   int64_t connections() const;
   int64_t evicted() const { return evicted_.load(); }
   // Request bytes held before their messages are whole or asked for.
-  int64_t held_request_bytes() const { return held_requests_.load(); }
+  int64_t held_request_bytes() const {
+    return held_requests_ != nullptr ? held_requests_->held() : 0;
+  }
   int64_t refused() const { return refused_.load(); }
   // Evicted connections whose loop has not closed them yet, at most, beyond
   // max_connections: past that, a new connection is closed at accept.
@@ -117,7 +119,11 @@ class H2Transport {
   std::atomic<int64_t> evicted_{0};
   std::atomic<int64_t> refused_{0};
   // Request bytes held before their messages are whole (H2Limits).
-  std::atomic<int64_t> held_requests_{0};
+  std::unique_ptr<HostBudget> held_requests_;  // Null: no bound.
+  // Resets of either side, by host: a burst and a second's worth of
+  // limits.reset_rate, shared by the host's connections.
+  HostResets resets_{2.0 * options_.limits.reset_burst,
+                     2.0 * options_.limits.reset_rate};
 
   absl::Mutex mu_;  // Guards the bookkeeping of connections by host.
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;

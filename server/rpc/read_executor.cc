@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "server/ops/threads.h"
 
@@ -24,23 +25,78 @@ ReadExecutor::~ReadExecutor() {
   for (std::thread& t : workers_) t.join();
 }
 
-absl::Status ReadExecutor::Schedule(ReadCost cost, std::function<void()> work) {
+absl::Status ReadExecutor::Schedule(ReadCost cost, std::function<void()> work,
+                                   Owner owner) {
   if (workers_.empty()) {
     work();  // No workers: run on the caller's thread.
     return absl::OkStatus();
   }
-  absl::MutexLock lock(&mu_);
   const bool small = cost == ReadCost::kSmall;
-  auto& queue = small ? small_ : large_;
   const size_t limit =
       small ? options_.max_queued_small : options_.max_queued_large;
-  if (queue.size() >= limit) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("too many ", small ? "small" : "large", " reads waiting (",
-                     limit, "); retry later"));
+  std::vector<Item> dropped, refused;
+  absl::Status queued;
+  {
+    absl::MutexLock lock(&mu_);
+    auto& queue = small ? small_ : large_;
+    if (queue.size() < limit ||
+        MakeRoom(&queue, limit, owner.host, &dropped, &refused)) {
+      queue.push_back(Item{std::move(work), std::move(owner)});
+    } else {
+      queued = absl::ResourceExhaustedError(absl::StrCat(
+          "too many ", small ? "small" : "large", " reads waiting (", limit,
+          ") and this client's host waits with its share of them; retry "
+          "later"));
+    }
   }
-  queue.push_back(std::move(work));
-  return absl::OkStatus();
+  // Outside the lock: a cancelled call's work finishes it as cancelled.
+  for (Item& item : dropped) item.work();
+  for (Item& item : refused) {
+    item.owner.refuse(absl::ResourceExhaustedError(
+        "a large read waiting was ended to make room for another client "
+        "host's (its host held more than its share of the read queue); "
+        "retry later"));
+  }
+  return queued;
+}
+
+absl::Status ReadExecutor::Schedule(ReadCost cost,
+                                   std::function<void()> work) {
+  return Schedule(cost, std::move(work), Owner());
+}
+
+bool ReadExecutor::MakeRoom(std::deque<Item>* queue, size_t limit,
+                            const void* host, std::vector<Item>* dropped,
+                            std::vector<Item>* refused) {
+  // Work whose call is over gives its place back.
+  for (auto it = queue->begin(); it != queue->end();) {
+    if (it->owner.cancelled && it->owner.cancelled()) {
+      dropped->push_back(std::move(*it));
+      it = queue->erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (queue->size() < limit) return true;
+  if (host == nullptr) return false;
+  absl::flat_hash_map<const void*, size_t> waiting;
+  for (const Item& item : *queue) ++waiting[item.owner.host];
+  const size_t hosts = waiting.size() + (waiting.contains(host) ? 0 : 1);
+  const size_t share = std::max<size_t>(1, limit / hosts);
+  if (waiting[host] >= share) return false;
+  const void* most = nullptr;
+  for (const auto& [h, n] : waiting) {
+    if (h != nullptr && (most == nullptr || n > waiting[most])) most = h;
+  }
+  if (most == nullptr || waiting[most] <= share) return false;
+  for (auto it = queue->rbegin(); it != queue->rend(); ++it) {
+    if (it->owner.host == most && it->owner.refuse) {
+      refused->push_back(std::move(*it));
+      queue->erase(std::next(it).base());
+      return true;
+    }
+  }
+  return false;
 }
 
 size_t ReadExecutor::queued(ReadCost cost) const {
@@ -60,10 +116,10 @@ void ReadExecutor::Work() {
       };
       mu_.Await(absl::Condition(&ready));
       if (!small_.empty()) {
-        work = std::move(small_.front());
+        work = std::move(small_.front().work);
         small_.pop_front();
       } else if (!large_.empty() && large_running_ < max_large_running_) {
-        work = std::move(large_.front());
+        work = std::move(large_.front().work);
         large_.pop_front();
         large = true;
         ++large_running_;

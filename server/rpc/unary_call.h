@@ -129,7 +129,18 @@ class UnaryCall final : public H2DoorCall {
 
   void OnMessage(H2Call* stream, bool compressed,
                  std::string message) override {
+    if (request_came_once_) {
+      // gRPC ends a unary call that carries a second request.
+      End(absl::InternalError("a unary call carried a second request message"),
+          false);
+      return;
+    }
+    request_came_once_ = true;
     RequestCame();
+    if (absl::Now() >= stream->client_deadline()) {
+      End(absl::DeadlineExceededError("deadline exceeded"), false);
+      return;
+    }
     if (compressed && (stream->head().encoding.empty() ||
                        stream->head().encoding == "identity")) {
       End(absl::InternalError("a compressed message without grpc-encoding"),
@@ -149,9 +160,12 @@ class UnaryCall final : public H2DoorCall {
       return;
     }
     Hold();  // Until Finish() has run on the loop.
+    // Its end, or a second message (an error), is read meanwhile.
+    stream->Next();
     (*serve_)(this);
   }
   void OnHalfClose(H2Call*) override {
+    if (request_came_once_) return;  // The request, then the end: as due.
     End(absl::InternalError("the call carried no request message"), false);
   }
   void OnEnded() override { cancelled_.store(true); }
@@ -164,6 +178,7 @@ class UnaryCall final : public H2DoorCall {
   Admission admission_;                 // Set before the method runs.
   SharedPieces raw_;                    // SetResponseBytes()'s answer.
   bool has_raw_ = false;
+  bool request_came_once_ = false;  // Loop thread: its request came.
 };
 
 // Runs `read(request, response)` (returning an absl::Status) for `call` on
@@ -174,14 +189,21 @@ class UnaryCall final : public H2DoorCall {
 template <typename Request, typename Response, typename Read>
 void ScheduleRead(ReadExecutor* reads, ReadCost cost,
                   UnaryCall<Request, Response>* call, Read read) {
-  absl::Status queued = reads->Schedule(cost, [call, read] {
-    if (call->cancelled()) {
-      call->Finish(
-          absl::CancelledError("the call was cancelled while it waited"));
-      return;
-    }
-    call->Finish(read(call->request(), call->response()));
-  });
+  ReadExecutor::Owner owner;
+  if (CallLedger::Ticket* ticket = call->ticket()) owner.host = ticket->host();
+  owner.cancelled = [call] { return call->cancelled(); };
+  owner.refuse = [call](const absl::Status& status) { call->Finish(status); };
+  absl::Status queued = reads->Schedule(
+      cost,
+      [call, read] {
+        if (call->cancelled()) {
+          call->Finish(
+              absl::CancelledError("the call was cancelled while it waited"));
+          return;
+        }
+        call->Finish(read(call->request(), call->response()));
+      },
+      std::move(owner));
   if (!queued.ok()) call->Finish(queued);
 }
 

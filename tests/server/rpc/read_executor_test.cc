@@ -89,6 +89,72 @@ TEST(ReadExecutorTest, AFullQueueRefusesAndDropsTheWork) {
   EXPECT_FALSE(refused_ran.load());
 }
 
+// Hardening round 7: the large-read queue was one for all hosts, and a
+// reset call kept its place until a worker skipped it: dead reads from one
+// host refused others' reads. Now a cancelled call's place is given back at
+// the bound, and a host under its share takes the place of the newest read
+// of the host waiting with the most.
+TEST(ReadExecutorTest, TheLargeQueueIsSharedByHostAndCancelledReadsLeaveIt) {
+  Gate gate;
+  ReadExecutor executor({/*threads=*/2, /*max_queued_small=*/1,
+                         /*max_queued_large=*/4});
+  ASSERT_TRUE(executor.Schedule(ReadCost::kLarge, gate.Work()).ok());
+  ASSERT_TRUE(WaitFor([&] { return gate.running() == 1; }));
+  int attacker_host = 0, honest_host = 0, third_host = 0;
+  std::atomic<int> refused{0};
+  auto owned = [&](const void* host, std::atomic<bool>* cancelled) {
+    ReadExecutor::Owner owner;
+    owner.host = host;
+    owner.cancelled = [cancelled] { return cancelled->load(); };
+    owner.refuse = [&refused](const absl::Status& status) {
+      EXPECT_TRUE(absl::IsResourceExhausted(status)) << status;
+      ++refused;
+    };
+    return owner;
+  };
+  // The attacker fills the queue, then resets two of its calls.
+  std::atomic<bool> live{false}, reset{false};
+  std::atomic<int> skipped{0};  // A cancelled call's work, run to end it.
+  for (int i = 0; i < 4; ++i) {
+    std::function<void()> work = gate.Work();
+    if (i < 2) work = [&skipped] { ++skipped; };
+    ASSERT_TRUE(executor
+                    .Schedule(ReadCost::kLarge, std::move(work),
+                              owned(&attacker_host, i < 2 ? &reset : &live))
+                    .ok());
+  }
+  reset = true;
+  // Their places go to the next reads, whoever's.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(executor
+                    .Schedule(ReadCost::kLarge, gate.Work(),
+                              owned(&attacker_host, &live))
+                    .ok());
+  }
+  EXPECT_EQ(refused.load(), 0);
+  EXPECT_EQ(skipped.load(), 2);
+  // Full of the attacker's live reads: another host under its share takes
+  // the place of the attacker's newest; the attacker, over it, is refused.
+  ASSERT_TRUE(executor
+                  .Schedule(ReadCost::kLarge, gate.Work(),
+                            owned(&honest_host, &live))
+                  .ok());
+  EXPECT_EQ(refused.load(), 1);
+  EXPECT_TRUE(absl::IsResourceExhausted(executor.Schedule(
+      ReadCost::kLarge, gate.Work(), owned(&attacker_host, &live))));
+  ASSERT_TRUE(executor
+                  .Schedule(ReadCost::kLarge, gate.Work(),
+                            owned(&third_host, &live))
+                  .ok());
+  EXPECT_EQ(refused.load(), 2);
+  // Two hosts of three at their share (4 / 3 = 1): the honest one is not
+  // refused for the attacker's sake, but gets no second place.
+  EXPECT_TRUE(absl::IsResourceExhausted(executor.Schedule(
+      ReadCost::kLarge, gate.Work(), owned(&honest_host, &live))));
+  EXPECT_EQ(executor.queued(ReadCost::kLarge), 4u);
+  gate.Release();
+}
+
 TEST(ReadExecutorTest, NoThreadsRunsOnTheCallersThread) {
   ReadExecutor executor({/*threads=*/0, 1, 1});
   const std::thread::id caller = std::this_thread::get_id();

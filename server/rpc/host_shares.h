@@ -1,0 +1,72 @@
+// Pools of the gRPC port shared by client host (CallLedger::HostOf's key),
+// for the transport: the request bytes it holds, and the resets a host's
+// connections cause, on either side.
+#ifndef METASRV_SERVER_RPC_HOST_SHARES_H_
+#define METASRV_SERVER_RPC_HOST_SHARES_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace metasrv::server {
+
+// Bytes held, bounded over all hosts and shared max-min: below the bound
+// anyone takes; at it, a host still takes while it holds less than its fair
+// share (the bound over the hosts holding bytes, itself counted), so a host
+// under its share is never refused because another holds more. The bytes
+// held can so pass the bound by at most the bound again (every host at its
+// share). Thread-safe.
+class HostBudget {
+ public:
+  explicit HostBudget(int64_t limit) : limit_(limit) {}
+  // Takes `bytes` for `host`; false (nothing taken) when it may not.
+  bool Take(const std::string& host, int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  void Give(const std::string& host, int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t held() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  const int64_t limit_;
+  mutable absl::Mutex mu_;  // Guards the fields below.
+  int64_t total_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, int64_t> by_host_ ABSL_GUARDED_BY(mu_);
+};
+
+// A token bucket per host for the resets of its streams, the client's
+// (RST_STREAM received) and the server's (stream errors it answers with a
+// reset): `burst`, refilled at `rate` a second, shared by every connection
+// of the host, so reconnecting refills nothing. A host that empties it is
+// cut: its connection is closed, and new ones are closed at accept for the
+// next kSlowed. Thread-safe.
+class HostResets {
+ public:
+  HostResets(double burst, double rate) : burst_(burst), rate_(rate) {}
+  // One reset of `host` at `now`; false when the host is over its budget.
+  bool Take(const std::string& host, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether `host` may open a connection at `now`.
+  bool Allowed(const std::string& host, absl::Time now)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  static constexpr absl::Duration kSlowed = absl::Seconds(1);
+  struct Bucket {
+    double tokens;
+    absl::Time at;
+    absl::Time slowed_until = absl::InfinitePast();
+  };
+  // Refills `b` to `now`.
+  void Refill(Bucket* b, absl::Time now) const;
+
+  const double burst_;
+  const double rate_;
+  absl::Mutex mu_;  // Guards buckets_.
+  // Hosts whose bucket is not full; full ones are forgotten.
+  absl::flat_hash_map<std::string, Bucket> buckets_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace metasrv::server
+
+#endif  // METASRV_SERVER_RPC_HOST_SHARES_H_
