@@ -358,8 +358,9 @@ void LimitRows(Rows* r) {
   Add(r,
       {"grpc_memory_limit", nullptr,
        "request bytes the gRPC port may hold before their messages are "
-       "whole, over every connection; a call whose message would pass it "
-       "ends RESOURCE_EXHAUSTED (0: none, else at least 16 MiB)",
+       "whole, over every connection, shared by host (a host under its fair "
+       "share still takes at the bound); a call whose bytes its host may not "
+       "take ends RESOURCE_EXHAUSTED (0: none, else at least 16 MiB)",
        false},
       &ServerOptions::grpc_memory_limit, [](const uint64_t& n) {
         return n == 0 || n >= (16 << 20)
@@ -413,7 +414,8 @@ void LimitRows(Rows* r) {
         {"max_early_resets", nullptr,
          "RST_STREAM frames a connection may send, as a burst and then each "
          "second, before nghttp2 closes it (a rapid reset; 0: nghttp2's "
-         "1,000 and 33)",
+         "1,000 and 33); a client host may cause twice that of either side's "
+         "resets over all its connections, then it is cut and slowed 1 s",
          false},
         &ServerOptions::door, &DoorOptions::max_early_resets,
         InRange<int>(0, 1 << 20));

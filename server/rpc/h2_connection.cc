@@ -15,7 +15,6 @@
 namespace metasrv::server {
 namespace {
 
-constexpr int kH2Internal = 13;  // INTERNAL.
 constexpr int kH2Resource = 8;   // RESOURCE_EXHAUSTED.
 constexpr int kH2Deadline = 4;  // DEADLINE_EXCEEDED.
 
