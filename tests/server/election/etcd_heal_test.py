@@ -46,10 +46,13 @@ CLIENT, PEER = 2379, 2380
 ELECTED = 'metasrv_leader_changes_total{cause="elected"}'
 
 
-class Cluster:
-    def __init__(self, metasrv, work, network):
+class Cluster(pt.Cluster):
+    """partition_test's cluster (its start, leaders and stop), on three
+    etcd members, without probers."""
+
+    def __init__(self, metasrv, work, network):  # pylint: disable=super-init-not-called
         self.log = open(os.path.join(work, "log"), "w", encoding="utf-8")
-        self.procs = []
+        self.procs, self.probers = [], []
         initial = ",".join(f"e{i}=http://{ip}:{PEER}"
                            for i, ip in enumerate(ETCD_IPS))
         for i, ip in enumerate(ETCD_IPS):
@@ -80,57 +83,13 @@ class Cluster:
                                 f"{ip}:{CLIENT}" for ip in stores),
                             f"--lease_ttl={TTL}s"])
 
-    def start(self, ns, argv):
-        self.procs.append(subprocess.Popen(pt.in_ns(ns, argv), stdout=self.log,
-                                           stderr=subprocess.STDOUT))
-
-    def leaders(self):
-        return [i for i, addr in enumerate(self.http)
-                if pt.get(addr, "/ready")[1] == "leader\n"]
-
     def elected(self):
         """Times any replica became leader, over all three."""
         return sum(pt.metric(addr, ELECTED) or 0 for addr in self.http)
 
     def stop(self):
         self.availability.stop.set()
-        for p in reversed(self.procs):
-            p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        self.log.close()
-
-
-class Availability(threading.Thread):
-    """Reads a key through every member's JSON gateway (linearizable: a
-    quorum must answer) every 100 ms; `answered` holds when any did."""
-
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.answered = []
-        self.stop = threading.Event()
-
-    def run(self):
-        body = json.dumps({"key": "eA=="}).encode()  # "x"
-        while not self.stop.is_set():
-            for ip in ETCD_IPS:
-                try:
-                    urllib.request.urlopen(urllib.request.Request(
-                        f"http://{ip}:{CLIENT}/v3/kv/range", data=body),
-                        timeout=0.3).read()
-                    self.answered.append(time.time())
-                    break
-                except OSError:
-                    continue
-            time.sleep(0.1)
-
-    def longest_gap(self, start, end):
-        """The longest time between answers within [start, end]."""
-        times = [start] + [t for t in self.answered if start < t < end] + [end]
-        return max(b - a for a, b in zip(times, times[1:]))
+        super().stop()
 
 
 def report(addr, node):

@@ -210,6 +210,16 @@ auto Is(uint8_t type, uint32_t stream) {
   };
 }
 
+// A new connection from `source` gets one call echoed.
+void ExpectServed(int port, const char* source) {
+  RawClient honest(port, source);
+  honest.Send(FrameBytes(kHeaders, kEndHeaders, 1, Request("/t.T/Echo")) +
+              FrameBytes(kData, kEndStream, 1, Message("served")));
+  std::optional<Frame> data = honest.ReadUntil(Is(kData, 1));
+  ASSERT_TRUE(data.has_value()) << source;
+  EXPECT_EQ(data->payload, Message("served"));
+}
+
 TEST_F(H2FramesTest, AnAnswerStuckBehindAZeroWindowEndsAtTheStallLimit) {
   H2TransportOptions options;
   options.limits.write_stall_limit = absl::Milliseconds(300);
@@ -285,12 +295,7 @@ TEST_F(H2FramesTest, HeaderBlocksThatHpackExpandsAreCutAndTheSenderClosed) {
   }
   EXPECT_TRUE(client.ClosedWithin(absl::Seconds(10)));
   EXPECT_EQ(sink_.calls.load(), 0);
-  RawClient honest(port(), "127.0.0.2");
-  honest.Send(FrameBytes(kHeaders, kEndHeaders, 1, Request("/t.T/Echo")) +
-              FrameBytes(kData, kEndStream, 1, Message("served")));
-  std::optional<Frame> data = honest.ReadUntil(Is(kData, 1));
-  ASSERT_TRUE(data.has_value());
-  EXPECT_EQ(data->payload, Message("served"));
+  ExpectServed(port(), "127.0.0.2");
 }
 
 // Hardening round 7: resets the server makes are counted too, per host.
@@ -320,12 +325,7 @@ TEST_F(H2FramesTest, ResetsTheServerMakesAreCountedPerHost) {
   EXPECT_LE(sent, 3000);
   RawClient again(port(), "127.0.0.3");
   EXPECT_TRUE(again.ClosedWithin(absl::Seconds(5)));
-  RawClient honest(port(), "127.0.0.4");
-  honest.Send(FrameBytes(kHeaders, kEndHeaders, 1, Request("/t.T/Echo")) +
-              FrameBytes(kData, kEndStream, 1, Message("served")));
-  std::optional<Frame> data = honest.ReadUntil(Is(kData, 1));
-  ASSERT_TRUE(data.has_value());
-  EXPECT_EQ(data->payload, Message("served"));
+  ExpectServed(port(), "127.0.0.4");
 }
 
 // gRPC answers a call whose grpc-timeout has already passed (0n)
