@@ -92,6 +92,35 @@ class Cluster(pt.Cluster):
         super().stop()
 
 
+class Availability(threading.Thread):
+    """Reads a key through every member's JSON gateway (linearizable: a
+    quorum must answer) every 100 ms; `answered` holds when any did."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.answered = []
+        self.stop = threading.Event()
+
+    def run(self):
+        body = json.dumps({"key": "eA=="}).encode()  # "x"
+        while not self.stop.is_set():
+            for ip in ETCD_IPS:
+                try:
+                    urllib.request.urlopen(urllib.request.Request(
+                        f"http://{ip}:{CLIENT}/v3/kv/range", data=body),
+                        timeout=0.3).read()
+                    self.answered.append(time.time())
+                    break
+                except OSError:
+                    continue
+            time.sleep(0.1)
+
+    def longest_gap(self, start, end):
+        """The longest time between answers within [start, end]."""
+        times = [start] + [t for t in self.answered if start < t < end] + [end]
+        return max(b - a for a, b in zip(times, times[1:]))
+
+
 def report(addr, node):
     """One flownode report of flow 1 to `addr`; whether it was accepted."""
     conn = pt.tonic_client.Connection(addr, timeout=2)
