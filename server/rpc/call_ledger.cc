@@ -128,7 +128,8 @@ absl::StatusOr<CallLedger::Ticket> CallLedger::Enter(absl::string_view peer,
         mine,
         mine >= share ? absl::StrCat(", its fair share ", share, " or more")
                       : absl::StrCat(" (its fair share is ", share,
-                                     "; calls of others are being ended)"),
+                                     "; no call of a host over its share "
+                                     "can be ended for it now)"),
         "; retry later"));
   }
   if (host == nullptr) {
