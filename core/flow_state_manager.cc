@@ -46,7 +46,8 @@ absl::Status FlowStateManager::Heartbeat(uint64_t node_id,
                        *term, " (leadership changed)"));
     }
     if (store_.AtNodeBound(node_id)) {
-      const std::optional<uint64_t> victim = store_.Evictable(mono);
+      const std::optional<uint64_t> victim =
+          store_.Evictable(mono, heartbeat.origin);
       if (victim.has_value()) {
         store_.ForgetNodes({*victim});
         changed = true;

@@ -1,6 +1,7 @@
 #include "core/flow_state_store.h"
 
 #include <algorithm>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -158,13 +159,15 @@ absl::Status FlowStateStore::Heartbeat(uint64_t node, NodeHeartbeat heartbeat,
     record.peer_addr = std::move(heartbeat.peer_addr);
   }
   if (heartbeat.info.has_value()) record.info = std::move(heartbeat.info);
+  if (!heartbeat.origin.empty()) entry.origin = std::move(heartbeat.origin);
   if (has_report) {
     SetReport(node, entry, *std::move(heartbeat.report));
   }
   return absl::OkStatus();
 }
 
-std::optional<uint64_t> FlowStateStore::Evictable(int64_t mono_ms) const {
+std::optional<uint64_t> FlowStateStore::Evictable(
+    int64_t mono_ms, const std::string& origin) const {
   // Ordered by (reported at all, when: its last report, or, never having
   // reported, its last heartbeat, id): the least is the victim.
   std::optional<std::tuple<bool, int64_t, uint64_t>> best;
@@ -176,11 +179,32 @@ std::optional<uint64_t> FlowStateStore::Evictable(int64_t mono_ms) const {
   }
   if (!best.has_value()) return std::nullopt;
   const auto [reported, when, node] = *best;
-  if (reported &&
-      when > mono_ms - absl::ToInt64Milliseconds(limits_.live_report_window)) {
-    return std::nullopt;  // The quietest node reported lately: all are live.
+  if (!reported ||
+      when <= mono_ms - absl::ToInt64Milliseconds(limits_.live_report_window)) {
+    return node;
   }
-  return node;
+  // Every node is live: shared by host. A node of no known host is not
+  // counted to any.
+  if (origin.empty()) return std::nullopt;
+  absl::flat_hash_map<std::string_view, uint64_t> held;
+  for (const auto& [id, entry] : nodes_) {
+    if (!entry.origin.empty()) ++held[entry.origin];
+  }
+  const uint64_t hosts = held.size() + (held.contains(origin) ? 0 : 1);
+  const uint64_t share = std::max<uint64_t>(1, limits_.max_nodes / hosts);
+  if (held[origin] >= share) return std::nullopt;
+  std::string_view most;
+  for (const auto& [host, n] : held) {
+    if (host != origin && (most.empty() || n > held[most])) most = host;
+  }
+  if (most.empty() || held[most] <= share) return std::nullopt;
+  std::optional<std::pair<int64_t, uint64_t>> oldest;
+  for (const auto& [id, entry] : nodes_) {
+    if (entry.origin != most) continue;
+    const auto key = std::make_pair(entry.report_mono, id);
+    if (!oldest.has_value() || key < *oldest) oldest = key;
+  }
+  return oldest->second;
 }
 
 ForgetResult FlowStateStore::ForgetFlows(

@@ -31,6 +31,9 @@ struct NodeHeartbeat {
   std::optional<FlowStateValue> report;  // nullopt: it carried no report.
   // Its cluster info, when it carried a header, a peer and a NodeInfo.
   std::optional<ClusterNode> cluster_node;
+  // The client host it came from, as the server's shares key hosts; empty:
+  // unknown (a node of no host is never taken for another host's).
+  std::string origin;
 };
 
 // What ExpireIdle() removed.
@@ -101,12 +104,18 @@ class FlowStateStore {
     return limits_.max_nodes != 0 && nodes_.size() >= limits_.max_nodes &&
            !nodes_.contains(node);
   }
-  // The flownode to forget at max_nodes for a new one, at `mono_ms`: one
-  // that never reported (silent longest first), else the one whose last
-  // report is oldest if that is past FlowStateLimits::live_report_window;
-  // the lowest id among equals. nullopt when every node is live: a node is
-  // live by its reports, whatever streams are open. O(nodes).
-  std::optional<uint64_t> Evictable(int64_t mono_ms) const;
+  // The flownode to forget at max_nodes for a new one from host `origin`,
+  // at `mono_ms`: one that never reported (silent longest first), else the
+  // one whose last report is oldest if that is past
+  // FlowStateLimits::live_report_window; the lowest id among equals. When
+  // every node is live by its reports (whatever streams are open), the
+  // node slots are shared by host, max-min: a newcomer whose host holds
+  // fewer than its fair share (max_nodes over the hosts holding nodes,
+  // its own counted) takes the place of the node whose report is oldest
+  // of the host holding the most, over its share; a live node of a host
+  // within its share is never taken. nullopt otherwise. O(nodes).
+  std::optional<uint64_t> Evictable(int64_t mono_ms,
+                                    const std::string& origin = "") const;
 
   // Removes the flows of `sorted_ids` (ascending, unique) from every report.
   ForgetResult ForgetFlows(const std::vector<uint32_t>& sorted_ids);
@@ -156,6 +165,7 @@ class FlowStateStore {
     std::shared_ptr<const FlowStateValue> report;
     int64_t heartbeat_mono = 0;    // Its last heartbeat, monotonic ms.
     int64_t report_mono = kNever;  // Its last report, monotonic ms.
+    std::string origin;            // NodeHeartbeat::origin, the latest.
     // Its report key's slot in node_keys_ (KvStore::Slot); null until
     // written.
     kv::Bytes* report_slot = nullptr;

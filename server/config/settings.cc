@@ -414,8 +414,9 @@ void LimitRows(Rows* r) {
         {"max_early_resets", nullptr,
          "RST_STREAM frames a connection may send, as a burst and then each "
          "second, before nghttp2 closes it (a rapid reset; 0: nghttp2's "
-         "1,000 and 33); a client host may cause twice that of either side's "
-         "resets over all its connections, then it is cut and slowed 1 s",
+         "1,000 and 33); a client host may cause twice that of the server's "
+         "resets for stream errors over all its connections, then it is cut "
+         "and slowed 1 s",
          false},
         &ServerOptions::door, &DoorOptions::max_early_resets,
         InRange<int>(0, 1 << 20));

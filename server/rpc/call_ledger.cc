@@ -338,4 +338,9 @@ size_t CallLedger::peers() const {
   return hosts_.size();
 }
 
+// Set when the host entered the ledger, never changed: no lock.
+const std::string& CallLedger::Ticket::host_key() const {
+  return call_->host->key;
+}
+
 }  // namespace metasrv::server

@@ -236,6 +236,8 @@ class CallLedger::Ticket {
   // Its host, as an identity other shares key on (the same for every call
   // of the host while one is open).
   const void* host() const { return call_->host; }
+  // Its host's key (HostOf).
+  const std::string& host_key() const;
   // Its client was told to send every `interval`: from now on the call is
   // live while touched within two intervals (never ended to make room for
   // another host: a heartbeat stream at its cadence), and silent once

@@ -504,9 +504,6 @@ int H2Connection::FrameRecvCb(nghttp2_session*, const nghttp2_frame* frame,
             NGHTTP2_NO_ERROR, nullptr, 0);
       }
       return 0;
-    case NGHTTP2_RST_STREAM:
-      conn->CountReset();
-      return 0;
     case NGHTTP2_HEADERS:
     case NGHTTP2_DATA:
       break;
@@ -536,8 +533,10 @@ int H2Connection::FrameSendCb(nghttp2_session*, const nghttp2_frame* frame,
     conn->sink_->OnConnectionCut(conn->peer_);  // nghttp2 cut a flood.
   }
   // A stream error nghttp2 answered with a reset (a client can make the
-  // server reset as fast as it could reset itself: CVE-2025-8671) counts
-  // as the client's own resets do.
+  // server reset as fast as it could reset itself: CVE-2025-8671, which
+  // nghttp2 1.52 does not bound) counts against the client's host, over
+  // all its connections. (The client's own resets are nghttp2's to bound,
+  // per connection: honest clients cancel calls, often, on one channel.)
   if (frame->hd.type == NGHTTP2_RST_STREAM &&
       frame->rst_stream.error_code != NGHTTP2_NO_ERROR &&
       frame->rst_stream.error_code != NGHTTP2_CANCEL) {

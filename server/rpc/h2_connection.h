@@ -70,8 +70,9 @@ struct H2Limits {
   // host may not take ends RESOURCE_EXHAUSTED.
   int64_t max_held_requests = 0;
   HostBudget* held_requests = nullptr;
-  // Resets of either side, by host (the transport's; null: none counted):
-  // a host over its budget has its connection closed.
+  // The resets the server makes for stream errors, by host (the
+  // transport's; null: none counted): a host over its budget has its
+  // connection closed.
   HostResets* resets = nullptr;
   // Bytes made ready for the socket before nghttp2 is asked for more.
   size_t socket_buffer_bytes = 256 << 10;
@@ -136,8 +137,8 @@ class H2Connection {
   void Deliver(H2Call* call);
   // Ends a dispatched call for `why` with `status`, telling the sink.
   void Refuse(H2Call* call, TransportRefusal why, const absl::Status& status);
-  // A reset of either side: false once the host is over its budget (the
-  // session is being ended).
+  // A reset the server made for a stream error: false once the host is
+  // over its budget (the session is being ended).
   bool CountReset();
   // Sends the response HEADERS (with a data source) or Trailers-Only.
   void SubmitHeaders(H2Call* call);

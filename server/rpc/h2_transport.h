@@ -120,8 +120,8 @@ class H2Transport {
   std::atomic<int64_t> refused_{0};
   // Request bytes held before their messages are whole (H2Limits).
   std::unique_ptr<HostBudget> held_requests_;  // Null: no bound.
-  // Resets of either side, by host: a burst and a second's worth of
-  // limits.reset_rate, shared by the host's connections.
+  // The resets the server makes for stream errors, by host: twice the
+  // connection's reset burst and rate, shared by the host's connections.
   HostResets resets_{2.0 * options_.limits.reset_burst,
                      2.0 * options_.limits.reset_rate};
 

@@ -1,6 +1,6 @@
 // Pools of the gRPC port shared by client host (CallLedger::HostOf's key),
 // for the transport: the request bytes it holds, and the resets a host's
-// connections cause, on either side.
+// streams make the server send.
 #ifndef METASRV_SERVER_RPC_HOST_SHARES_H_
 #define METASRV_SERVER_RPC_HOST_SHARES_H_
 
@@ -35,10 +35,10 @@ class HostBudget {
   absl::flat_hash_map<std::string, int64_t> by_host_ ABSL_GUARDED_BY(mu_);
 };
 
-// A token bucket per host for the resets of its streams, the client's
-// (RST_STREAM received) and the server's (stream errors it answers with a
-// reset): `burst`, refilled at `rate` a second, shared by every connection
-// of the host, so reconnecting refills nothing. A host that empties it is
+// A token bucket per host for the resets its streams make the server send
+// (stream errors nghttp2 answers with a reset): `burst`, refilled at `rate`
+// a second, shared by every connection of the host, so reconnecting
+// refills nothing. A host that empties it is
 // cut: its connection is closed, and new ones are closed at accept for the
 // next kSlowed. Thread-safe.
 class HostResets {

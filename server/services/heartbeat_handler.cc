@@ -97,7 +97,8 @@ uint64_t HeartbeatHandler::IntervalFor(int role) const {
 absl::Status HeartbeatHandler::Handle(HeartbeatRequestReader* reader,
                                       bool handshake,
                                       const Admission& admission,
-                                      HeartbeatResponse* response) {
+                                      HeartbeatResponse* response,
+                                      const std::string& origin) {
   // What a node says about itself is checked and bounded before anything
   // of it is kept.
   absl::StatusOr<ParsedHeartbeat> parsed =
@@ -117,6 +118,7 @@ absl::Status HeartbeatHandler::Handle(HeartbeatRequestReader* reader,
   }
   const bool serve = admission.kind == Admission::Kind::kServe;
   if (serve) {
+    if (parsed->heartbeat.ok()) parsed->heartbeat->origin = origin;
     absl::StatusOr<MergeResult> merged =
         MergeFlowStat(*std::move(parsed), admission.state_term);
     // kAborted: leadership was lost while merging; answer as a follower.

@@ -68,9 +68,12 @@ class HeartbeatHandler {
   //   role, a string past kMaxNodeStringBytes or too many flows; or a
   //   failed merge): end the stream with it;
   //   send nothing. The node's previous report stays as it was.
+  // `origin` is the client's host as the shares key it (its node slot is
+  // charged to it at --max_nodes); empty: none.
   absl::Status Handle(HeartbeatRequestReader* request, bool handshake,
                       const Admission& admission,
-                      greptime::v1::meta::HeartbeatResponse* response);
+                      greptime::v1::meta::HeartbeatResponse* response,
+                      const std::string& origin = "");
 
   // Records a flownode's heartbeat (its peer address and NodeInfo) and
   // merges its flow state (with the start times of the

@@ -31,7 +31,11 @@ StreamStep HeartbeatStream::OnRequest(
   if (first && request.header().role() == greptime::v1::meta::FLOWNODE) {
     flownode_ = request_.node_id();
   }
-  absl::Status handled = handler_->Handle(&request_, handshake_, admission, answer);
+  static const std::string kNoHost;
+  const CallLedger::Ticket* ticket = call_->ticket();
+  absl::Status handled =
+      handler_->Handle(&request_, handshake_, admission, answer,
+                       ticket != nullptr ? ticket->host_key() : kNoHost);
   handshake_ = false;
   if (answer->has_heartbeat_config()) {
     // What the node was told is what its silence is measured against: a

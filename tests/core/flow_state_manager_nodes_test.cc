@@ -416,5 +416,53 @@ TEST(FlowStateManagerEvictionTest, ANewNodeTakesTheQuietestPlaceNeverALiveOne) {
   EXPECT_EQ(flows(), (std::vector<uint32_t>{4, 7, 8}));
 }
 
+// Hardening round 7: node slots were one pool. 20,000 made-up ids from one
+// host, each a handshake and one report, kept a new flownode of another
+// host out for as long as they stayed live. Now, when every node is live,
+// the slots are shared by host: a newcomer under its host's share takes the
+// oldest-reporting node of the host holding the most; a live node of a
+// host within its share is never taken.
+TEST(FlowStateManagerEvictionTest, LiveNodeSlotsAreSharedByHost) {
+  ManualClock clock;
+  FlowStateLimits limits = Limits(absl::ZeroDuration(), /*max_nodes=*/4);
+  limits.live_report_window = absl::Seconds(10);
+  FlowStateManager manager(limits, &clock);
+  auto beat = [&](uint64_t node, const std::string& origin) {
+    NodeHeartbeat heartbeat;
+    heartbeat.report = Report({{static_cast<uint32_t>(node), 1, 1}});
+    heartbeat.origin = origin;
+    std::optional<uint64_t> evicted;
+    absl::Status status =
+        manager.Heartbeat(node, heartbeat, std::nullopt, &evicted);
+    clock.Advance(absl::Milliseconds(100));
+    return std::make_pair(status, evicted);
+  };
+  // One host's made-up ids take every slot, all live.
+  for (uint64_t node = 1; node <= 4; ++node) {
+    ASSERT_TRUE(beat(node, "attacker").first.ok());
+  }
+  // Its next is refused: it holds its share (all of them) and more.
+  EXPECT_EQ(beat(5, "attacker").first.code(),
+            absl::StatusCode::kResourceExhausted);
+  // Another host's new flownode takes the attacker's oldest-reporting node.
+  auto [in, evicted] = beat(100, "honest");
+  ASSERT_TRUE(in.ok()) << in;
+  EXPECT_EQ(evicted, std::optional<uint64_t>(1));
+  // The attacker (3 of 4, share 2) cannot take it back.
+  EXPECT_EQ(beat(6, "attacker").first.code(),
+            absl::StatusCode::kResourceExhausted);
+  // A third host (share 1) takes the attacker's next oldest.
+  auto [third, next] = beat(200, "third");
+  ASSERT_TRUE(third.ok()) << third;
+  EXPECT_EQ(next, std::optional<uint64_t>(2));
+  // The honest host is within its share: its live node is never taken,
+  // whatever a host at its own share asks (attacker 2, share 1: over).
+  auto [honest_again, none] = beat(101, "honest");
+  EXPECT_EQ(honest_again.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(none.has_value());
+  // A node of no known host takes no live node.
+  EXPECT_EQ(beat(300, "").first.code(), absl::StatusCode::kResourceExhausted);
+}
+
 }  // namespace
 }  // namespace metasrv::core

@@ -342,8 +342,9 @@ class MadeUpNodesTest(unittest.TestCase):
     """Attack 6 (issue 59): made-up flownode ids, a one-flow report each on
     a stream whose window stays 0, fill --max_nodes beside an honest
     flownode that restarts. A node is live by its reports: the restarting
-    one keeps its flows, a new one gets in once the made-up ids have been
-    silent past a flownode's limit (3 x 500 ms + 500 ms here)."""
+    one keeps its flows; and node slots are shared by host (round 7): a
+    new flownode of a host under its share takes a made-up id's place at
+    once."""
 
     def test_made_up_ids_never_evict_a_restarting_flownode(self):
         server = Server("--max_nodes=50", "--heartbeat_interval=500ms",
@@ -367,18 +368,21 @@ class MadeUpNodesTest(unittest.TestCase):
         self.assertEqual(list(one_flow_read(server.addr, 70)[1].state_sizes),
                          [100])
         self.assertEqual(server.metric("metasrv_nodes_evicted_total"), 0)
-        # A new flownode while the made-up ids are live: refused, and
-        # nobody forgotten for it.
-        with self.assertRaises(tonic_client.CallError) as refused:
-            Node(server.addr, FLOWNODE, 8)
-        self.assertEqual(refused.exception.code, RESOURCE_EXHAUSTED)
-        self.assertIn("--max_nodes", refused.exception.message)
-        # Past their limit the made-up ids are not live: the new flownode
-        # takes the place of one; the honest one, at its cadence, stays.
-        run([honest], 2.5)
+        # A new flownode while the made-up ids are live (hardening round
+        # 7: node slots are shared by host): its host holds 1 of its share
+        # of 25, the attacker's 49; it takes the place of the made-up id
+        # that reported first, at once. The honest one, at its cadence,
+        # stays. (Before, it was refused until the made-up ids went silent.)
         newcomer = Node(server.addr, FLOWNODE, 8)
         run([honest, newcomer], 0.6)
         self.assertEqual(server.metric("metasrv_nodes_evicted_total"), 1)
+        self.assertEqual(list(one_flow_read(server.addr, 100)[1].flow_ids), [])
+        # The attacker, over its share, cannot take a place back.
+        call = conn.open(HEARTBEAT)
+        call.send(report(199, [(199, 1, 1)]).SerializeToString())
+        wait_for(lambda: call.ended or conn.pump(0.1) or call.ended,
+                 what="the made-up id refused")
+        self.assertEqual(list(one_flow_read(server.addr, 199)[1].flow_ids), [])
         for flow in (70, 71, 72, 80, 81, 82):
             self.assertEqual(
                 list(one_flow_read(server.addr, flow)[1].state_sizes), [100],
