@@ -24,6 +24,21 @@ using ::metasrv::testing::FlowReport;
 using ::metasrv::testing::HeartbeatClient;
 using ::metasrv::testing::WaitFor;
 
+// Whether `replica` got a keep-alive sent after `back` acknowledged (within
+// 20 s): what its lease has left is more than the `valid` seconds a leader
+// acts on one, less the time since `back`.
+template <typename Replica>
+bool RenewedSince(Replica& replica, absl::Time back, double valid) {
+  return WaitFor(
+      [&] {
+        const double left =
+            ::metasrv::testing::ScrapeMetrics(replica.metrics_port())
+                .at("metasrv_lease_remaining_seconds");
+        return left > valid - absl::ToDoubleSeconds(absl::Now() - back) + 0.1;
+      },
+      absl::Seconds(20));
+}
+
 // Issue 48: etcd restarted (down about 2 s, refusing connections: calls
 // fail at once) while a leader's lease certainly holds. The leader tries
 // its keep-alive again until that lease runs out instead of stepping down
@@ -82,14 +97,7 @@ TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdRestartShorterThanItsLease) {
     const absl::Time back = absl::Now();
     // A keep-alive sent after etcd came back was acknowledged: the lease
     // then runs 6 s past its sending.
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          const double left =
-              ::metasrv::testing::ScrapeMetrics(replica->metrics_port())
-                  .at("metasrv_lease_remaining_seconds");
-          return left > 6 - absl::ToDoubleSeconds(absl::Now() - back) + 0.2;
-        },
-        absl::Seconds(20)))
+    ASSERT_TRUE(RenewedSince(*replica, back, 6))
         << "no keep-alive went through after etcd came back (round " << round
         << ")";
     EXPECT_TRUE(replica->leadership_for_test().IsLeader()) << round;
@@ -164,15 +172,7 @@ TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdPausedForTwoSeconds) {
     etcd.Resume();
     const absl::Time back = absl::Now();
     // A keep-alive sent after etcd came back was acknowledged.
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          const double left =
-              ::metasrv::testing::ScrapeMetrics(leader->metrics_port())
-                  .at("metasrv_lease_remaining_seconds");
-          return left > 5.0 * 2 / 3 -
-                            absl::ToDoubleSeconds(absl::Now() - back) + 0.1;
-        },
-        absl::Seconds(10)))
+    ASSERT_TRUE(RenewedSince(*leader, back, 5.0 * 2 / 3))
         << "no keep-alive went through after etcd came back (round " << round
         << ")";
     EXPECT_TRUE(leader->leadership_for_test().IsLeader()) << round;

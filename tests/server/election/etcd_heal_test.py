@@ -138,11 +138,9 @@ def report(addr, node):
 
 
 def one_run(cluster, network, problems, run, judged):
-    leaders = cluster.leaders()
-    if len(leaders) != 1:
-        problems.append(f"run {run}: no single leader before the cut: {leaders}")
+    old = pt.single_leader(cluster, problems, f"run {run}")
+    if old is None:
         return
-    old = leaders[0]
     before = cluster.elected()
     # The leader and its member, cut from the other members and replicas
     # (the test still reads every replica's /ready and /metrics).

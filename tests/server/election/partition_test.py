@@ -281,12 +281,19 @@ def wait(check, timeout, on_sample=None):
     return None
 
 
+def single_leader(cluster, problems, label):
+    """The one replica that leads, or None (noted in `problems`)."""
+    leaders = cluster.leaders()
+    if len(leaders) != 1:
+        problems.append(f"{label}: no single leader before the cut: {leaders}")
+        return None
+    return leaders[0]
+
+
 def scenario(cluster, network, problems, who, cut_seconds):
-    leader = cluster.leaders()
-    if len(leader) != 1:
-        problems.append(f"{who}: no single leader before the cut: {leader}")
+    leader = single_leader(cluster, problems, who)
+    if leader is None:
         return
-    leader = leader[0]
     victim = leader if who != "follower" else (leader + 1) % 3
     alone = who == "leader alone"
     name = (f"the leader cut from everything for {cut_seconds} s" if alone

@@ -210,14 +210,19 @@ auto Is(uint8_t type, uint32_t stream) {
   };
 }
 
+// `client` gets a call on `stream` echoed.
+void ExpectEcho(RawClient& client, int32_t stream, const std::string& text) {
+  client.Send(FrameBytes(kHeaders, kEndHeaders, stream, Request("/t.T/Echo")) +
+              FrameBytes(kData, kEndStream, stream, Message(text)));
+  std::optional<Frame> data = client.ReadUntil(Is(kData, stream));
+  ASSERT_TRUE(data.has_value()) << text;
+  EXPECT_EQ(data->payload, Message(text));
+}
+
 // A new connection from `source` gets one call echoed.
 void ExpectServed(int port, const char* source) {
   RawClient honest(port, source);
-  honest.Send(FrameBytes(kHeaders, kEndHeaders, 1, Request("/t.T/Echo")) +
-              FrameBytes(kData, kEndStream, 1, Message("served")));
-  std::optional<Frame> data = honest.ReadUntil(Is(kData, 1));
-  ASSERT_TRUE(data.has_value()) << source;
-  EXPECT_EQ(data->payload, Message("served"));
+  ExpectEcho(honest, 1, "served");
 }
 
 TEST_F(H2FramesTest, AnAnswerStuckBehindAZeroWindowEndsAtTheStallLimit) {
@@ -259,11 +264,7 @@ TEST_F(H2FramesTest, AHeaderListTooLongResetsItsStreamAtOnce) {
   EXPECT_EQ(answer->type, kRst);
   EXPECT_EQ(answer->stream, 1u);
   EXPECT_EQ(sink_.calls.load(), 0);
-  client.Send(FrameBytes(kHeaders, kEndHeaders, 3, Request("/t.T/Echo")) +
-              FrameBytes(kData, kEndStream, 3, Message("after")));
-  std::optional<Frame> data = client.ReadUntil(Is(kData, 3));
-  ASSERT_TRUE(data.has_value());
-  EXPECT_EQ(data->payload, Message("after"));
+  ExpectEcho(client, 3, "after");
 }
 
 // Hardening round 7's HPACK amplification: one 4 kB field put in the
@@ -351,11 +352,7 @@ TEST_F(H2FramesTest, AResetMidMessageCostsNothingAndTheConnectionGoesOn) {
               FrameBytes(kRst, 0, 1, Be32(8)));
   ASSERT_TRUE(WaitFor([&] { return sink_.closed.load() == 1; }));
   EXPECT_EQ(sink_.messages.load(), 0);
-  client.Send(FrameBytes(kHeaders, kEndHeaders, 3, Request("/t.T/Echo")) +
-              FrameBytes(kData, kEndStream, 3, Message("whole")));
-  std::optional<Frame> data = client.ReadUntil(Is(kData, 3));
-  ASSERT_TRUE(data.has_value());
-  EXPECT_EQ(data->payload, Message("whole"));
+  ExpectEcho(client, 3, "whole");
   std::optional<Frame> trailers = client.ReadUntil(Is(kHeaders, 3));
   ASSERT_TRUE(trailers.has_value());
   EXPECT_EQ(RawClient::Field(client.Fields(*trailers), "grpc-status"), "0");
