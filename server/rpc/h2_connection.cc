@@ -266,7 +266,32 @@ bool H2Connection::Tick(absl::Time now) {
       call->Finish(kH2Deadline, "deadline exceeded");
     }
   }
-  return changed || !late.empty() ? Flush(now) : true;
+  const bool paid = PayOwed();
+  return changed || !late.empty() || paid ? Flush(now) : true;
+}
+
+bool H2Connection::PayOwed() {
+  HostBudget* budget = limits_.held_requests;
+  if (budget == nullptr || budget->Owed(host_) == 0) return false;
+  std::vector<H2Call*> holding;
+  for (auto& [id, call] : calls_) {
+    if (call->held_bytes_ > 0 && !call->finishing_) holding.push_back(call.get());
+  }
+  std::sort(holding.begin(), holding.end(), [](H2Call* a, H2Call* b) {
+    return a->held_bytes_ > b->held_bytes_;
+  });
+  bool paid = false;
+  for (H2Call* call : holding) {
+    if (budget->Owed(host_) == 0) break;
+    Refuse(call, TransportRefusal::kRequestBytes,
+           absl::ResourceExhaustedError(
+               "ended to make room for another client host: this host held "
+               "more than its share of the server's bound on requests not "
+               "yet whole (--grpc_memory_limit); retry later"));
+    call->ReleaseHeld(call->held_bytes_);
+    paid = true;
+  }
+  return paid;
 }
 
 void H2Connection::Shutdown() {
@@ -334,8 +359,8 @@ void H2Connection::Refuse(H2Call* call, TransportRefusal why,
   call->Finish(static_cast<int>(status.code()), status.message());
 }
 
-bool H2Connection::CountReset() {
-  if (limits_.resets == nullptr || limits_.resets->Take(host_, now_)) {
+bool H2Connection::CountReset(HostResets* budget) {
+  if (budget == nullptr || budget->Take(host_, now_)) {
     return true;
   }
   if (!cut_) {
@@ -504,6 +529,18 @@ int H2Connection::FrameRecvCb(nghttp2_session*, const nghttp2_frame* frame,
             NGHTTP2_NO_ERROR, nullptr, 0);
       }
       return 0;
+    case NGHTTP2_RST_STREAM: {
+      // A reset of a call that was taken and not answered yet (Rapid
+      // Reset: CVE-2023-44487) counts against the host, with the resets
+      // the server makes; a cancel after the answer began (a watch, a
+      // stream) is nghttp2's to bound, per connection.
+      const H2Call* call = conn->Find(frame->hd.stream_id);
+      if (call != nullptr && call->dispatched_ && !call->headers_sent_ &&
+          !call->finishing_) {
+        conn->CountReset(conn->limits_.early_resets);
+      }
+      return 0;
+    }
     case NGHTTP2_HEADERS:
     case NGHTTP2_DATA:
       break;
@@ -535,12 +572,11 @@ int H2Connection::FrameSendCb(nghttp2_session*, const nghttp2_frame* frame,
   // A stream error nghttp2 answered with a reset (a client can make the
   // server reset as fast as it could reset itself: CVE-2025-8671, which
   // nghttp2 1.52 does not bound) counts against the client's host, over
-  // all its connections. (The client's own resets are nghttp2's to bound,
-  // per connection: honest clients cancel calls, often, on one channel.)
+  // all its connections.
   if (frame->hd.type == NGHTTP2_RST_STREAM &&
       frame->rst_stream.error_code != NGHTTP2_NO_ERROR &&
       frame->rst_stream.error_code != NGHTTP2_CANCEL) {
-    conn->CountReset();
+    conn->CountReset(conn->limits_.error_resets);
   }
   if (frame->hd.type != NGHTTP2_HEADERS ||
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {

@@ -70,10 +70,12 @@ struct H2Limits {
   // host may not take ends RESOURCE_EXHAUSTED.
   int64_t max_held_requests = 0;
   HostBudget* held_requests = nullptr;
-  // The resets the server makes for stream errors, by host (the
-  // transport's; null: none counted): a host over its budget has its
-  // connection closed.
-  HostResets* resets = nullptr;
+  // Resets counted by host (the transport's; null: none counted): the
+  // client's of calls taken and not answered yet (Rapid Reset), and those
+  // the server makes for stream errors (a protocol error: an honest client
+  // makes none). A host over either budget has its connection closed.
+  HostResets* early_resets = nullptr;
+  HostResets* error_resets = nullptr;
   // Bytes made ready for the socket before nghttp2 is asked for more.
   size_t socket_buffer_bytes = 256 << 10;
 };
@@ -137,9 +139,13 @@ class H2Connection {
   void Deliver(H2Call* call);
   // Ends a dispatched call for `why` with `status`, telling the sink.
   void Refuse(H2Call* call, TransportRefusal why, const absl::Status& status);
-  // A reset the server made for a stream error: false once the host is
-  // over its budget (the session is being ended).
-  bool CountReset();
+  // Ends this connection's calls holding request bytes, the most first,
+  // while its host owes bytes back (HostBudget::Owed); whether it ended
+  // any.
+  bool PayOwed();
+  // One reset of the host in `budget`: false once the host is over it (the
+  // session is being ended).
+  bool CountReset(HostResets* budget);
   // Sends the response HEADERS (with a data source) or Trailers-Only.
   void SubmitHeaders(H2Call* call);
   void Resume(H2Call* call);

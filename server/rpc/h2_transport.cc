@@ -27,7 +27,8 @@ H2Transport::H2Transport(const H2TransportOptions& options, CallSink* sink)
     held_requests_ = std::make_unique<HostBudget>(limits.max_held_requests);
     limits.held_requests = held_requests_.get();
   }
-  limits.resets = &resets_;
+  limits.early_resets = &early_resets_;
+  limits.error_resets = &error_resets_;
   for (int i = 0; i < threads; ++i) {
     loops_.push_back(std::make_unique<H2Loop>(
         limits, sink, [this](uint64_t id) { Forget(id); }));
@@ -92,7 +93,8 @@ void H2Transport::AcceptLoop(TcpListener* listener, AcceptListeners listeners) {
 void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
   std::string text = PeerString(peer);
   std::string host = CallLedger::HostOf(text, options_.ipv4_prefix_bits);
-  if (!resets_.Allowed(host, absl::Now())) {
+  const absl::Time now = absl::Now();
+  if (!early_resets_.Allowed(host, now) || !error_resets_.Allowed(host, now)) {
     // Over its reset budget lately: slowed, not served, until it refills.
     close(fd);
     refused_.fetch_add(1);

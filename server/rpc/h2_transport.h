@@ -120,10 +120,14 @@ class H2Transport {
   std::atomic<int64_t> refused_{0};
   // Request bytes held before their messages are whole (H2Limits).
   std::unique_ptr<HostBudget> held_requests_;  // Null: no bound.
-  // The resets the server makes for stream errors, by host: twice the
-  // connection's reset burst and rate, shared by the host's connections.
-  HostResets resets_{2.0 * options_.limits.reset_burst,
-                     2.0 * options_.limits.reset_rate};
+  // Resets by host, shared by the host's connections (H2Limits): the
+  // client's of unanswered calls, at twice a connection's burst and rate;
+  // and the server's for stream errors, kErrorResets (as h2's 1,024 local
+  // error resets per connection), refilled over a minute.
+  static constexpr double kErrorResets = 1024;
+  HostResets early_resets_{2.0 * options_.limits.reset_burst,
+                           2.0 * options_.limits.reset_rate};
+  HostResets error_resets_{kErrorResets, kErrorResets / 60};
 
   absl::Mutex mu_;  // Guards the bookkeeping of connections by host.
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;

@@ -1,24 +1,36 @@
 #include "server/rpc/host_shares.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace metasrv::server {
 
 bool HostBudget::Take(const std::string& host, int64_t bytes) {
   absl::MutexLock lock(&mu_);
   auto it = by_host_.find(host);
-  const int64_t mine = it == by_host_.end() ? 0 : it->second;
+  const int64_t mine = it == by_host_.end() ? 0 : it->second.bytes;
   if (total_ + bytes > limit_) {
     const int64_t hosts =
         static_cast<int64_t>(by_host_.size()) + (it == by_host_.end() ? 1 : 0);
-    if (mine + bytes > limit_ / hosts) return false;
+    const int64_t share = limit_ / hosts;
+    if (mine + bytes > share) return false;
+    // Under its share: the hosts over theirs, the one holding the most
+    // first, owe back what passes the bound.
+    std::vector<Held*> over;
+    for (auto& [key, held] : by_host_) {
+      if (key != host && held.bytes - held.owed > share) over.push_back(&held);
+    }
+    std::sort(over.begin(), over.end(),
+              [](Held* a, Held* b) { return a->bytes > b->bytes; });
+    int64_t due = total_ + bytes - limit_;
+    for (Held* held : over) {
+      const int64_t owes = std::min(due, held->bytes - held->owed - share);
+      held->owed += owes;
+      if ((due -= owes) == 0) break;
+    }
   }
   total_ += bytes;
-  if (it == by_host_.end()) {
-    by_host_.emplace(host, bytes);
-  } else {
-    it->second += bytes;
-  }
+  by_host_[host].bytes += bytes;
   return true;
 }
 
@@ -26,9 +38,17 @@ void HostBudget::Give(const std::string& host, int64_t bytes) {
   absl::MutexLock lock(&mu_);
   auto it = by_host_.find(host);
   if (it == by_host_.end()) return;
-  bytes = std::min(bytes, it->second);
+  Held& held = it->second;
+  bytes = std::min(bytes, held.bytes);
   total_ -= bytes;
-  if ((it->second -= bytes) == 0) by_host_.erase(it);
+  held.owed = std::max<int64_t>(0, held.owed - bytes);
+  if ((held.bytes -= bytes) == 0) by_host_.erase(it);
+}
+
+int64_t HostBudget::Owed(const std::string& host) const {
+  absl::MutexLock lock(&mu_);
+  auto it = by_host_.find(host);
+  return it == by_host_.end() ? 0 : it->second.owed;
 }
 
 int64_t HostBudget::held() const {

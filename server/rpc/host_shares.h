@@ -16,23 +16,31 @@ namespace metasrv::server {
 
 // Bytes held, bounded over all hosts and shared max-min: below the bound
 // anyone takes; at it, a host still takes while it holds less than its fair
-// share (the bound over the hosts holding bytes, itself counted), so a host
-// under its share is never refused because another holds more. The bytes
-// held can so pass the bound by at most the bound again (every host at its
-// share). Thread-safe.
+// share (the bound over the hosts holding bytes, itself counted), and the
+// host holding the most, over its share, owes as much back (Owed()): its
+// connections end calls holding bytes until it is paid, at their next tick.
+// So a host under its share is never refused because another holds more,
+// and only a host over its share gives anything back. Thread-safe.
 class HostBudget {
  public:
   explicit HostBudget(int64_t limit) : limit_(limit) {}
   // Takes `bytes` for `host`; false (nothing taken) when it may not.
   bool Take(const std::string& host, int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  // Gives back what Take() took; pays what the host owes first.
   void Give(const std::string& host, int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  // Bytes `host` owes to hosts under their share that took past the bound.
+  int64_t Owed(const std::string& host) const ABSL_LOCKS_EXCLUDED(mu_);
   int64_t held() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  struct Held {
+    int64_t bytes = 0;
+    int64_t owed = 0;
+  };
   const int64_t limit_;
   mutable absl::Mutex mu_;  // Guards the fields below.
   int64_t total_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::flat_hash_map<std::string, int64_t> by_host_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Held> by_host_ ABSL_GUARDED_BY(mu_);
 };
 
 // A token bucket per host for the resets its streams make the server send

@@ -79,7 +79,8 @@ class RequestBytesShareTest(unittest.TestCase):
     """Hardening round 7: request bytes were one pool; one host holding
     --grpc_memory_limit in partial messages refused every other host's
     requests until its calls timed out (115 of 237 honest calls). A host
-    under its share (the bound over the hosts holding bytes) still takes."""
+    under its share (the bound over the hosts holding bytes) still takes,
+    and the host holding the most gives back what passed the bound."""
 
     def test_one_host_holding_the_bound_refuses_no_other(self):
         limit = 16 << 20
@@ -97,6 +98,18 @@ class RequestBytesShareTest(unittest.TestCase):
               file=sys.stderr)
         self.assertEqual(served, 20)
         self.assertEqual(http(server.metrics_port, "/ready"), (200, "leader\n"))
+        # The holder, over its share, gave back what the honest calls took
+        # past the bound: its connections ended calls holding bytes.
+        wait_for(lambda: server.metric("metasrv_grpc_request_bytes_held")
+                 <= limit, timeout=2, what="the holder paying back")
+        pump_until(conns, 0.2)
+        ended = [c for conn in conns for c in conn.calls.values()
+                 if "make room" in dict(c.trailers or c.headers or []).get(
+                     "grpc-message", "")]
+        print(f"  then {server.metric('metasrv_grpc_request_bytes_held') / 2**20:.1f}"
+              f" MiB held; {len(ended)} of the holder's calls ended to make "
+              "room", file=sys.stderr)
+        self.assertGreaterEqual(len(ended), 1)
 
 
 class Heartbeater:
