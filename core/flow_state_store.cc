@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/fair_share.h"
 #include "core/flow_state_codec.h"
 #include "core/flow_state_keys.h"
 
@@ -186,18 +187,14 @@ std::optional<uint64_t> FlowStateStore::Evictable(
   // Every node is live: shared by host. A node of no known host is not
   // counted to any.
   if (origin.empty()) return std::nullopt;
-  absl::flat_hash_map<std::string_view, uint64_t> held;
+  FairShare<std::string_view> fair(static_cast<int64_t>(limits_.max_nodes),
+                                   origin);
   for (const auto& [id, entry] : nodes_) {
-    if (!entry.origin.empty()) ++held[entry.origin];
+    if (!entry.origin.empty()) fair.Count(entry.origin);
   }
-  const uint64_t hosts = held.size() + (held.contains(origin) ? 0 : 1);
-  const uint64_t share = std::max<uint64_t>(1, limits_.max_nodes / hosts);
-  if (held[origin] >= share) return std::nullopt;
-  std::string_view most;
-  for (const auto& [host, n] : held) {
-    if (host != origin && (most.empty() || n > held[most])) most = host;
-  }
-  if (most.empty() || held[most] <= share) return std::nullopt;
+  const auto over = fair.Over();
+  if (!fair.AskerMayTake() || over.empty()) return std::nullopt;
+  const std::string_view most = over.front().second;
   std::optional<std::pair<int64_t, uint64_t>> oldest;
   for (const auto& [id, entry] : nodes_) {
     if (entry.origin != most) continue;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "core/fair_share.h"
 
 namespace metasrv::server {
 namespace {
@@ -154,21 +155,15 @@ absl::StatusOr<CallLedger::Ticket> CallLedger::Enter(absl::string_view peer,
 
 bool CallLedger::MakeRoom(const Host* asker, int kind, uint64_t limit,
                           int64_t* share, EnterNote* note) {
-  int64_t hosts =
-      kind < 0 ? static_cast<int64_t>(hosts_.size()) : hosts_by_kind_[kind];
-  const int64_t mine =
-      asker == nullptr ? 0 : CountOf(asker->by_kind, asker->calls, kind);
-  if (mine == 0) ++hosts;
-  *share = std::max<int64_t>(1, static_cast<int64_t>(limit) / hosts);
-  if (mine >= *share || evicting_ >= kMaxEvicting) return false;
-  std::vector<std::pair<uint64_t, Host*>> over;
+  core::FairShare<const Host*> fair(static_cast<int64_t>(limit), asker);
   for (const auto& [key, host] : hosts_) {
     const int64_t held = CountOf(host->by_kind, host->calls, kind);
-    if (host.get() != asker && held > *share)
-      over.emplace_back(held, host.get());
+    if (held > 0) fair.Count(host.get(), held);
   }
-  return EvictFor(std::move(over), kind, /*replying=*/false, note,
-                  [&](uint64_t held) {
+  *share = fair.share();
+  if (!fair.AskerMayTake() || evicting_ >= kMaxEvicting) return false;
+  return EvictFor(fair.Over(), kind, /*replying=*/false, note,
+                  [&](int64_t held) {
                     return absl::StrCat(
                         "ended to make room for another client host: this "
                         "host held ",
@@ -179,11 +174,10 @@ bool CallLedger::MakeRoom(const Host* asker, int kind, uint64_t limit,
                   });
 }
 
-bool CallLedger::EvictFor(std::vector<std::pair<uint64_t, Host*>> over,
-                          int kind, bool replying, EnterNote* note,
-                          absl::FunctionRef<std::string(uint64_t)> reason) {
-  std::sort(over.begin(), over.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
+bool CallLedger::EvictFor(
+    const std::vector<std::pair<int64_t, const Host*>>& over, int kind,
+    bool replying, EnterNote* note,
+    absl::FunctionRef<std::string(int64_t)> reason) {
   const int64_t now = NowNs();
   for (const auto& [held, host] : over) {
     Call* victim = IdlestOf(*host, kind, replying, now);
@@ -278,20 +272,17 @@ bool CallLedger::MakeReplyRoom(const Ticket& asker, uint64_t limit,
                                EnterNote* note) {
   absl::MutexLock lock(&mu_);
   if (limit == 0 || evicting_ >= kMaxEvicting) return false;
-  const Host* mine = asker.call_->host;
-  std::vector<std::pair<uint64_t, Host*>> holding;
+  core::FairShare<const Host*> fair(static_cast<int64_t>(limit),
+                                   asker.call_->host);
   for (const auto& [key, host] : hosts_) {
-    const uint64_t held = host->reply_bytes.load(std::memory_order_relaxed);
-    if (held > 0 && host.get() != mine) holding.emplace_back(held, host.get());
+    const auto held = static_cast<int64_t>(
+        host->reply_bytes.load(std::memory_order_relaxed));
+    if (held > 0) fair.Count(host.get(), held);
   }
-  const uint64_t share = limit / (holding.size() + 1);
-  if (mine->reply_bytes.load(std::memory_order_relaxed) >= share) return false;
-  std::vector<std::pair<uint64_t, Host*>> over;
-  for (const auto& entry : holding) {
-    if (entry.first > share) over.push_back(entry);
-  }
-  return EvictFor(std::move(over), -1, /*replying=*/true, note,
-                  [&](uint64_t held) {
+  const int64_t share = fair.share();
+  if (!fair.AskerMayTake()) return false;
+  return EvictFor(fair.Over(), -1, /*replying=*/true, note,
+                  [&](int64_t held) {
                     return absl::StrCat(
                         "ended to make room for another client host: this "
                         "host held ",

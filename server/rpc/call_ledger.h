@@ -176,13 +176,13 @@ class CallLedger {
   // `kind` (-1: any), with an answer in flight if `replying`, attached, not
   // told yet, and not live (Ticket::SetTold) at `now`; null when none.
   static Call* IdlestOf(const Host& host, int kind, bool replying, int64_t now);
-  // Of `over` (hosts past their share, with what each holds), walks from
-  // the one holding the most until a host has a call IdlestOf() finds, and
-  // ends that call with `reason(what its host holds)`, noted in `*note`.
-  // False when no host has one (only calls in progress, or live).
-  bool EvictFor(std::vector<std::pair<uint64_t, Host*>> over, int kind,
-                bool replying, EnterNote* note,
-                absl::FunctionRef<std::string(uint64_t held)> reason)
+  // Of `over` (hosts past their share, with what each holds, the most
+  // first: FairShare::Over), walks until a host has a call IdlestOf()
+  // finds, and ends that call with `reason(what its host holds)`, noted in
+  // `*note`. False when no host has one (only calls in progress, or live).
+  bool EvictFor(const std::vector<std::pair<int64_t, const Host*>>& over,
+                int kind, bool replying, EnterNote* note,
+                absl::FunctionRef<std::string(int64_t held)> reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends `call` with `status`, at most once.
   static void Tell(Call* call, const absl::Status& status);

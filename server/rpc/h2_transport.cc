@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/fair_share.h"
 #include "server/ops/net_util.h"
 #include "server/ops/threads.h"
 #include "server/rpc/call_ledger.h"
@@ -131,14 +132,16 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
     if (options_.max_connections > 0 &&
         open_ - static_cast<int64_t>(closing_.size()) >=
             options_.max_connections) {
-      // Max-min: the host holding the most gives up its oldest; a host that
-      // is that one itself gives up its own oldest.
-      auto most = by_host_.end();
-      for (auto it = by_host_.begin(); it != by_host_.end(); ++it) {
-        if (most == by_host_.end() || it->second.size() > most->second.size()) {
-          most = it;
-        }
+      // Max-min: for a host under its share, the host holding the most
+      // gives up its oldest; a host at its share gives up its own oldest.
+      core::FairShare<absl::string_view> fair(options_.max_connections, host);
+      for (const auto& [key, placed] : by_host_) {
+        fair.Count(key, static_cast<int64_t>(placed.size()));
       }
+      const auto over = fair.Over();
+      auto most = by_host_.find(fair.AskerMayTake() && !over.empty()
+                                    ? over.front().second
+                                    : absl::string_view(host));
       if (most != by_host_.end()) {
         evicted_host = most->first;
         evict = most->second.front();

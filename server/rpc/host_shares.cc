@@ -1,31 +1,26 @@
 #include "server/rpc/host_shares.h"
 
 #include <algorithm>
-#include <vector>
+
+#include "core/fair_share.h"
 
 namespace metasrv::server {
 
 bool HostBudget::Take(const std::string& host, int64_t bytes) {
   absl::MutexLock lock(&mu_);
-  auto it = by_host_.find(host);
-  const int64_t mine = it == by_host_.end() ? 0 : it->second.bytes;
   if (total_ + bytes > limit_) {
-    const int64_t hosts =
-        static_cast<int64_t>(by_host_.size()) + (it == by_host_.end() ? 1 : 0);
-    const int64_t share = limit_ / hosts;
-    if (mine + bytes > share) return false;
+    // What each holds and does not owe yet.
+    core::FairShare<absl::string_view> fair(limit_, host);
+    for (const auto& [key, held] : by_host_) {
+      fair.Count(key, held.bytes - (key == host ? 0 : held.owed));
+    }
+    if (!fair.AskerMayTake(bytes)) return false;
     // Under its share: the hosts over theirs, the one holding the most
     // first, owe back what passes the bound.
-    std::vector<Held*> over;
-    for (auto& [key, held] : by_host_) {
-      if (key != host && held.bytes - held.owed > share) over.push_back(&held);
-    }
-    std::sort(over.begin(), over.end(),
-              [](Held* a, Held* b) { return a->bytes > b->bytes; });
     int64_t due = total_ + bytes - limit_;
-    for (Held* held : over) {
-      const int64_t owes = std::min(due, held->bytes - held->owed - share);
-      held->owed += owes;
+    for (const auto& [held, key] : fair.Over()) {
+      const int64_t owes = std::min(due, held - fair.share());
+      by_host_.find(key)->second.owed += owes;
       if ((due -= owes) == 0) break;
     }
   }

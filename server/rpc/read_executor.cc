@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "core/fair_share.h"
 #include "server/ops/threads.h"
 
 namespace metasrv::server {
@@ -79,16 +79,14 @@ bool ReadExecutor::MakeRoom(std::deque<Item>* queue, size_t limit,
   }
   if (queue->size() < limit) return true;
   if (host == nullptr) return false;
-  absl::flat_hash_map<const void*, size_t> waiting;
-  for (const Item& item : *queue) ++waiting[item.owner.host];
-  const size_t hosts = waiting.size() + (waiting.contains(host) ? 0 : 1);
-  const size_t share = std::max<size_t>(1, limit / hosts);
-  if (waiting[host] >= share) return false;
-  const void* most = nullptr;
-  for (const auto& [h, n] : waiting) {
-    if (h != nullptr && (most == nullptr || n > waiting[most])) most = h;
+  core::FairShare<const void*> fair(static_cast<int64_t>(limit), host);
+  for (const Item& item : *queue) {
+    if (item.owner.host != nullptr) fair.Count(item.owner.host);
   }
-  if (most == nullptr || waiting[most] <= share) return false;
+  if (!fair.AskerMayTake()) return false;
+  const auto over = fair.Over();
+  if (over.empty()) return false;
+  const void* most = over.front().second;
   for (auto it = queue->rbegin(); it != queue->rend(); ++it) {
     if (it->owner.host == most && it->owner.refuse) {
       refused->push_back(std::move(*it));
