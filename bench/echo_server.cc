@@ -205,7 +205,7 @@ class H2EchoCall final : public metasrv::server::CallEvents {
  public:
   explicit H2EchoCall(std::shared_ptr<const std::string> state)
       : state_(std::move(state)) {}
-  void OnMessage(metasrv::server::H2Call* call, bool,
+  void OnMessage(metasrv::server::H2Call* call, metasrv::server::Compression,
                  std::string message) override {
     if (state_ != nullptr) {
       call->Send(state_);

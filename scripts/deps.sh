@@ -9,7 +9,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev rapidjson-dev prometheus-cpp-dev libzstd-dev libmicrohttpd-dev grpc-proto
   libtomlplusplus-dev libsystemd-dev libpq-dev libmariadb-dev libssl-dev libnghttp2-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
 )
 if [[ "${1:-}" == "test" ]]; then
   # python3-h2, -zstandard and -protobuf: the test client that speaks exactly

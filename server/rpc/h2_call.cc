@@ -28,6 +28,10 @@ H2Loop* H2Call::loop() const { return conn_->loop_; }
 
 int H2Call::connection_fd() const { return conn_->fd(); }
 
+InflateGate H2Call::inflate_gate() const {
+  return {conn_->limits_.inflation, &conn_->host_};
+}
+
 void H2Call::ReleaseHeld(size_t bytes) {
   bytes = std::min(bytes, held_bytes_);
   if (bytes == 0) return;
@@ -111,8 +115,10 @@ void H2Call::SetStatus(
   trailer_nv_.clear();
   if (!headers_sent_) {
     // Trailers-Only: the status fields in the response's one HEADERS.
-    trailer_nv_.push_back(NoCopyField(":status", "200"));
+    trailer_nv_.push_back(NoCopyField(":status", http_status_));
     trailer_nv_.push_back(NoCopyField("content-type", "application/grpc"));
+    trailer_nv_.push_back(
+        NoCopyField("grpc-accept-encoding", kAcceptEncoding));
   }
   trailer_nv_.push_back(NoCopyField("grpc-status", trailer_text_[0]));
   if (!message.empty()) {

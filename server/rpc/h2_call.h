@@ -21,6 +21,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "server/rpc/grpc_frames.h"
+#include "server/rpc/host_shares.h"
+#include "server/rpc/request_decoding.h"
 #include "server/rpc/shared_bytes.h"
 
 namespace metasrv::server {
@@ -50,6 +52,7 @@ struct RequestHead {
   std::string content_type;               // "content-type".
   std::string te;                         // "te".
   std::string encoding;                   // "grpc-encoding"; empty: identity.
+  Compression compression = Compression::kNone;  // What `encoding` names.
   std::string authorization;              // "authorization".
   std::optional<absl::Duration> timeout;  // "grpc-timeout", parsed.
   bool bad_timeout = false;               // One that does not parse.
@@ -67,9 +70,10 @@ class H2Call;
 class CallEvents {
  public:
   virtual ~CallEvents() = default;
-  // A request message, asked for by H2Call::Next(). `compressed` is its
-  // flag (the encoding is RequestHead::encoding).
-  virtual void OnMessage(H2Call* call, bool compressed,
+  // A request message, asked for by H2Call::Next(), and how it is
+  // compressed: its flag and RequestHead::compression decide (a flag
+  // without an encoding ends the call before it gets here).
+  virtual void OnMessage(H2Call* call, Compression compression,
                          std::string message) = 0;
   // Asked for by Next(): the client sent its last message.
   virtual void OnHalfClose(H2Call* call) = 0;
@@ -149,6 +153,8 @@ class H2Call {
   H2Loop* loop() const;
   // Its connection's descriptor (H2Loop::Touch()).
   int connection_fd() const;
+  // Where its requests' inflation is charged (its host's share).
+  InflateGate inflate_gate() const;
 
  private:
   friend class H2Connection;
@@ -182,6 +188,9 @@ class H2Call {
   MessageAssembler assembler_;     // Its request messages.
   std::deque<std::string> inbox_;  // Messages not asked for yet,
   std::deque<bool> inbox_flags_;   // with their compressed flags.
+  // The HTTP status of a Trailers-Only answer: 415 for a request that is
+  // not gRPC's content-type.
+  const char* http_status_ = "200";
   size_t unconsumed_ = 0;          // DATA bytes held back from the window.
   size_t held_bytes_ = 0;          // Counted in H2Limits::held_requests.
   // Gives back up to `bytes` of what it counts in held_requests.

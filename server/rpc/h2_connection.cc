@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
 namespace metasrv::server {
@@ -305,11 +306,12 @@ void H2Connection::Shutdown() {
 void H2Connection::SubmitHeaders(H2Call* call) {
   call->headers_sent_ = true;
   nghttp2_nv nva[] = {NoCopyField(":status", "200"),
-                      NoCopyField("content-type", "application/grpc")};
+                      NoCopyField("content-type", "application/grpc"),
+                      NoCopyField("grpc-accept-encoding", kAcceptEncoding)};
   nghttp2_data_provider provider;
   provider.source.ptr = call;
   provider.read_callback = &ReadDataCb;
-  nghttp2_submit_response(session_, call->id_, nva, 2, &provider);
+  nghttp2_submit_response(session_, call->id_, nva, 3, &provider);
 }
 
 void H2Connection::Resume(H2Call* call) {
@@ -326,18 +328,26 @@ void H2Connection::Dispatch(H2Call* call) {
     head.refusal = why;
     head.refused = std::move(status);
   };
-  if (head.method != "POST" ||
-             !absl::StartsWith(head.content_type, "application/grpc")) {
+  const std::optional<Compression> compression =
+      CompressionNamed(head.encoding);
+  if (!absl::StartsWith(head.content_type, "application/grpc")) {
+    // gRPC's answer to another HTTP/2 client: 415, so that it does not
+    // take the 200 of a gRPC status for a success.
+    call->http_status_ = "415";
     refuse(TransportRefusal::kMalformed,
-           absl::InternalError("not a gRPC request"));
+           absl::InternalError("not a gRPC request: content-type " +
+                               head.content_type));
+  } else if (head.method != "POST") {
+    refuse(TransportRefusal::kMalformed,
+           absl::InternalError("not a gRPC request: method " + head.method));
   } else if (head.bad_timeout) {
     refuse(TransportRefusal::kMalformed,
            absl::InternalError("grpc-timeout does not parse"));
-  } else if (!head.encoding.empty() && head.encoding != "identity" &&
-             head.encoding != "zstd") {
+  } else if (!compression.has_value()) {
     refuse(TransportRefusal::kMalformed,
-           absl::UnimplementedError("grpc-encoding " + head.encoding +
-                                    " is not supported"));
+           absl::UnimplementedError(absl::StrCat(
+               "grpc-encoding ", head.encoding,
+               " is not supported; this server accepts ", kAcceptEncoding)));
   } else if (head.timeout.has_value() &&
              *head.timeout <= absl::ZeroDuration()) {
     refuse(TransportRefusal::kExpired,
@@ -346,6 +356,7 @@ void H2Connection::Dispatch(H2Call* call) {
     call->client_deadline_ = now_ + *head.timeout;
     call->deadline_ = call->client_deadline_;
   }
+  head.compression = compression.value_or(Compression::kNone);
   if (head.refusal != TransportRefusal::kNone) {
     Refuse(call, head.refusal, head.refused);
   } else {
@@ -376,6 +387,13 @@ void H2Connection::Deliver(H2Call* call) {
   if (!call->inbox_.empty()) {
     std::string message = std::move(call->inbox_.front());
     const bool compressed = call->inbox_flags_.front();
+    if (compressed && call->head_.compression == Compression::kNone) {
+      // gRPC: a compressed message on a call without an encoding.
+      Refuse(call, TransportRefusal::kMalformed,
+             absl::InternalError("a message has the compressed flag and the "
+                                 "call no grpc-encoding"));
+      return;
+    }
     call->inbox_.pop_front();
     call->inbox_flags_.pop_front();
     call->ReleaseHeld(message.size() + kMessagePrefixBytes);
@@ -384,7 +402,9 @@ void H2Connection::Deliver(H2Call* call) {
       nghttp2_session_consume(session_, call->id_, call->unconsumed_);
       call->unconsumed_ = 0;
     }
-    call->events_->OnMessage(call, compressed, std::move(message));
+    call->events_->OnMessage(
+        call, compressed ? call->head_.compression : Compression::kNone,
+        std::move(message));
   } else if (call->half_closed_ && !call->end_told_) {
     call->end_told_ = true;
     call->asked_ = false;

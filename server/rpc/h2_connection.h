@@ -76,6 +76,9 @@ struct H2Limits {
   // makes none). A host over either budget has its connection closed.
   HostResets* early_resets = nullptr;
   HostResets* error_resets = nullptr;
+  // What compressed requests inflate to, shared by host (the transport's;
+  // null: not bounded): RawRequest charges it.
+  HostInflation* inflation = nullptr;
   // Bytes made ready for the socket before nghttp2 is asked for more.
   size_t socket_buffer_bytes = 256 << 10;
 };

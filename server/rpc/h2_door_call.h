@@ -114,7 +114,7 @@ class H2Refused final : public H2DoorCall {
       : H2DoorCall(std::move(start)),
         status_(std::move(status)),
         greptime_(greptime) {}
-  void OnMessage(H2Call*, bool, std::string) override {}
+  void OnMessage(H2Call*, Compression, std::string) override {}
   void OnHalfClose(H2Call*) override {}
   void OnDeadline(H2Call*) override { End(status_, greptime_); }
 

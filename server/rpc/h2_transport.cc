@@ -30,6 +30,7 @@ H2Transport::H2Transport(const H2TransportOptions& options, CallSink* sink)
   }
   limits.early_resets = &early_resets_;
   limits.error_resets = &error_resets_;
+  limits.inflation = &inflation_;
   for (int i = 0; i < threads; ++i) {
     loops_.push_back(std::make_unique<H2Loop>(
         limits, sink, [this](uint64_t id) { Forget(id); }));

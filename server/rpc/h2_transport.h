@@ -128,6 +128,11 @@ class H2Transport {
   HostResets early_resets_{2.0 * options_.limits.reset_burst,
                            2.0 * options_.limits.reset_rate};
   HostResets error_resets_{kErrorResets, kErrorResets / 60};
+  // Bytes compressed requests may inflate to a second, over all hosts,
+  // shared max-min (HostInflation): the CPU of a flood of compression
+  // bombs.
+  static constexpr int64_t kInflatedPerSecond = 64 << 20;
+  HostInflation inflation_{kInflatedPerSecond};
 
   absl::Mutex mu_;  // Guards the bookkeeping of connections by host.
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;

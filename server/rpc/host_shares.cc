@@ -51,6 +51,30 @@ int64_t HostBudget::held() const {
   return total_;
 }
 
+void HostInflation::Roll(absl::Time now) {
+  if (now - second_ < absl::Seconds(1)) return;
+  second_ = now;
+  total_ = 0;
+  by_host_.clear();
+}
+
+bool HostInflation::May(const std::string& host, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  Roll(now);
+  if (total_ < limit_) return true;
+  core::FairShare<absl::string_view> fair(limit_, host);
+  for (const auto& [key, bytes] : by_host_) fair.Count(key, bytes);
+  return fair.held(host) < fair.share();
+}
+
+void HostInflation::Charge(const std::string& host, int64_t bytes,
+                           absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  Roll(now);
+  total_ += bytes;
+  by_host_[host] += bytes;
+}
+
 void HostResets::Refill(Bucket* b, absl::Time now) const {
   b->tokens = std::min(
       burst_, b->tokens + absl::ToDoubleSeconds(now - b->at) * rate_);

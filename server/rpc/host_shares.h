@@ -43,6 +43,41 @@ class HostBudget {
   absl::flat_hash_map<std::string, Held> by_host_ ABSL_GUARDED_BY(mu_);
 };
 
+// Bytes the hosts' compressed requests inflated to within the current
+// second, bounded over all hosts and shared max-min as HostBudget is: once
+// the second's bound is spent, a host may inflate only while it inflated
+// less than its share (the bound over the hosts that inflated this second,
+// itself counted). So a flood of compression bombs (a few kB that inflate
+// to the message bound) costs the CPU of the bound a second, and the hosts
+// that inflate a little (a flownode's heartbeats) are never refused for it.
+// Thread-safe.
+class HostInflation {
+ public:
+  explicit HostInflation(int64_t per_second) : limit_(per_second) {}
+  // Whether `host` may inflate a request at `now`.
+  bool May(const std::string& host, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // `host` inflated `bytes` at `now`.
+  void Charge(const std::string& host, int64_t bytes, absl::Time now)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // Starts a new second at `now` if the current one is over.
+  void Roll(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int64_t limit_;
+  absl::Mutex mu_;  // Guards the fields below.
+  absl::Time second_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  int64_t total_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, int64_t> by_host_ ABSL_GUARDED_BY(mu_);
+};
+
+// Where a call's inflation is charged: its host's key in the transport's
+// HostInflation (null: not bounded).
+struct InflateGate {
+  HostInflation* share = nullptr;
+  const std::string* host = nullptr;
+};
+
 // A token bucket per host for the resets its streams make the server send
 // (stream errors nghttp2 answers with a reset): `burst`, refilled at `rate`
 // a second, shared by every connection of the host, so reconnecting

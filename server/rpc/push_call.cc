@@ -41,8 +41,7 @@ std::optional<std::vector<SharedBytes>> PushCall::Choose(
   return message->pieces();
 }
 
-absl::Status PushCall::Admit(const std::string& message) {
-  RawRequest raw(&message, limits_.max_request_bytes);
+absl::Status PushCall::Admit(const RawRequest& raw) {
   if (absl::Status decoded = raw.DecodeInto(handler_->request());
       !decoded.ok()) {
     return decoded;
@@ -59,9 +58,12 @@ absl::Status PushCall::Admit(const std::string& message) {
   return absl::OkStatus();
 }
 
-void PushCall::OnMessage(H2Call* stream, bool, std::string message) {
+void PushCall::OnMessage(H2Call* stream, Compression compression,
+                         std::string message) {
   RequestCame();
-  absl::Status accepted = Admit(message);
+  absl::Status accepted =
+      Admit(RawRequest(&message, compression, limits_.max_request_bytes,
+                       stream->inflate_gate()));
   if (accepted.ok()) accepted = handler_->OnRequest(this);
   if (accepted.ok()) accepted = Attach();
   if (!accepted.ok()) {

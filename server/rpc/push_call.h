@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "server/rpc/h2_door_call.h"
+#include "server/rpc/raw_request.h"
 #include "server/rpc/shared_bytes.h"
 
 namespace metasrv::server {
@@ -103,9 +104,10 @@ class PushCall final : public H2DoorCall {
   static void Start(H2Start start, std::unique_ptr<Handler> handler);
   PushCall(H2Start start, std::unique_ptr<Handler> handler)
       : H2DoorCall(std::move(start)), handler_(std::move(handler)) {}
-  absl::Status Admit(const std::string& message);
+  absl::Status Admit(const RawRequest& raw);
 
-  void OnMessage(H2Call* stream, bool compressed, std::string message) override;
+  void OnMessage(H2Call* stream, Compression compression,
+                 std::string message) override;
   void OnHalfClose(H2Call*) override {}  // It has its one request.
   void OnDrained(H2Call* stream) override;
   void OnEnded() override;

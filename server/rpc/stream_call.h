@@ -106,7 +106,8 @@ class StreamCall final : public H2DoorCall {
   StreamCall(H2Start start, std::unique_ptr<Handler> handler)
       : H2DoorCall(std::move(start)), handler_(std::move(handler)) {}
 
-  void OnMessage(H2Call* stream, bool, std::string message) override {
+  void OnMessage(H2Call* stream, Compression compression,
+                 std::string message) override {
     RequestCame();
     if (CallLedger::Ticket* t = ticket()) t->Touch();
     // Each request is admitted as the door admits a call: a heartbeat
@@ -118,7 +119,9 @@ class StreamCall final : public H2DoorCall {
       return;
     }
     const StreamStep step = handler_->OnRequest(
-        RawRequest(&message, limits_.max_request_bytes), *admitted, &answer_);
+        RawRequest(&message, compression, limits_.max_request_bytes,
+                   stream->inflate_gate()),
+        *admitted, &answer_);
     switch (step.kind()) {
       case StreamStep::Kind::kEnd:
         End(step.status(), true);

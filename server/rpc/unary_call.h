@@ -127,7 +127,7 @@ class UnaryCall final : public H2DoorCall {
         request_(google::protobuf::Arena::CreateMessage<Request>(&arena_)),
         response_(google::protobuf::Arena::CreateMessage<Response>(&arena_)) {}
 
-  void OnMessage(H2Call* stream, bool compressed,
+  void OnMessage(H2Call* stream, Compression compression,
                  std::string message) override {
     if (request_came_once_) {
       // gRPC ends a unary call that carries a second request.
@@ -141,14 +141,10 @@ class UnaryCall final : public H2DoorCall {
       End(absl::DeadlineExceededError("deadline exceeded"), false);
       return;
     }
-    if (compressed && (stream->head().encoding.empty() ||
-                       stream->head().encoding == "identity")) {
-      End(absl::InternalError("a compressed message without grpc-encoding"),
-          false);
-      return;
-    }
     absl::Status admitted =
-        RawRequest(&message, limits_.max_request_bytes).DecodeInto(request_);
+        RawRequest(&message, compression, limits_.max_request_bytes,
+                   stream->inflate_gate())
+            .DecodeInto(request_);
     if (admitted.ok()) {
       absl::StatusOr<Admission> admission =
           limits_.door->AdmitLeader(row_->method);

@@ -33,6 +33,8 @@ namespace metasrv::server {
 class TestSink final : public CallSink {
  public:
   std::atomic<int> calls{0}, messages{0}, closed{0};
+  // The compression the transport gave the last message.
+  std::atomic<Compression> last_compression{Compression::kNone};
   std::atomic<H2Call*> silent{nullptr};
 
   void OnCall(H2Call* call, const std::string& peer) override {
@@ -53,8 +55,10 @@ class TestSink final : public CallSink {
    public:
     Events(TestSink* sink, std::string path)
         : sink_(sink), path_(std::move(path)) {}
-    void OnMessage(H2Call* call, bool, std::string message) override {
+    void OnMessage(H2Call* call, Compression compression,
+                   std::string message) override {
       ++sink_->messages;
+      sink_->last_compression = compression;
       if (path_ == "/t.T/Silent") {
         sink_->silent = call;
         return;

@@ -355,6 +355,52 @@ TEST_F(H2FramesTest, ClientResetsOfUnansweredCallsAreCountedPerHost) {
   ExpectServed(port(), "127.0.0.6");
 }
 
+// Another HTTP/2 client's request (not gRPC's content-type) is answered
+// HTTP 415, so that it does not take the 200 of a gRPC status for success.
+TEST_F(H2FramesTest, ARequestThatIsNotGrpcIsAnswered415) {
+  Serve({});
+  RawClient client(port(), "127.0.0.1");
+  client.Send(FrameBytes(kHeaders, kEndHeaders, 1,
+                         Literal(":method", "POST") +
+                             Literal(":scheme", "http") +
+                             Literal(":path", "/t.T/Echo") +
+                             Literal(":authority", "test") +
+                             Literal("content-type", "application/json")) +
+              FrameBytes(kData, kEndStream, 1, "{}"));
+  std::optional<Frame> answer = client.ReadUntil(Is(kHeaders, 1));
+  ASSERT_TRUE(answer.has_value());
+  const auto fields = client.Fields(*answer);
+  EXPECT_EQ(RawClient::Field(fields, ":status"), "415");
+  EXPECT_EQ(RawClient::Field(fields, "grpc-status"), "13");
+  EXPECT_EQ(RawClient::Field(fields, "grpc-accept-encoding"),
+            "identity,gzip,zstd");
+  EXPECT_EQ(sink_.calls.load(), 0);
+}
+
+// The compressed flag without grpc-encoding ends the call INTERNAL on every
+// shape (the transport decides, before the call's owner sees the message):
+// here a stream, whose first plain message was echoed.
+TEST_F(H2FramesTest, AFlaggedMessageWithoutAnEncodingEndsAnyCall) {
+  Serve({});
+  RawClient client(port(), "127.0.0.1");
+  std::string flagged = Message("zz");
+  flagged[0] = 1;
+  client.Send(FrameBytes(kHeaders, kEndHeaders, 1, Request("/t.T/Echo")) +
+              FrameBytes(kData, 0, 1, Message("plain")) +
+              FrameBytes(kData, 0, 1, flagged));
+  std::optional<Frame> head = client.ReadUntil(Is(kHeaders, 1));
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(RawClient::Field(client.Fields(*head), "grpc-accept-encoding"),
+            "identity,gzip,zstd");
+  std::optional<Frame> status = client.ReadUntil(Is(kHeaders, 1));
+  ASSERT_TRUE(status.has_value());
+  const auto fields = client.Fields(*status);
+  EXPECT_EQ(RawClient::Field(fields, "grpc-status"), "13");
+  EXPECT_NE(RawClient::Field(fields, "grpc-message").find("compressed flag"),
+            std::string::npos);
+  EXPECT_EQ(sink_.messages.load(), 1);
+}
+
 // gRPC answers a call whose grpc-timeout has already passed (0n)
 // DEADLINE_EXCEEDED; it was served.
 TEST_F(H2FramesTest, AnExpiredGrpcTimeoutIsDeadlineExceeded) {

@@ -56,14 +56,38 @@ TEST_F(H2TransportTest, TrailersOnlyCarriesCodeMessageAndTrailers) {
   EXPECT_EQ(std::string(extra->second.data(), extra->second.size()), "yes");
 }
 
+// An encoding the server does not inflate is UNIMPLEMENTED, naming those it
+// does (the answer's grpc-accept-encoding lists them too, for the client's
+// fallback: gRPC's client keeps that field to itself; H2FramesTest reads
+// it).
 TEST_F(H2TransportTest, AnUnknownEncodingIsUnimplemented) {
+  Serve({});
+  grpc::ClientContext context;
+  context.set_compression_algorithm(GRPC_COMPRESS_DEFLATE);
+  std::string reply;
+  grpc::Status status = Unary("/t.T/Echo", "x", &reply, &context);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_NE(status.error_message().find("deflate"), std::string::npos);
+  EXPECT_NE(status.error_message().find("identity,gzip,zstd"),
+            std::string::npos);
+}
+
+// gzip, as gRPC's own client sends it: the flag and grpc-encoding make the
+// message gzip for the call's owner (which inflates it); a message gRPC
+// leaves uncompressed (too small) is plain.
+TEST_F(H2TransportTest, GzipIsNamedByTheFlagAndTheEncoding) {
   Serve({});
   grpc::ClientContext context;
   context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
   std::string reply;
-  grpc::Status status = Unary("/t.T/Echo", "x", &reply, &context);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_NE(status.error_message().find("gzip"), std::string::npos);
+  ASSERT_TRUE(Unary("/t.T/Echo", std::string(4096, 'g'), &reply, &context)
+                  .ok());
+  EXPECT_EQ(sink_.last_compression.load(), Compression::kGzip);
+  EXPECT_LT(reply.size(), 4096u);  // The gzip body, echoed as it came.
+  grpc::ClientContext plain;
+  ASSERT_TRUE(Unary("/t.T/Echo", "p", &reply, &plain).ok());
+  EXPECT_EQ(sink_.last_compression.load(), Compression::kNone);
+  EXPECT_EQ(reply, "p");
 }
 
 TEST_F(H2TransportTest, TheClientsDeadlineEndsTheCallOnBothSides) {

@@ -51,6 +51,22 @@ TEST(HostBudgetTest, AHostWithinItsShareOwesNothing) {
   EXPECT_EQ(budget.Owed("d"), 0);
 }
 
+// Once a second's bound is spent, only a host that inflated less than its
+// share may inflate; the next second starts afresh.
+TEST(HostInflationTest, PastTheBoundOnlyAHostUnderItsShareInflates) {
+  HostInflation inflation(/*per_second=*/100);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  EXPECT_TRUE(inflation.May("bomber", t0));
+  inflation.Charge("bomber", 100, t0);
+  EXPECT_FALSE(inflation.May("bomber", t0));
+  EXPECT_TRUE(inflation.May("flownode", t0));  // Holds 0 of its 50.
+  inflation.Charge("flownode", 10, t0);
+  EXPECT_TRUE(inflation.May("flownode", t0 + absl::Milliseconds(900)));
+  inflation.Charge("flownode", 45, t0);
+  EXPECT_FALSE(inflation.May("flownode", t0));  // 55 of its 50.
+  EXPECT_TRUE(inflation.May("bomber", t0 + absl::Seconds(1)));
+}
+
 TEST(HostResetsTest, AHostPastItsBudgetIsSlowedAndOthersAreNot) {
   HostResets resets(/*burst=*/3, /*rate=*/1);
   const absl::Time t0 = absl::FromUnixSeconds(1000);
