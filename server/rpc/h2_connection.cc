@@ -107,6 +107,7 @@ bool H2Connection::OnReadable(absl::Time now) {
     const ssize_t n = ReadSome(buf, sizeof(buf));
     if (n == 0 || n == -2) return false;
     if (n == -1) break;
+    last_read_ = now;
     const ssize_t fed = nghttp2_session_mem_recv(
         session_, reinterpret_cast<const uint8_t*>(buf), n);
     if (fed < 0 || broken_) return false;
@@ -230,15 +231,22 @@ bool H2Connection::Tick(absl::Time now) {
                            limits_.WriteTime(limits_.socket_buffer_bytes)) {
     return false;  // The socket took too little for the whole limit.
   }
-  if (calls_.empty() && now - idle_since_ > limits_.idle_limit) {
-    return false;
+  bool changed = false;
+  if (calls_.empty() && now - idle_since_ > limits_.idle_limit &&
+      !goaway_final_) {
+    // Idle: a GOAWAY first (closed once it went), so that a call racing
+    // the close is refused by it and retried by its client, not failed.
+    goaway_final_ = true;
+    nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+    changed = true;
   }
   if (ping_outstanding_ && now - ping_sent_ > limits_.keepalive_timeout) {
     return false;  // The peer is gone.
   }
-  bool changed = false;
+  // A PING once the peer sent nothing for keepalive_time (nor did our
+  // last PING go out within it): a connection in use is never pinged.
   if (preface_seen_ && !ping_outstanding_ &&
-      now - ping_sent_ > limits_.keepalive_time) {
+      now - std::max(last_read_, ping_sent_) > limits_.keepalive_time) {
     static constexpr uint8_t kKeepalive[8] = {'k', 'e', 'e', 'p',
                                               'a', 'l', 'i', 'v'};
     nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, kKeepalive);

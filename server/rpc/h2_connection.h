@@ -185,6 +185,7 @@ class H2Connection {
   static constexpr size_t kSocketProgress = 16 << 10;
   bool preface_seen_ = false;  // The client's SETTINGS came.
   absl::Time ping_sent_ = absl::InfinitePast();  // Our last keepalive.
+  absl::Time last_read_ = absl::InfinitePast();  // Bytes came from the peer.
   bool ping_outstanding_ = false;                // Its answer is due.
   absl::Time idle_since_;      // No call open since.
   bool shutting_down_ = false;

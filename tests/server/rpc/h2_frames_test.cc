@@ -512,9 +512,35 @@ TEST_F(H2FramesTest, NoPrefaceOrNoCallsWithinTheirLimitsClosesTheConnection) {
   Serve(options);
   RawClient silent(port(), "127.0.0.1", "", /*preface=*/false);
   EXPECT_TRUE(silent.ClosedWithin(absl::Seconds(10)));
+  // An idle connection gets a GOAWAY (NO_ERROR) before it is closed, so
+  // that a call racing the close is refused by it and retried.
   RawClient idle(port(), "127.0.0.1");
+  std::optional<Frame> goaway = idle.ReadUntil(Is(kGoaway, 0));
+  ASSERT_TRUE(goaway.has_value());
+  EXPECT_EQ(goaway->payload.substr(4, 4), Be32(0));
   EXPECT_TRUE(idle.ClosedWithin(absl::Seconds(10)));
   EXPECT_TRUE(WaitFor([&] { return transport_->connections() == 0; }));
+}
+
+// Keepalive pings only a connection the peer sent nothing on for
+// --keepalive_time: one in use (here a PING of its own every 50 ms, as
+// GreptimeDB's heartbeat channel pings every 15 s) is never pinged.
+TEST_F(H2FramesTest, OnlyAQuietConnectionIsPinged) {
+  H2TransportOptions options;
+  options.limits.keepalive_time = absl::Milliseconds(300);
+  Serve(options);
+  RawClient busy(port(), "127.0.0.1");
+  RawClient quiet(port(), "127.0.0.1");
+  const auto server_ping = [](const Frame& f) {
+    return f.type == kPing && (f.flags & kAck) == 0;
+  };
+  const absl::Time end = absl::Now() + absl::Seconds(1);
+  while (absl::Now() < end) {
+    busy.Send(FrameBytes(kPing, 0, 0, "client!!"));
+    EXPECT_FALSE(busy.ReadUntil(server_ping, absl::Milliseconds(50))
+                     .has_value());
+  }
+  EXPECT_TRUE(quiet.ReadUntil(server_ping, absl::Seconds(1)).has_value());
 }
 
 TEST_F(H2FramesTest, APeerThatNeverAnswersKeepalivePingsIsClosed) {
