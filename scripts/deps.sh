@@ -17,12 +17,20 @@ if [[ "${1:-}" == "test" ]]; then
   # postgresql and mariadb-server: the HA tests start their own servers
   # (the packages' own services are not started, see below); prometheus:
   # promtool checks docs/alerts.yaml.
+  # golang-go, golang-google-grpc-dev and nghttp2-client: the interop
+  # suite's grpc-go client (built offline in GOPATH mode) and raw frames.
   # libseccomp-dev: a test runs the server with netlink sockets forbidden,
   # as the systemd unit runs it. graphviz: the docs' diagrams are checked
   # against their sources.
   packages+=(libseccomp-dev graphviz etcd-server etcd-client openssl python3 python3-h2 python3-zstandard python3-yaml systemd
              python3-protobuf postgresql mariadb-server mariadb-client prometheus
-             nftables iproute2)
+             nftables iproute2
+             golang-go golang-google-grpc-dev golang-github-golang-protobuf-1-3-dev
+             nghttp2-client)
+  # The interop suite's grpc-js client runs on the machine's Node.js and
+  # npm; Debian's when there are none.
+  command -v node >/dev/null || packages+=(nodejs)
+  command -v npm >/dev/null || packages+=(npm)
 fi
 
 missing=()
