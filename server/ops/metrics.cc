@@ -307,14 +307,17 @@ Metrics::Metrics(Sources sources, absl::Duration reuse_threshold,
       "Flow states a slow watcher skipped: a newer one replaced them unsent.");
   watch_stalled_ = Single(
       r, "metasrv_watch_stalled_total",
-      "Watchers ended with RESOURCE_EXHAUSTED: a write in flight past the "
-      "stall limit while watchers held more than --max_reply_bytes_in_flight.");
+      "WatchFlowState calls ended with RESOURCE_EXHAUSTED: a message not "
+      "read within --reply_stall_limit (also counted in "
+      "metasrv_calls_refused_total{reason=\"reply_stalled\"}).");
   nodes_expired_ = Single(r, "metasrv_nodes_expired_total",
                           "Silent flownodes removed by --node_report_ttl.");
   nodes_evicted_ = Single(r, "metasrv_nodes_evicted_total",
-                          "Flownodes with no heartbeat stream open, silent "
-                          "longest, forgotten to make room for a new flownode "
-                          "at --max_nodes.");
+                          "Flownodes forgotten to make room for a new one at "
+                          "--max_nodes: the one whose last report is oldest "
+                          "once past the live window, else, all being live, "
+                          "the oldest of the host holding more than its "
+                          "share.");
   // In ConnectionDrop's order: two of each family.
   const auto refused = Labelled<2>(
       r, "metasrv_connections_refused_total",
@@ -326,15 +329,17 @@ Metrics::Metrics(Sources sources, absl::Duration reuse_threshold,
       "HTTP connections closed by the server: a request not answered in "
       "time (late), or the oldest one at the connection limit (evicted).",
       "reason", {"late", "evicted"});
-  const auto grpc_closed = Labelled<2>(
+  const auto grpc_closed = Labelled<3>(
       r, "metasrv_grpc_connections_closed_total",
-      "gRPC connections the server closed: they reset calls faster than "
-      "--max_early_resets allows or sent a header block without end "
-      "(rapid_reset), or, at the port's connection bound, the oldest of the "
-      "host holding the most (evicted) (docs/RELIABILITY.md).",
-      "reason", {"rapid_reset", "evicted"});
-  dropped_ = {refused[0],     refused[1],     closed[0],
-              closed[1],      grpc_closed[0], grpc_closed[1]};
+      "gRPC connections the server closed: past a reset budget (resets "
+      "faster than --max_early_resets, a host's resets of unanswered calls "
+      "or stream errors) or header blocks cut at the limit (rapid_reset); "
+      "at the port's connection bound, the oldest of the host holding the "
+      "most (evicted); closed as soon as accepted, its host slowed for "
+      "resets or too many closes under way (refused) (docs/RELIABILITY.md).",
+      "reason", {"rapid_reset", "evicted", "refused"});
+  dropped_ = {refused[0],     refused[1],     closed[0],     closed[1],
+              grpc_closed[0], grpc_closed[1], grpc_closed[2]};
   door_ = Labelled<kDoorRefusals>(
       r, "metasrv_calls_refused_total",
       "Calls the server refused or ended before serving them in full, by "

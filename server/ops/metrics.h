@@ -47,6 +47,8 @@ enum class ConnectionDrop {
   kHttpEvicted,  // HTTP: at the connection limit, a newer one took its place.
   kGrpcRapidReset,  // gRPC: it reset calls before their requests too fast.
   kGrpcEvicted,  // gRPC: at the connection bound, its host held the most.
+  kGrpcRefusedAtAccept,  // gRPC: closed at accept (its host slowed, or too
+                         // many closes under way).
 };
 
 // A call the door (rpc/call_door.h) turned away or ended, and why.
@@ -188,7 +190,7 @@ class Metrics {
   prometheus::Counter* watch_stalled_;                    // In registry_.
   prometheus::Counter* nodes_expired_;                    // In registry_.
   prometheus::Counter* nodes_evicted_;                    // In registry_.
-  std::array<prometheus::Counter*, 6> dropped_;           // By ConnectionDrop.
+  std::array<prometheus::Counter*, 7> dropped_;           // By ConnectionDrop.
   std::array<prometheus::Counter*, kDoorRefusals> door_;  // By DoorRefusal.
   std::array<prometheus::Counter*, 2> tls_rotations_;     // Installed, refused.
   absl::Mutex tls_mu_;                                    // Guards tls_expiry_.

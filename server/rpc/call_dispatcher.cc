@@ -134,6 +134,17 @@ void CallDispatcher::OnConnectionEvicted(const std::string& host) {
              host);
 }
 
+void CallDispatcher::OnConnectionRefused(const std::string& host,
+                                         bool slowed) {
+  door_->metrics()->ConnectionDropped(ConnectionDrop::kGrpcRefusedAtAccept);
+  LogLimited(spdlog::level::warn, "connection_refused", host,
+             "closed a new connection of {} as soon as accepted: {}", host,
+             slowed ? "its host went past a reset budget within the last "
+                      "second"
+                    : "too many connections are being closed (a flood of "
+                      "connections)");
+}
+
 void CallDispatcher::SweepOn(H2Transport* transport) {
   if (door_->options().sweep_period <= absl::ZeroDuration()) {
     return;

@@ -66,6 +66,7 @@ class CallDispatcher final : public CallSink {
   void OnConnectionCut(const std::string& peer) override;
   // Counted, and logged per host at a limited rate.
   void OnConnectionEvicted(const std::string& host) override;
+  void OnConnectionRefused(const std::string& host, bool slowed) override;
   // The door every call comes through.
   const CallDoor& door() const { return *door_; }
   // Sweeps the door (silent streams) on `transport`'s first loop. Once.

@@ -106,6 +106,10 @@ class CallSink {
   // The oldest connection of `host` was closed to make room for a new one
   // (the transport's connection share).
   virtual void OnConnectionEvicted(const std::string& /*host*/) {}
+  // A connection of `host` was closed as soon as accepted: its host over a
+  // reset budget lately (`slowed`), or too many closes under way.
+  virtual void OnConnectionRefused(const std::string& /*host*/,
+                                   bool /*slowed*/) {}
 };
 
 // One stream: a gRPC call. Owned by its connection; its methods only on the

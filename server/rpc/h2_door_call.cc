@@ -139,6 +139,9 @@ void H2DoorCall::OnClosed(H2Call* call) {
   }
   if (stalled_) {
     limits_.door->metrics()->DoorRefused(DoorRefusal::kReplyStalled);
+    if (CallKindOf(row_->method) == CallKind::kWatch) {
+      limits_.door->metrics()->WatchStalled();
+    }
   }
   call_ = nullptr;
   ended_ = true;

@@ -1,59 +1,26 @@
 #include "server/rpc/h2_tls.h"
 
-#include <errno.h>
+#include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
-#include <sys/socket.h>
 
-#include <cstdint>
 #include <utility>
 
 namespace metasrv::server {
 namespace {
 
-// ALPN: "h2" if the client offers it; a client that offers none is served
-// too (HTTP/2 with prior knowledge over TLS).
+// ALPN: "h2" if the client offers it (nghttp2 chooses); a client that
+// offers none is served too (HTTP/2 with prior knowledge over TLS).
 int SelectH2(SSL*, const unsigned char** out, unsigned char* outlen,
              const unsigned char* in, unsigned int inlen, void*) {
-  for (unsigned int i = 0; i < inlen; i += 1 + in[i]) {
-    const unsigned int length = in[i];
-    if (i + 1 + length > inlen) break;
-    if (length == 2 && in[i + 1] == 'h' && in[i + 2] == '2') {
-      *out = in + i + 1;
-      *outlen = 2;
-      return SSL_TLSEXT_ERR_OK;
-    }
+  unsigned char* chosen = nullptr;
+  if (nghttp2_select_next_protocol(&chosen, outlen, in, inlen) != 1) {
+    return SSL_TLSEXT_ERR_ALERT_FATAL;  // Offers, but not h2: not gRPC.
   }
-  return SSL_TLSEXT_ERR_ALERT_FATAL;  // Offers, but not h2: not gRPC.
+  *out = chosen;
+  return SSL_TLSEXT_ERR_OK;
 }
 
-// A socket BIO whose writes pass MSG_NOSIGNAL.
-int SocketOf(BIO* bio) {
-  return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
-}
-int BioWrite(BIO* bio, const char* data, int size) {
-  BIO_clear_retry_flags(bio);
-  const ssize_t n = send(SocketOf(bio), data, size, MSG_NOSIGNAL);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-    BIO_set_retry_write(bio);
-  }
-  return static_cast<int>(n);
-}
-int BioRead(BIO* bio, char* data, int size) {
-  BIO_clear_retry_flags(bio);
-  const ssize_t n = recv(SocketOf(bio), data, size, 0);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-    BIO_set_retry_read(bio);
-  }
-  return static_cast<int>(n);
-}
-long BioCtrl(BIO*, int cmd, long, void*) {  // NOLINT(runtime/int)
-  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
-}
-int BioCreate(BIO* bio) {
-  BIO_set_init(bio, 1);
-  return 1;
-}
 using Bio = std::unique_ptr<BIO, decltype(&BIO_free)>;
 Bio MemoryBio(const std::string& text) {
   return Bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())),
@@ -63,26 +30,12 @@ Bio MemoryBio(const std::string& text) {
 // An encrypted key is refused rather than prompted for on the terminal.
 int NoPassphrase(char*, int, int, void*) { return 0; }
 
-BIO_METHOD* SocketMethod() {
-  static BIO_METHOD* const method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK,
-                                 "metasrv socket");
-    BIO_meth_set_write(m, &BioWrite);
-    BIO_meth_set_read(m, &BioRead);
-    BIO_meth_set_ctrl(m, &BioCtrl);
-    BIO_meth_set_create(m, &BioCreate);
-    return m;
-  }();
-  return method;
-}
-
 }  // namespace
 
 SSL* H2Tls::NewSession(SSL_CTX* context, int fd) {
   SSL* ssl = SSL_new(context);
-  BIO* bio = BIO_new(SocketMethod());
-  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
-  SSL_set_bio(ssl, bio, bio);  // The session owns it.
+  // On the socket itself: SIGPIPE is ignored once, by the transport.
+  SSL_set_fd(ssl, fd);
   SSL_set_accept_state(ssl);
   return ssl;
 }

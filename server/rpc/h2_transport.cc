@@ -1,6 +1,7 @@
 #include "server/rpc/h2_transport.h"
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -14,6 +15,17 @@
 
 namespace metasrv::server {
 
+namespace {
+
+// A write to a socket its peer closed fails with EPIPE instead of killing
+// the process (TLS writes go through OpenSSL): once, for the process.
+void IgnoreSigpipe() {
+  static const bool ignored = signal(SIGPIPE, SIG_IGN) != SIG_ERR;
+  (void)ignored;
+}
+
+}  // namespace
+
 H2Transport::H2Transport(const H2TransportOptions& options, CallSink* sink)
     : options_(options),
       descriptor_ceiling_(
@@ -22,6 +34,7 @@ H2Transport::H2Transport(const H2TransportOptions& options, CallSink* sink)
               : DescriptorCeilings::For(RaiseDescriptorLimit()).grpc),
       sink_(sink),
       stop_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  IgnoreSigpipe();
   const int threads = std::max(1, options.threads);
   H2Limits limits = options.limits;
   if (limits.max_held_requests > 0) {
@@ -100,12 +113,14 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
     // Over its reset budget lately: slowed, not served, until it refills.
     close(fd);
     refused_.fetch_add(1);
+    sink_->OnConnectionRefused(host, /*slowed=*/true);
     return;
   }
   Placed placed{};
   std::string host_of_copy;
   std::optional<Placed> evict;
   std::string evicted_host;
+  bool refused = false;
   {
     absl::MutexLock lock(&mu_);
     // Closes still under way (a loop behind a flood of connections) hold
@@ -115,15 +130,13 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
     auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return open_ < options_.max_connections + kClosingSlack;
     };
-    if (options_.max_connections > 0 &&
-        !mu_.AwaitWithTimeout(absl::Condition(&room), kClosingWait)) {
-      close(fd);
-      refused_.fetch_add(1);
-      evicted_host = std::move(host);
-    }
+    refused = options_.max_connections > 0 &&
+              !mu_.AwaitWithTimeout(absl::Condition(&room), kClosingWait);
   }
-  if (!evicted_host.empty()) {
-    sink_->OnConnectionEvicted(evicted_host);
+  if (refused) {
+    close(fd);
+    refused_.fetch_add(1);
+    sink_->OnConnectionRefused(host, /*slowed=*/false);
     return;
   }
   {

@@ -128,7 +128,7 @@ class StalledWatchersTest(unittest.TestCase):
     def test_watchers_that_never_read_are_ended_and_memory_stays_bounded(self):
         budget_mib = 16
         server = Server(f"--max_reply_bytes_in_flight={budget_mib << 20}",
-                        "--watch_min_interval=250ms")
+                        "--watch_min_interval=250ms", metrics=True)
         self.addCleanup(server.stop)
         # Two reports of the same 100,000 flows with different values,
         # sent in turn: every flow changes on every report.
@@ -229,6 +229,8 @@ class StalledWatchersTest(unittest.TestCase):
         # Each was refused or ended with RESOURCE_EXHAUSTED, its state freed.
         self.assertGreater(len(ended), len(stalled) // 2)
         self.assertEqual(codes, {8})
+        # Those ended unread past the stall limit are counted as such.
+        self.assertGreater(server.metric("metasrv_watch_stalled_total"), 0)
         if not harness.SANITIZED:
             self.assertLess(peak, churn_peak + 4 * budget_mib * MIB)
         # The honest watcher kept getting states; heartbeats are answered.
