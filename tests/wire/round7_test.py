@@ -257,7 +257,10 @@ class FloodTest(unittest.TestCase):
                 figures = flood_figures(self, server, make,
                                         f"{name}, {shape}", sources)
                 self.assertGreaterEqual(figures["served"], 0.99)
-                self.assertGreater(figures["reads"], 10)
+                # Served in time, too (under ASan, 20 hosts' floods within
+                # their budgets hold a 2-core machine: reads take ~1 s).
+                self.assertGreater(figures["reads"],
+                                   3 if harness.SANITIZED else 10)
 
     def test_dead_reads(self):
         self.flood(dead_read, "dead reads")
