@@ -396,10 +396,13 @@ void H2Connection::Deliver(H2Call* call) {
     std::string message = std::move(call->inbox_.front());
     const bool compressed = call->inbox_flags_.front();
     if (compressed && call->head_.compression == Compression::kNone) {
-      // gRPC: a compressed message on a call without an encoding.
-      Refuse(call, TransportRefusal::kMalformed,
-             absl::InternalError("a message has the compressed flag and the "
-                                 "call no grpc-encoding"));
+      // gRPC: a compressed message on a call without an encoding (once: the
+      // client's end may ask again).
+      if (!call->finishing_) {
+        Refuse(call, TransportRefusal::kMalformed,
+               absl::InternalError("a message has the compressed flag and "
+                                   "the call no grpc-encoding"));
+      }
       return;
     }
     call->inbox_.pop_front();
