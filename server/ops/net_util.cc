@@ -57,34 +57,6 @@ std::string JoinHostPort(absl::string_view host, int port) {
   return absl::StrCat(host, ":", port);
 }
 
-absl::StatusOr<int> PickFreePort(const std::string& host) {
-  sockaddr_storage storage{};
-  socklen_t len = 0;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&storage);
-  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    len = sizeof(*v4);
-  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    len = sizeof(*v6);
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", host, "' is not a numeric IP address"));
-  }
-  const int fd = socket(storage.ss_family, SOCK_STREAM, 0);
-  if (fd < 0) return absl::UnavailableError(std::strerror(errno));
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&storage), len) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &len) == 0) {
-    port = ntohs(storage.ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
-  }
-  const int err = errno;
-  close(fd);
-  if (port < 0) return absl::UnavailableError(std::strerror(err));
-  return port;
-}
-
 namespace {
 
 bool IsLoopback(const std::string& host) {

@@ -15,10 +15,6 @@ namespace metasrv::server {
 absl::Status SplitHostPort(absl::string_view addr, std::string* host,
                            int* port);
 
-// Asks the kernel for a free TCP port on `host` (a numeric address such as
-// 127.0.0.1 or ::1) and releases it. kUnavailable if none can be had.
-absl::StatusOr<int> PickFreePort(const std::string& host);
-
 // The address to tell clients for a server bound to `bind_addr`: itself,
 // unless its host is a wildcard (0.0.0.0, ::, empty), which no client can
 // dial; then the first non-loopback address of this host's interfaces (of

@@ -48,9 +48,20 @@ bool WaitFor(const std::function<bool()>& done, absl::Duration timeout) {
 }
 
 int FreePort() {
-  absl::StatusOr<int> port = server::PickFreePort("127.0.0.1");
-  EXPECT_TRUE(port.ok()) << port.status();
-  return port.value_or(0);
+  // The kernel picks one on 127.0.0.1; released for the caller.
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  EXPECT_NE(port, 0) << std::strerror(errno);
+  close(fd);
+  return port;
 }
 
 int ListenSilently(int* port) {
