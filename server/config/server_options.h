@@ -25,9 +25,8 @@ namespace metasrv::server {
 struct ServerOptions {
   // host:port to listen on; port 0 picks a free one.
   std::string bind_addr = "127.0.0.1:3002";
-  // The gRPC port's HTTP/2 (--transport): "nghttp2", the only one.
-  std::string transport = "nghttp2";
-  // Its epoll loops (--transport_threads); 0: one per core.
+  // The gRPC port's epoll loops, HTTP/2 through nghttp2
+  // (--transport_threads); 0: one per core.
   int transport_threads = 0;
   // Address clients are told to use; empty means the bound address.
   std::string server_addr;

@@ -333,23 +333,6 @@ void LimitRows(Rows* r) {
          false},
         &ServerOptions::door, &DoorOptions::max_reply_bytes_in_flight);
   Add(r,
-      {"transport", nullptr,
-       "the gRPC port's HTTP/2: nghttp2, the only one (Debian's nghttp2: "
-       "reset-rate and CONTINUATION limits, a deadline on every write, "
-       "connections shared between hosts; TLS and mTLS on OpenSSL with ALPN "
-       "h2); grpc, gRPC 1.51's own, was removed",
-       false},
-      &ServerOptions::transport, [](const std::string& name) {
-        if (name == "nghttp2") return absl::OkStatus();
-        if (name == "grpc") {
-          return absl::InvalidArgumentError(
-              "is gRPC 1.51's HTTP/2, which was removed: the server speaks "
-              "HTTP/2 through nghttp2 only (--transport=nghttp2, the "
-              "default); drop the setting");
-        }
-        return absl::InvalidArgumentError("is not supported: nghttp2 only");
-      });
-  Add(r,
       {"transport_threads", nullptr,
        "threads that run the gRPC port's connections (an epoll loop each; "
        "0: one per core)",

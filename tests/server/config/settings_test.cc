@@ -96,13 +96,6 @@ TEST(CheckOptionsTest, EveryBadSettingIsNamed) {
   o.election_name = std::string(60, 'e');
   EXPECT_THAT(Refusal(o), HasSubstr("at most 200 bytes (210 given)"));
   o = ServerOptions();
-  o.transport = "grpc";  // Issue 58: the old transport, named with its
-                         // replacement.
-  EXPECT_THAT(Refusal(o),
-              StartsWith("--transport=grpc is gRPC 1.51's HTTP/2, which was "
-                         "removed: the server speaks HTTP/2 through nghttp2 "
-                         "only (--transport=nghttp2, the default)"));
-  o = ServerOptions();
   o.transport_threads = 300;
   EXPECT_THAT(Refusal(o), StartsWith("--transport_threads=300 is out of range"));
   o = ServerOptions();
