@@ -149,6 +149,12 @@ EncodedFlowState EncodeFlowStateColumns(
   return out;
 }
 
+EncodedFlowState EncodeFlowStateJson(
+    const core::FlowStateManager& flow_state) {
+  return FromChunks(flow_state.EncodeChunks(
+      core::ChunkEncoding::kJson, &core::FlowAggregate::EncodeJsonChunk));
+}
+
 std::optional<EncodedFlowState> CachedFlowStateColumns(
     const core::FlowStateManager& flow_state, bool with_nodes) {
   std::optional<std::vector<std::shared_ptr<const std::string>>> chunks;

@@ -44,6 +44,11 @@ EncodedFlowState EncodeFlowStateColumns(
     const core::FlowStateManager& flow_state,
     absl::Span<const uint32_t> flow_ids, bool with_nodes);
 
+// The chunks of the KV's `__flow/state` JSON (core::ChunkEncoding::kJson,
+// the members FlowAggregate::AssembleJson joins), of one instant; encodes
+// only chunks that changed. Thread-safe.
+EncodedFlowState EncodeFlowStateJson(const core::FlowStateManager& flow_state);
+
 // EncodeFlowStateColumns()'s answer when no chunk needs encoding (every one
 // is cached): cheap enough to make on a loop thread. nullopt when some chunk
 // would need encoding (then call EncodeFlowStateColumns off it).

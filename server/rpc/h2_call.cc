@@ -39,12 +39,15 @@ void H2Call::ReleaseHeld(size_t bytes) {
   conn_->limits_.held_requests->Give(conn_->host_, static_cast<int64_t>(bytes));
 }
 
-void H2Call::Send(std::vector<SharedBytes> pieces) {
+void H2Call::Send(std::vector<SharedBytes> pieces, Compression compression) {
   if (finishing_) return;
+  if (!headers_sent_) answer_encoding_ = compression;
+  if (compression != answer_encoding_) return;  // Broken contract: dropped.
   size_t length = 0;
   for (const SharedBytes& p : pieces) length += p.bytes.size();
   Piece piece;
-  WriteMessagePrefix(false, static_cast<uint32_t>(length), piece.prefix);
+  WriteMessagePrefix(compression != Compression::kNone,
+                     static_cast<uint32_t>(length), piece.prefix);
   piece.parts = std::move(pieces);
   piece.bytes = kMessagePrefixBytes + length;
   queued_ += piece.bytes;

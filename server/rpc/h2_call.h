@@ -52,6 +52,7 @@ struct RequestHead {
   std::string content_type;               // "content-type".
   std::string te;                         // "te".
   std::string encoding;                   // "grpc-encoding"; empty: identity.
+  std::string accept_encoding;            // "grpc-accept-encoding".
   Compression compression = Compression::kNone;  // What `encoding` names.
   std::string authorization;              // "authorization".
   std::optional<absl::Duration> timeout;  // "grpc-timeout", parsed.
@@ -121,8 +122,12 @@ class H2Call {
   void set_events(CallEvents* events) { events_ = events; }
   // Asks for the next message (or the end of the client's side).
   void Next();
-  // Queues one message made of `pieces` (HEADERS first, once).
-  void Send(std::vector<SharedBytes> pieces);
+  // Queues one message made of `pieces` (HEADERS first, once), flagged
+  // compressed by `compression` when that is not kNone. A compressed
+  // message must be the call's first: its grpc-encoding goes out in the
+  // answer's HEADERS (one encoding for every message of a call).
+  void Send(std::vector<SharedBytes> pieces,
+            Compression compression = Compression::kNone);
   void Send(std::shared_ptr<const std::string> message) {
     Send(std::vector<SharedBytes>{SharedBytes::Of(std::move(message))});
   }
@@ -195,6 +200,8 @@ class H2Call {
   // The HTTP status of a Trailers-Only answer: 415 for a request that is
   // not gRPC's content-type.
   const char* http_status_ = "200";
+  // The answer's grpc-encoding, set by its first Send (kNone: none sent).
+  Compression answer_encoding_ = Compression::kNone;
   size_t unconsumed_ = 0;          // DATA bytes held back from the window.
   size_t held_bytes_ = 0;          // Counted in H2Limits::held_requests.
   // Gives back up to `bytes` of what it counts in held_requests.

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "server/rpc/answer_encoding.h"
 
 namespace metasrv::server {
 namespace {
@@ -315,11 +316,14 @@ void H2Connection::SubmitHeaders(H2Call* call) {
   call->headers_sent_ = true;
   nghttp2_nv nva[] = {NoCopyField(":status", "200"),
                       NoCopyField("content-type", "application/grpc"),
-                      NoCopyField("grpc-accept-encoding", kAcceptEncoding)};
+                      NoCopyField("grpc-accept-encoding", kAcceptEncoding),
+                      NoCopyField("grpc-encoding",
+                                  EncodingName(call->answer_encoding_))};
+  const size_t fields = call->answer_encoding_ == Compression::kNone ? 3 : 4;
   nghttp2_data_provider provider;
   provider.source.ptr = call;
   provider.read_callback = &ReadDataCb;
-  nghttp2_submit_response(session_, call->id_, nva, 3, &provider);
+  nghttp2_submit_response(session_, call->id_, nva, fields, &provider);
 }
 
 void H2Connection::Resume(H2Call* call) {
@@ -526,6 +530,7 @@ int H2Connection::HeaderCb(nghttp2_session*, const nghttp2_frame* frame,
        {"content-type", &RequestHead::content_type},
        {"te", &RequestHead::te},
        {"grpc-encoding", &RequestHead::encoding},
+       {"grpc-accept-encoding", &RequestHead::accept_encoding},
        {"authorization", &RequestHead::authorization}};
   for (const auto& [field, member] : kKept) {
     if (name == field) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/rpc/answer_encoding.h"
 #include "server/rpc/call_door.h"
 #include "server/rpc/h2_door_call.h"
 #include "server/rpc/method_table.h"
@@ -53,16 +54,23 @@ class UnaryCall final : public H2DoorCall {
   // Whether the client cancelled the call or its deadline passed: work for
   // it is wasted.
   bool cancelled() const { return cancelled_.load(); }
+  // The encoding the client takes a compressed answer in (kNone: plain
+  // only), from its grpc-accept-encoding (answer_encoding.h).
+  Compression answer_compression() const { return answer_compression_; }
   // Makes `bytes` the answer instead of response(): an answer built without
-  // the message (cached encodings). Call before Finish(OkStatus()).
-  void SetResponseBytes(SharedPieces bytes) {
+  // the message (cached encodings), compressed by `compression` (which the
+  // client must accept). Call before Finish(OkStatus()).
+  void SetResponseBytes(SharedPieces bytes,
+                        Compression compression = Compression::kNone) {
     raw_ = std::move(bytes);
+    raw_compression_ = compression;
     has_raw_ = true;
   }
   // Sends the response (when `status` is OK) or the error. An answer that
   // does not fit the reply budget is refused with RESOURCE_EXHAUSTED.
   void Finish(const absl::Status& status) {
     std::vector<SharedBytes> pieces;
+    const Compression compression = raw_compression_;
     if (status.ok()) {
       if (has_raw_) {
         pieces = std::move(raw_);
@@ -77,14 +85,15 @@ class UnaryCall final : public H2DoorCall {
     response_ = nullptr;
     arena_.Reset();
     raw_.clear();
-    OnLoop([this, status, pieces = std::move(pieces)](H2Call* stream) mutable {
+    OnLoop([this, status, compression,
+            pieces = std::move(pieces)](H2Call* stream) mutable {
       if (stream != nullptr && !ended_) {
         absl::Status result = status;
         if (result.ok()) {
           size_t bytes = 0;
           for (const SharedBytes& p : pieces) bytes += p.bytes.size();
           result = Charge(bytes);
-          if (result.ok()) stream->Send(std::move(pieces));
+          if (result.ok()) stream->Send(std::move(pieces), compression);
           // A large answer stays endable by the ledger until it is written.
           if (result.ok() && limits_.door->Watches(bytes)) {
             if (CallLedger::Ticket* t = ticket()) t->Touch();
@@ -124,6 +133,8 @@ class UnaryCall final : public H2DoorCall {
   UnaryCall(H2Start start, const Serve* serve)
       : H2DoorCall(std::move(start)),
         serve_(serve),
+        answer_compression_(
+            AnswerCompressionFor(call_->head().accept_encoding)),
         request_(google::protobuf::Arena::CreateMessage<Request>(&arena_)),
         response_(google::protobuf::Arena::CreateMessage<Response>(&arena_)) {}
 
@@ -167,12 +178,14 @@ class UnaryCall final : public H2DoorCall {
   void OnEnded() override { cancelled_.store(true); }
 
   const Serve* const serve_;            // The method; the dispatcher's.
+  const Compression answer_compression_;  // What the client accepts.
   std::atomic<bool> cancelled_{false};  // The stream is over.
   google::protobuf::Arena arena_;       // Holds both messages.
   Request* request_;                    // On arena_; null once answered.
   Response* response_;                  // On arena_; null once answered.
   Admission admission_;                 // Set before the method runs.
-  SharedPieces raw_;                    // SetResponseBytes()'s answer.
+  SharedPieces raw_;                    // SetResponseBytes()'s answer,
+  Compression raw_compression_ = Compression::kNone;  // compressed so.
   bool has_raw_ = false;
   bool request_came_once_ = false;  // Loop thread: its request came.
 };

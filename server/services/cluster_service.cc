@@ -1,9 +1,14 @@
 #include "server/services/cluster_service.h"
 
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "core/flow_aggregate.h"
+#include "core/flow_state_keys.h"
+#include "server/codec/flow_state_columns.h"
 #include "server/codec/node_info_proto.h"
 #include "server/rpc/not_leader.h"
 #include "server/rpc/unary_call.h"
@@ -46,9 +51,33 @@ void FillNodeInfo(const core::MetasrvNodeInfo& node,
   out->set_memory_bytes(memory);
 }
 
+// Whether a Range reads exactly `__flow/state` (as GreptimeDB's frontend
+// gets it: src/common/meta/src/key/flow/flow_state.rs), whose answer is
+// kept compressed per state.
+bool ReadsFlowState(const meta::RangeRequest& req) {
+  return req.key() == core::kFlowStateKey && req.range_end().empty() &&
+         !req.keys_only() && req.limit() >= 0;
+}
+
+// The leader's answer to that Range of the state whose JSON chunks are
+// `json`: the bytes the KV read would give (the header, the one key-value
+// when there is flow state).
+SharedPieces RangeOfFlowState(const EncodedFlowState& json) {
+  meta::RangeResponse response;
+  response.mutable_header()->set_protocol_version(1);
+  if (json.found) {
+    meta::KeyValue* kv = response.add_kvs();
+    kv->set_key(std::string(core::kFlowStateKey));
+    kv->set_value(core::FlowAggregate::AssembleJson(json.chunks));
+  }
+  auto bytes = std::make_shared<std::string>();
+  response.SerializeToString(bytes.get());
+  return {SharedBytes::Of(std::move(bytes))};
+}
+
 }  // namespace
 
-ClusterService::ClusterService(const kv::KvBackend* kv,
+ClusterService::ClusterService(const core::FlowStateManager* kv,
                                const core::Leadership* leadership,
                                ReadExecutor* reads, SelfDescription* self,
                                Metrics* metrics)
@@ -56,7 +85,8 @@ ClusterService::ClusterService(const kv::KvBackend* kv,
       leadership_(leadership),
       reads_(reads),
       self_(self),
-      metrics_(Metrics::OrDiscard(metrics)) {}
+      metrics_(Metrics::OrDiscard(metrics)),
+      flow_state_range_(&RangeOfFlowState) {}
 
 void ClusterService::Register(CallDispatcher* dispatcher) {
   dispatcher->Add(Method::kBatchGet, BatchGetCall::Factory([this](
@@ -97,6 +127,24 @@ void ClusterService::BatchGet(BatchGetCall* call) {
 }
 
 void ClusterService::Range(RangeCall* call) {
+  // `__flow/state` for a client that takes zstd: compressed once per state.
+  if (call->answer_compression() == Compression::kZstd &&
+      call->admission().kind != Admission::Kind::kAnswerNotLeader &&
+      ReadsFlowState(call->request())) {
+    ScheduleRead(reads_, ReadCost::kLarge, call,
+                 [this, call](const meta::RangeRequest&,
+                              meta::RangeResponse*) -> absl::Status {
+                   const absl::Time start = absl::Now();
+                   const EncodedFlowState json = EncodeFlowStateJson(*kv_);
+                   metrics_->KvRequested(KvRead::kRange, absl::Now() - start);
+                   CompressedAnswer answer =
+                       *flow_state_range_.GetZstd(json, false, true);
+                   call->SetResponseBytes(std::move(answer.bytes),
+                                          answer.compression);
+                   return absl::OkStatus();
+                 });
+    return;
+  }
   Serve(call, ReadCost::kLarge,
         [this](const meta::RangeRequest& req,
                meta::RangeResponse* resp) -> absl::Status {

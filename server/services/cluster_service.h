@@ -7,7 +7,8 @@
 
 #include "core/leadership.h"
 #include "greptime/v1/meta/cluster.pb.h"
-#include "kv/kv_backend.h"
+#include "core/flow_state_manager.h"
+#include "server/codec/full_state_reply.h"
 #include "server/ops/metrics.h"
 #include "server/ops/self_description.h"
 #include "server/rpc/call_dispatcher.h"
@@ -23,7 +24,9 @@ namespace metasrv::server {
 // and no data. Methods take raw bytes (see request_decoding.h).
 class ClusterService final {
  public:
-  ClusterService(const kv::KvBackend* kv, const core::Leadership* leadership,
+  // `kv` is the in-memory KV (the flow state it shows).
+  ClusterService(const core::FlowStateManager* kv,
+                 const core::Leadership* leadership,
                  ReadExecutor* reads, SelfDescription* self, Metrics* metrics);
 
   // Serves the service's methods through `dispatcher`.
@@ -46,11 +49,12 @@ class ClusterService final {
   template <typename Request, typename Response, typename Fill>
   void Serve(UnaryCall<Request, Response>* call, ReadCost cost, Fill fill);
 
-  const kv::KvBackend* const kv_;             // The in-memory KV; borrowed.
+  const core::FlowStateManager* const kv_;  // The in-memory KV; borrowed.
   const core::Leadership* const leadership_;  // Who leads; borrowed.
   ReadExecutor* const reads_;                 // Runs KV reads; borrowed.
   SelfDescription* const self_;  // This replica, for peers; borrowed.
   Metrics* const metrics_;       // KV read times; borrowed.
+  FullStateReply flow_state_range_;  // Range's compressed `__flow/state`.
 };
 
 }  // namespace metasrv::server

@@ -1,5 +1,8 @@
 #include "server/services/flow_state_service.h"
 
+#include <optional>
+#include <utility>
+
 #include "server/codec/flow_state_columns.h"
 #include "server/codec/node_info_proto.h"
 #include "server/rpc/unary_call.h"
@@ -50,21 +53,33 @@ void FlowStateService::GetFlowState(GetCall* call) {
   using Response = metasrv::v1::GetFlowStateResponse;
   // kLeaderOrRefuse: the door finished a follower's call with its refusal.
   if (call->request().flow_ids_size() == 0) {
-    // All flows: the cached chunk encodings, sent without a copy. When every
-    // chunk is cached (an unchanged state) there is nothing to encode: the
-    // answer is made here, without the hop to a read thread and back.
-    if (std::optional<EncodedFlowState> cached = CachedFlowStateColumns(
-            *flow_state_, call->request().with_nodes())) {
-      call->SetResponseBytes(
-          full_state_.Get(*cached, call->request().with_nodes()));
-      call->Finish(absl::OkStatus());
-      return;
+    // All flows: the cached chunk encodings, sent without a copy (or their
+    // one zstd copy, for a client that takes it). When every chunk is cached
+    // (an unchanged state) and nothing is to be compressed, the answer is
+    // made here, without the hop to a read thread and back.
+    const bool zstd = call->answer_compression() == Compression::kZstd;
+    const bool with_nodes = call->request().with_nodes();
+    if (std::optional<EncodedFlowState> cached =
+            CachedFlowStateColumns(*flow_state_, with_nodes)) {
+      std::optional<CompressedAnswer> answer =
+          zstd ? full_state_.GetZstd(*cached, with_nodes, false)
+               : CompressedAnswer{full_state_.Get(*cached, with_nodes)};
+      if (answer.has_value()) {
+        call->SetResponseBytes(std::move(answer->bytes), answer->compression);
+        call->Finish(absl::OkStatus());
+        return;
+      }
     }
     ScheduleRead(reads_, ReadCost::kLarge, call,
-                 [this, call](const Request& req, Response*) {
-                   call->SetResponseBytes(full_state_.Get(
-                       EncodeFlowStateColumns(*flow_state_, req.with_nodes()),
-                       req.with_nodes()));
+                 [this, call, zstd](const Request& req, Response*) {
+                   const EncodedFlowState state =
+                       EncodeFlowStateColumns(*flow_state_, req.with_nodes());
+                   CompressedAnswer answer =
+                       zstd ? *full_state_.GetZstd(state, req.with_nodes(), true)
+                            : CompressedAnswer{
+                                  full_state_.Get(state, req.with_nodes())};
+                   call->SetResponseBytes(std::move(answer.bytes),
+                                          answer.compression);
                    return absl::OkStatus();
                  });
     return;

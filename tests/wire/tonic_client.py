@@ -55,6 +55,8 @@ class Call:
         self.trailers = None
         self.ended = False
         self.reset_code = None
+        self.flags = []  # Each answer message's compressed flag, in order,
+        self.sizes = []  # and its bytes as they came (before inflating).
 
     def send(self, message, end=False, encoding=None, content_size=False):
         """Sends one serialized message, compressed as `encoding` (default:
@@ -89,6 +91,8 @@ class Call:
             return None
         body = bytes(self.buffer[5:5 + length])
         del self.buffer[:5 + length]
+        self.flags.append(flag)
+        self.sizes.append(length)
         if flag:
             encoding = dict(self.headers or []).get("grpc-encoding", "identity")
             if encoding == "gzip":
@@ -135,18 +139,24 @@ class Connection:
     """One HTTP/2 connection, as tonic opens it (plaintext, prior knowledge)."""
 
     def __init__(self, addr, encoding="zstd", window=None, source=None,
-                 timeout=10):
+                 timeout=10, accept="gzip,zstd,identity"):
         """`window`: the HTTP/2 initial stream window to announce (0: the
         server may send no answer's data until we grant some, which this
         client then never does). `source`: the loopback address to connect
         from (127.0.0.2, say), so that the server sees another host.
-        `timeout`: seconds to wait for the connection."""
+        `timeout`: seconds to wait for the connection. `accept`: the
+        grpc-accept-encoding sent, by default tonic's for GreptimeDB's
+        clients (gzip, then zstd, enabled in that order)."""
         host, port = addr.rsplit(":", 1)
         self.authority = addr
         self.encoding = encoding
+        self.accept = accept
         self.sock = socket.create_connection(
             (host, int(port)), timeout=timeout,
             source_address=(source, 0) if source else None)
+        # GreptimeDB's channels set TCP_NODELAY (ChannelConfig's default,
+        # common/grpc/src/channel_manager.rs).
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         config = h2.config.H2Configuration(client_side=True,
                                            header_encoding="utf-8",
                                            validate_inbound_headers=True)
@@ -180,7 +190,7 @@ class Connection:
                    (":authority", self.authority),
                    ("content-type", "application/grpc"),
                    ("user-agent", "tonic/0.12.3"), ("te", "trailers"),
-                   ("grpc-accept-encoding", "zstd,gzip")]
+                   ("grpc-accept-encoding", self.accept)]
         if self.encoding != "identity":
             headers.append(("grpc-encoding", self.encoding))
         headers.extend(metadata)
