@@ -131,7 +131,8 @@ def main():
     server = harness.Server()
     try:
         load_flows(server.addr, 3, args.flows // 3)
-        conn = tonic_client.Connection(server.addr, encoding="identity")
+        conn = tonic_client.Connection(server.addr, encoding="identity",
+                                      accept="identity")
         reads = {
             "GetFlowState": ("/metasrv.v1.FlowState/GetFlowState",
                              meta.metasrv_pb2.GetFlowStateRequest()),
