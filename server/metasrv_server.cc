@@ -271,7 +271,7 @@ absl::Status MetasrvServer::MakeServices() {
   // request bound.
   dispatcher_ = std::make_unique<CallDispatcher>(
       &metrics_->calls(), door_.get(),
-      static_cast<size_t>(options_.max_message_bytes));
+      static_cast<size_t>(options_.transport.limits.max_message_bytes));
   heartbeat_service_->Register(dispatcher_.get());
   cluster_service_->Register(dispatcher_.get());
   flow_state_service_->Register(dispatcher_.get());
@@ -295,32 +295,16 @@ absl::Status MetasrvServer::Serve() {
   // library drops an object nothing refers to: this refers to it.
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   port_ = listener_->port();
-  H2TransportOptions h2;
-  h2.threads =
-      options_.transport_threads > 0
-          ? options_.transport_threads
-          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // The transport's settings whole; what it takes from the door and the
+  // process is set here.
+  H2TransportOptions h2 = options_.transport;
   h2.ipv4_prefix_bits = options_.door.peers.ipv4_prefix_bits;
   // A share of the descriptors gRPC connections may take, kept below the
   // acceptor's ceiling so that the share, not the ceiling, decides.
   h2.max_connections =
       std::max(16, DescriptorCeilings::For(RaiseDescriptorLimit()).grpc - 128);
-  h2.limits.max_concurrent_streams =
-      static_cast<uint32_t>(options_.max_streams_per_connection);
-  h2.limits.max_message_bytes = options_.max_message_bytes;
   h2.limits.write_stall_limit = options_.door.reply_stall_limit;
   h2.limits.preface_limit = options_.door.request_timeout;
-  h2.limits.keepalive_time = options_.keepalive_time;
-  h2.limits.keepalive_timeout = options_.keepalive_timeout;
-  // The request bytes held before their messages are whole, over every
-  // connection.
-  h2.limits.max_held_requests =
-      static_cast<int64_t>(options_.grpc_memory_limit);
-  // nghttp2's reset bucket: a burst and a rate of a second's worth.
-  if (options_.door.max_early_resets > 0) {
-    h2.limits.reset_burst = h2.limits.reset_rate =
-        static_cast<uint64_t>(options_.door.max_early_resets);
-  }
   if (!files_.tls_cert.empty()) {
     if (absl::Status made = MakeTlsIdentity(); !made.ok()) return made;
     h2.tls = h2_tls_.get();

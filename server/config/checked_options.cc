@@ -173,7 +173,7 @@ constexpr uint64_t kCallBytes = 20 << 10;
 // Every value the settings leave to a rule, decided: what is in force.
 void Resolve(ServerOptions* o) {
   PeerLimits& peers = o->door.peers;
-  if (peers.max_calls == 0) peers.max_calls = o->grpc_memory_limit / kCallBytes;
+  if (peers.max_calls == 0) peers.max_calls = o->transport.limits.max_held_requests / kCallBytes;
   if (peers.max_reply_bytes_per_peer == 0) {
     peers.max_reply_bytes_per_peer = o->door.max_reply_bytes_in_flight / 4;
   }

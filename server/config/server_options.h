@@ -16,6 +16,7 @@
 #include "core/flow_state_limits.h"
 #include "server/ops/flow_alerts.h"
 #include "server/rpc/call_door.h"
+#include "server/rpc/h2_transport.h"
 #include "server/rpc/read_executor.h"
 #include "server/services/heartbeat_handler.h"
 #include "server/watch/flow_state_watch.h"
@@ -25,9 +26,12 @@ namespace metasrv::server {
 struct ServerOptions {
   // host:port to listen on; port 0 picks a free one.
   std::string bind_addr = "127.0.0.1:3002";
-  // The gRPC port's epoll loops, HTTP/2 through nghttp2
-  // (--transport_threads); 0: one per core.
-  int transport_threads = 0;
+  // The gRPC port (--transport_threads, --max_streams_per_connection,
+  // --max_message_bytes, --max_early_resets, --keepalive_time,
+  // --keepalive_timeout, --grpc_memory_limit): declared, with their
+  // defaults, in rpc/h2_transport.h and rpc/h2_connection.h (H2Limits), and
+  // passed to the transport whole.
+  H2TransportOptions transport;
   // Address clients are told to use; empty means the bound address.
   std::string server_addr;
   // Where the election runs. Empty: standalone, always the leader.
@@ -69,16 +73,10 @@ struct ServerOptions {
   // File holding the admin bearer token; empty: admin calls from loopback only.
   std::string admin_token_file;
   uint64_t max_streams = 50000;     // Open streams of a kind; 0: no limit.
-  int max_message_bytes = 4 << 20;  // Largest request accepted.
   // The flow state's bounds and expiries (--max_nodes, --max_total_flows,
   // --node_report_ttl, --node_max_idle_time): declared, with their
   // defaults, in core/flow_state_limits.h, and passed to the core whole.
   core::FlowStateLimits flow_state;
-  // HTTP/2 streams (calls of any kind) one connection may have open.
-  int max_streams_per_connection = 1000;
-  // Request bytes the gRPC port may hold before their messages are whole,
-  // over every connection (--grpc_memory_limit); 0: no limit.
-  uint64_t grpc_memory_limit = 512 << 20;
   // The door's bounds and deadlines (--max_reply_bytes_in_flight,
   // --max_calls, --max_calls_per_peer, --max_reply_bytes_per_peer,
   // --request_timeout, --heartbeat_silence_limit, --reply_stall_limit):
@@ -86,10 +84,6 @@ struct ServerOptions {
   // A bound left 0 is derived by CheckOptions(), which also bounds each
   // kind of stream by --max_streams.
   DoorOptions door;
-  // HTTP/2 keepalive pings: sent after this idle time; a peer that does not
-  // answer within the timeout is dropped and its streams released.
-  absl::Duration keepalive_time = absl::Seconds(30);
-  absl::Duration keepalive_timeout = absl::Seconds(10);
   // Alerting metrics: per-flow series for this many flows (0: none), and
   // the thresholds of a stalled flow and a silent flownode.
   FlowAlertOptions flow_alerts;

@@ -184,14 +184,16 @@ void ClientRows(Rows* r) {
          "transport's loops; 0 serves them on the loops",
          false},
         &ServerOptions::reads, &ReadExecutor::Options::threads, InRange(0, 64));
-  Add(r,
+  AddIn(r,
       {"keepalive_time", "grpc.http2_keep_alive_interval",
        "idle time after which a connection is pinged", false},
-      &ServerOptions::keepalive_time, Between(absl::Seconds(1), kIntMillis));
-  Add(r,
+      &ServerOptions::transport, &H2TransportOptions::limits,
+      &H2Limits::keepalive_time, Between(absl::Seconds(1), kIntMillis));
+  AddIn(r,
       {"keepalive_timeout", "grpc.http2_keep_alive_timeout",
        "a peer that does not answer a ping within this is dropped", false},
-      &ServerOptions::keepalive_timeout, Between(absl::Seconds(1), kIntMillis));
+      &ServerOptions::transport, &H2TransportOptions::limits,
+      &H2Limits::keepalive_timeout, Between(absl::Seconds(1), kIntMillis));
   AddIn(r,
         {"watch_min_interval", nullptr,
          "WatchFlowState pushes at most one state per this interval", false},
@@ -292,14 +294,14 @@ void LimitRows(Rows* r) {
        "holding the most, others get RESOURCE_EXHAUSTED (0: no limit)",
        false},
       &ServerOptions::max_streams);
-  Add(r,
+  AddIn(r,
       {"max_message_bytes", nullptr,
        "largest request accepted, also once a zstd request is inflated (our "
        "own bound: GreptimeDB's grpc.max_recv_message_size, 512 MB upstream, "
        "is not read)",
        false},
-      &ServerOptions::max_message_bytes,
-      InRange(1, std::numeric_limits<int>::max()));
+      &ServerOptions::transport, &H2TransportOptions::limits,
+      &H2Limits::max_message_bytes, InRange(1, std::numeric_limits<int>::max()));
   AddIn(r,
         {"max_flows_per_report", nullptr,
          "a report of more flows ends its stream with INVALID_ARGUMENT", false},
@@ -320,11 +322,12 @@ void LimitRows(Rows* r) {
          "(0: no limit)",
          false},
         &ServerOptions::flow_state, &core::FlowStateLimits::max_total_flows);
-  Add(r,
+  AddIn(r,
       {"max_streams_per_connection", nullptr,
        "HTTP/2 streams (calls of any kind) one connection may have open",
        false},
-      &ServerOptions::max_streams_per_connection,
+      &ServerOptions::transport, &H2TransportOptions::limits,
+      &H2Limits::max_concurrent_streams,
       InRange(1, std::numeric_limits<int>::max()));
   AddIn(r,
         {"max_reply_bytes_in_flight", nullptr,
@@ -332,20 +335,22 @@ void LimitRows(Rows* r) {
          "answers get RESOURCE_EXHAUSTED (0: no limit)",
          false},
         &ServerOptions::door, &DoorOptions::max_reply_bytes_in_flight);
-  Add(r,
+  AddIn(r,
       {"transport_threads", nullptr,
        "threads that run the gRPC port's connections (an epoll loop each; "
        "0: one per core)",
        false},
-      &ServerOptions::transport_threads, InRange(0, 256));
-  Add(r,
+      &ServerOptions::transport, &H2TransportOptions::threads,
+      InRange(0, 256));
+  AddIn(r,
       {"grpc_memory_limit", nullptr,
        "request bytes the gRPC port may hold before their messages are "
        "whole, over every connection, shared by host (a host under its fair "
        "share still takes at the bound); a call whose bytes its host may not "
        "take ends RESOURCE_EXHAUSTED (0: none, else at least 16 MiB)",
        false},
-      &ServerOptions::grpc_memory_limit, [](const uint64_t& n) {
+      &ServerOptions::transport, &H2TransportOptions::limits,
+      &H2Limits::max_held_requests, [](const uint64_t& n) {
         return n == 0 || n >= (16 << 20)
                    ? absl::OkStatus()
                    : absl::InvalidArgumentError("must be 0 or at least 16 MiB");
@@ -401,8 +406,8 @@ void LimitRows(Rows* r) {
          "resets for stream errors over all its connections, then it is cut "
          "and slowed 1 s",
          false},
-        &ServerOptions::door, &DoorOptions::max_early_resets,
-        InRange<int>(0, 1 << 20));
+        &ServerOptions::transport, &H2TransportOptions::limits,
+        &H2Limits::max_early_resets, InRange<int>(0, 1 << 20));
   AddIn(r,
         {"heartbeat_silence_limit", nullptr,
          "the least silence that ends a heartbeat stream, a floor under its "

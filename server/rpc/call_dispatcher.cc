@@ -121,9 +121,10 @@ void CallDispatcher::OnRefused(H2Call* call, TransportRefusal why,
 void CallDispatcher::OnConnectionCut(const std::string& peer) {
   door_->metrics()->ConnectionDropped(ConnectionDrop::kGrpcRapidReset);
   LogLimited(spdlog::level::warn, "rapid_reset", door_->ledger().HostOf(peer),
-             "closed the connection of {}: it reset more than {} calls in a "
-             "burst (--max_early_resets), or sent a header block without end",
-             peer, door_->options().max_early_resets);
+             "closed the connection of {}: it reset more calls in a burst "
+             "than --max_early_resets allows, or sent a header block without "
+             "end",
+             peer);
 }
 
 void CallDispatcher::OnConnectionEvicted(const std::string& host) {

@@ -56,9 +56,6 @@ struct DoorOptions {
   // connection's first window takes them at once, and the stall limit
   // times every answer anyway.
   uint64_t watched_reply_bytes = 64 << 10;
-  // RST_STREAM frames one connection may send in a burst, and then each
-  // second, before the transport closes it (a rapid reset); 0: nghttp2's.
-  int max_early_resets = 2000;
 };
 
 // Options of a door that holds a call to nothing but its request timeout

@@ -63,13 +63,14 @@ H2Connection::H2Connection(int fd, std::string peer, std::string host,
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
   nghttp2_option_set_no_auto_window_update(option, 1);
-  nghttp2_option_set_stream_reset_rate_limit(option, limits.reset_burst,
-                                             limits.reset_rate);
+  nghttp2_option_set_stream_reset_rate_limit(option, limits.reset_burst(),
+                                             limits.reset_rate());
   nghttp2_option_set_max_continuations(option, limits.max_continuations);
   nghttp2_session_server_new2(&session_, Callbacks(), this, option);
   nghttp2_option_del(option);
   const nghttp2_settings_entry settings[] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
+       static_cast<uint32_t>(limits.max_concurrent_streams)},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, limits.stream_window},
       {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, limits.max_frame_bytes},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, limits.max_header_list_bytes},

@@ -34,15 +34,29 @@
 namespace metasrv::server {
 
 // What every connection of the port is held to.
+// Those that are settings are each one row of the settings table
+// (config/settings.cc), with the default declared here: ServerOptions holds
+// the transport's options whole. The door's deadlines also bound the
+// transport (write_stall_limit, preface_limit: MetasrvServer::Serve).
 struct H2Limits {
-  uint32_t max_concurrent_streams = 1000;  // SETTINGS, per connection.
+  // SETTINGS_MAX_CONCURRENT_STREAMS (--max_streams_per_connection).
+  int max_concurrent_streams = 1000;
   uint32_t stream_window = 1 << 20;        // SETTINGS_INITIAL_WINDOW_SIZE.
   uint32_t connection_window = 4 << 20;    // The connection's window.
   uint32_t max_frame_bytes = 16384;        // SETTINGS_MAX_FRAME_SIZE.
   uint32_t max_header_list_bytes = 16384;  // SETTINGS_MAX_HEADER_LIST_SIZE.
-  size_t max_message_bytes = 4 << 20;      // A request message, at most.
-  uint64_t reset_burst = 1000;  // nghttp2's RST_STREAM bucket: its size,
-  uint64_t reset_rate = 33;     // and tokens a second; then GOAWAY.
+  // A request message, at most, also once inflated (--max_message_bytes).
+  int max_message_bytes = 4 << 20;
+  // RST_STREAM frames one connection may send in a burst, and then each
+  // second, before nghttp2 closes it (a rapid reset; --max_early_resets);
+  // 0: nghttp2's bucket, 1,000 and then 33 a second.
+  int max_early_resets = 2000;
+  uint64_t reset_burst() const {
+    return max_early_resets > 0 ? static_cast<uint64_t>(max_early_resets) : 1000;
+  }
+  uint64_t reset_rate() const {
+    return max_early_resets > 0 ? static_cast<uint64_t>(max_early_resets) : 33;
+  }
   size_t max_continuations = 8;  // CONTINUATION frames after HEADERS.
   // Fields in one stream's header blocks, at most (beside the bytes of
   // max_header_list_bytes); past either, the stream is reset at once.
@@ -60,15 +74,16 @@ struct H2Limits {
   }
   absl::Duration preface_limit = absl::Seconds(10);
   absl::Duration idle_limit = absl::Minutes(5);
-  // A PING after this long without one; no answer within the timeout
+  // A PING after this long without bytes from the peer
+  // (--keepalive_time); no answer within the timeout (--keepalive_timeout)
   // closes the connection (a peer gone without a FIN).
   absl::Duration keepalive_time = absl::Seconds(30);
   absl::Duration keepalive_timeout = absl::Seconds(10);
   // Request bytes the transport holds before their messages are whole or
-  // asked for, over every connection (0: no bound), shared by host
-  // (`held_requests`, the transport's HostBudget): a call whose bytes its
-  // host may not take ends RESOURCE_EXHAUSTED.
-  int64_t max_held_requests = 0;
+  // asked for, over every connection (--grpc_memory_limit; 0: no bound),
+  // shared by host (`held_requests`, the transport's HostBudget): a call
+  // whose bytes its host may not take ends RESOURCE_EXHAUSTED.
+  uint64_t max_held_requests = 512 << 20;
   HostBudget* held_requests = nullptr;
   // Resets counted by host (the transport's; null: none counted): the
   // client's of calls taken and not answered yet (Rapid Reset), and those

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 #include <utility>
 
 #include "core/fair_share.h"
@@ -35,10 +36,14 @@ H2Transport::H2Transport(const H2TransportOptions& options, CallSink* sink)
       sink_(sink),
       stop_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   IgnoreSigpipe();
-  const int threads = std::max(1, options.threads);
+  const int threads =
+      options.threads > 0
+          ? options.threads
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   H2Limits limits = options.limits;
   if (limits.max_held_requests > 0) {
-    held_requests_ = std::make_unique<HostBudget>(limits.max_held_requests);
+    held_requests_ = std::make_unique<HostBudget>(
+        static_cast<int64_t>(limits.max_held_requests));
     limits.held_requests = held_requests_.get();
   }
   limits.early_resets = &early_resets_;

@@ -32,7 +32,7 @@ namespace metasrv::server {
 
 struct H2TransportOptions {
   H2Limits limits;
-  int threads = 1;            // Event loops.
+  int threads = 0;  // Event loops (--transport_threads); 0: one per core.
   int max_connections = 0;    // Open at once; 0: no bound.
   int ipv4_prefix_bits = 32;  // What one host is (CallLedger::HostOf).
   // TLS for every connection (borrowed; outlives the transport); null:
@@ -125,8 +125,8 @@ class H2Transport {
   // and the server's for stream errors, kErrorResets (as h2's 1,024 local
   // error resets per connection), refilled over a minute.
   static constexpr double kErrorResets = 1024;
-  HostResets early_resets_{2.0 * options_.limits.reset_burst,
-                           2.0 * options_.limits.reset_rate};
+  HostResets early_resets_{2.0 * options_.limits.reset_burst(),
+                           2.0 * options_.limits.reset_rate()};
   HostResets error_resets_{kErrorResets, kErrorResets / 60};
   // Bytes compressed requests may inflate to a second, over all hosts,
   // shared max-min (HostInflation): the CPU of a flood of compression

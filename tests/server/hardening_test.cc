@@ -217,7 +217,7 @@ TEST(HardeningLimitsTest, MaxTotalFlowsRefusesGrowthNotReplacement) {
 TEST(HardeningLimitsTest, OneConnectionCannotTakeEveryStream) {
   ServerOptions options = ::metasrv::testing::LoopbackOptions();
   options.max_streams = 20;
-  options.max_streams_per_connection = 10;
+  options.transport.limits.max_concurrent_streams = 10;
   auto server = Start(options);
   ASSERT_NE(server, nullptr);
   // One connection asks for 11 streams: only 10 may be open on it (the
@@ -565,7 +565,7 @@ TEST(LimitsTest, TooManyFlowsIsInvalidArgumentAndKeepsThePreviousReport) {
 
 TEST(LimitsTest, OversizedMessageIsRefusedAndChangesNothing) {
   ServerOptions options = ::metasrv::testing::LoopbackOptions();
-  options.max_message_bytes = 1024;
+  options.transport.limits.max_message_bytes = 1024;
   std::vector<std::tuple<uint32_t, uint64_t, int64_t>> many;
   for (uint32_t f = 0; f < 500; ++f) many.push_back({f, 1, 1});
   ExpectRefusedAndPreviousReportKept(options, many,

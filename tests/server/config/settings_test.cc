@@ -47,7 +47,7 @@ TEST(SettingsTest, ARowSetsAndReadsBackItsMember) {
   EXPECT_EQ(o.flow_state.node_max_idle_time, absl::Minutes(90));
   in.text = "4MiB";
   ASSERT_TRUE(FindSetting("max_message_bytes")->Set(in, "t", &o).ok());
-  EXPECT_EQ(o.max_message_bytes, 4 << 20);
+  EXPECT_EQ(o.transport.limits.max_message_bytes, 4 << 20);
   in.text = "7";
   ASSERT_TRUE(FindSetting("metrics_top_flows")->Set(in, "t", &o).ok());
   EXPECT_EQ(o.flow_alerts.top_flows, 7u);
@@ -96,7 +96,7 @@ TEST(CheckOptionsTest, EveryBadSettingIsNamed) {
   o.election_name = std::string(60, 'e');
   EXPECT_THAT(Refusal(o), HasSubstr("at most 200 bytes (210 given)"));
   o = ServerOptions();
-  o.transport_threads = 300;
+  o.transport.threads = 300;
   EXPECT_THAT(Refusal(o), StartsWith("--transport_threads=300 is out of range"));
   o = ServerOptions();
   o.admin_token_file = "/nonexistent/token";
@@ -227,7 +227,7 @@ TEST(SettingsTest, ExpiriesShorterThanAToldNodesSilenceAreCautioned) {
 // left to a rule is decided once, by CheckOptions.
 TEST(SettingsTest, DerivedBoundsAreDecidedOnceByTheCheck) {
   ServerOptions o;
-  o.grpc_memory_limit = 100 << 20;
+  o.transport.limits.max_held_requests = 100 << 20;
   o.door.max_reply_bytes_in_flight = 64 << 20;
   o.max_streams = 123;
   absl::StatusOr<CheckedOptions> checked = CheckOptions(o);
@@ -257,7 +257,7 @@ TEST(SettingsTest, DerivedBoundsAreDecidedOnceByTheCheck) {
   EXPECT_EQ(checked->options().door.peers.max_reply_bytes_per_peer, 1000u);
   // Without gRPC's budget, no bound on calls.
   o = ServerOptions();
-  o.grpc_memory_limit = 0;
+  o.transport.limits.max_held_requests = 0;
   checked = CheckOptions(o);
   ASSERT_TRUE(checked.ok());
   EXPECT_EQ(checked->options().door.peers.max_calls, 0u);

@@ -354,8 +354,8 @@ TEST(AdminAuthUnitTest, WithoutTokenOnlyLoopbackPeers) {
 // connection open) is dropped by keepalive and its stream released.
 TEST(KeepaliveTest, UnresponsivePeerIsDroppedAndItsStreamReleased) {
   ServerOptions options = ::metasrv::testing::LoopbackOptions();
-  options.keepalive_time = absl::Seconds(1);
-  options.keepalive_timeout = absl::Seconds(1);
+  options.transport.limits.keepalive_time = absl::Seconds(1);
+  options.transport.limits.keepalive_timeout = absl::Seconds(1);
   auto server = StartServer(options);
   ASSERT_NE(server, nullptr);
   ChildProcess probe({HEARTBEAT_PROBE, server->advertised_addr(), "5", "50"});

@@ -76,7 +76,7 @@ TEST(ThreadTableTest, AServersThreadsCarryTheTablesNames) {
   }
   ServerOptions options = testing::LoopbackOptions();
   options.metrics_addr = "127.0.0.1:0";
-  options.transport_threads = 2;
+  options.transport.threads = 2;
   options.reads.threads = 2;
   std::unique_ptr<MetasrvServer> server =
       testing::StartInProcess(std::move(options));

@@ -334,7 +334,9 @@ TEST_F(H2FramesTest, ResetsTheServerMakesAreCountedPerHost) {
 // connections, as the server's own resets do, so reconnecting refills
 // nothing (nghttp2's bucket is per connection: 1,000 here).
 TEST_F(H2FramesTest, ClientResetsOfUnansweredCallsAreCountedPerHost) {
-  Serve({});
+  H2TransportOptions options;
+  options.limits.max_early_resets = 0;  // nghttp2's bucket: 1,000, 33 a second.
+  Serve(options);
   int closed = 0;
   int32_t sent = 0;
   for (int c = 0; c < 4 && closed == 0; ++c) {
@@ -469,7 +471,9 @@ TEST_F(H2FramesTest, AContinuationFloodClosesTheConnection) {
 }
 
 TEST_F(H2FramesTest, ARapidResetFloodIsCutAtNghttp2sRate) {
-  Serve({});
+  H2TransportOptions options;
+  options.limits.max_early_resets = 0;  // nghttp2's bucket: 1,000, 33 a second.
+  Serve(options);
   RawClient client(port(), "127.0.0.1");
   std::string flood;
   for (uint32_t id = 1; id < 2 * 20000; id += 2) {
