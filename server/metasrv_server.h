@@ -77,15 +77,17 @@ class MetasrvServer final : public core::LeadershipListener {
   int metrics_port() const { return http_ == nullptr ? 0 : http_->port(); }
   const std::string& advertised_addr() const { return advertised_addr_; }
 
-  // For tests (and an embedder): the parts, to inspect or drive directly.
-  // main() uses none of them.
-  core::FlowStateManager& flow_state_for_test() { return flow_state_; }
+  // The parts, for an embedder (and tests) to inspect or drive directly;
+  // main() uses none of them. Each lives as long as the server.
+  // The flow state and in-memory KV (thread-safe).
+  core::FlowStateManager& flow_state() { return flow_state_; }
   // Heartbeat streams open now.
-  uint64_t streams_for_test() const {
+  uint64_t heartbeat_streams() const {
     return door_->ledger().open(CallKind::kHeartbeat);
   }
-  WatchHub& watch_for_test() { return *watch_; }
-  const core::Leadership& leadership_for_test() const { return *leadership_; }
+  WatchHub& watch() { return *watch_; }  // WatchFlowState's publisher.
+  // Who leads, as this replica sees it.
+  const core::Leadership& leadership() const { return *leadership_; }
 
   // core::LeadershipListener: every leadership change resets the flow state
   // (and so the in-memory KV).

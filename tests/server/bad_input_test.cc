@@ -137,7 +137,7 @@ TEST_F(BadInputTest, DatanodeWithFlowStatIsIgnored) {
   EXPECT_TRUE(Send(req, &answered).ok());
   EXPECT_TRUE(answered);
   EXPECT_FALSE(GetFlowState(channel_).found);
-  EXPECT_EQ(server_->flow_state_for_test().size(), 0u);
+  EXPECT_EQ(server_->flow_state().size(), 0u);
 }
 
 // Map entries repeated in the protobuf encoding: the last one wins, as the

@@ -315,7 +315,7 @@ TEST_F(NoTtlTest, StandaloneNeverExpiresIdleNodesAsUpstreamWithoutAnElection) {
       WithPeerAndInfo(FlowReport(1, {{1, 100, 10}}), "10.0.0.1:6800", "fn-a")));
   const std::string key = "__meta_cluster_node_info-0-2-1";
   clock_.Advance(absl::Hours(24 * 365));
-  EXPECT_EQ(server_->flow_state_for_test().ExpireIdleNodes().cluster_nodes, 0u);
+  EXPECT_EQ(server_->flow_state().ExpireIdleNodes().cluster_nodes, 0u);
   EXPECT_TRUE(RangeGet(channel_, key).has_value());
   EXPECT_EQ(List().size(), 1u);
 }

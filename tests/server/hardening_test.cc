@@ -107,7 +107,7 @@ TEST(HardeningLimitsTest, MaxNodesRefusesOnlyTheNewNodeWhileTheOthersLive) {
   ASSERT_EQ(state.flows.size(), 2u);
   EXPECT_EQ(state.flows[0].state_size, 11u);
   EXPECT_EQ(state.flows[1].state_size, 20u);
-  EXPECT_EQ(server->flow_state_for_test().node_count(), 2u);
+  EXPECT_EQ(server->flow_state().node_count(), 2u);
   // Node 2 falls silent (its stream open or not); node 1 keeps reporting:
   // past node 2's limit, node 3 takes its place.
   EXPECT_TRUE(two.Close().ok());
@@ -119,7 +119,7 @@ TEST(HardeningLimitsTest, MaxNodesRefusesOnlyTheNewNodeWhileTheOthersLive) {
   ASSERT_EQ(state.flows.size(), 2u);
   EXPECT_EQ(state.flows[0].state_size, 11u);
   EXPECT_EQ(state.flows[1].state_size, 30u);
-  EXPECT_EQ(server->flow_state_for_test().node_count(), 2u);
+  EXPECT_EQ(server->flow_state().node_count(), 2u);
   EXPECT_TRUE(one.Close().ok());
 }
 
@@ -160,7 +160,7 @@ TEST(HardeningLimitsTest, NodeStringsAreBoundedAndOthersStayIntact) {
         << s.error_message();
   }
   // Nothing of node 2 was kept; node 1 is as it was.
-  EXPECT_EQ(server->flow_state_for_test().node_count(), 1u);
+  EXPECT_EQ(server->flow_state().node_count(), 1u);
   auto state = GetFlowState(channel);
   ASSERT_EQ(state.flows.size(), 1u);
   EXPECT_EQ(state.flows[0].state_size, 10u);
@@ -240,13 +240,13 @@ TEST(HardeningLimitsTest, OneConnectionCannotTakeEveryStream) {
   auto honest = ConnectOwn(server->advertised_addr());
   HeartbeatClient flownode(honest);
   EXPECT_TRUE(flownode.Call(FlowReport(1, {{1, 1, 1}})).has_value());
-  EXPECT_EQ(server->streams_for_test(), 11u);
+  EXPECT_EQ(server->heartbeat_streams(), 11u);
   EXPECT_EQ(opened.load(), 10);
   // Releasing the greedy connection's streams is quick.
   const absl::Time start = absl::Now();
   release.Notify();
   for (std::thread& t : openers) t.join();
-  ASSERT_TRUE(WaitFor([&] { return server->streams_for_test() == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return server->heartbeat_streams() == 1; }));
   EXPECT_LT(absl::Now() - start, absl::Seconds(1));
   EXPECT_EQ(opened.load(), 11);  // The 11th got its slot once one was free.
 }
@@ -319,7 +319,7 @@ TEST(HardeningLogTest, EveryFlownodeConnectingAndLeavingIsLogged) {
   ASSERT_TRUE(frontend.Call(Request(meta::FRONTEND, 9)).has_value());
   for (auto& node : nodes) ASSERT_TRUE(node->Close().ok());
   ASSERT_TRUE(frontend.Close().ok());
-  ASSERT_TRUE(WaitFor([&] { return server->streams_for_test() == 0; }));
+  ASSERT_TRUE(WaitFor([&] { return server->heartbeat_streams() == 0; }));
   const uint64_t left_out = LogLinesSuppressed() - before;
   server.reset();
   SetLogLineInterval(absl::Seconds(10));

@@ -114,7 +114,7 @@ TEST_F(MetasrvServerTest, DatanodeReportsAreIgnored) {
   ASSERT_TRUE(client.Call(req).has_value());
   EXPECT_TRUE(client.Close().ok());
   EXPECT_FALSE(GetFlowState(channel_).found);
-  EXPECT_EQ(server_->flow_state_for_test().size(), 0u);
+  EXPECT_EQ(server_->flow_state().size(), 0u);
 }
 
 TEST_F(MetasrvServerTest, MemberIdZeroIsANode) {
@@ -182,7 +182,7 @@ TEST_F(MetasrvServerTest, ClusterCallsWithoutHeaderAreServedBadRangesRejected) {
   // GreptimeDB's clients send Range, BatchGet and MetasrvPeers without a
   // header (src/common/meta/src/rpc/store.rs); the reference never looks.
   ASSERT_TRUE(
-      server_->flow_state_for_test().Merge(7, core::FlowStateValue()).ok());
+      server_->flow_state().Merge(7, core::FlowStateValue()).ok());
   const std::string key = core::FlowStateNodeKey(7);
   const std::string value = core::EncodeFlowState(core::FlowStateValue());
   auto stub = meta::Cluster::NewStub(channel_);

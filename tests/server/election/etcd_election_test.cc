@@ -56,7 +56,7 @@ TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdRestartShorterThanItsLease) {
   options.metrics_addr = "127.0.0.1:0";
   auto replica = ::metasrv::testing::StartInProcess(options);
   ASSERT_NE(replica, nullptr);
-  ASSERT_TRUE(WaitFor([&] { return replica->leadership_for_test().IsLeader(); },
+  ASSERT_TRUE(WaitFor([&] { return replica->leadership().IsLeader(); },
                       absl::Seconds(20)));
   // A follower, whose /ready must not flip while etcd restarts: its
   // Observe stream breaks, but it heard from etcd within the TTL.
@@ -79,7 +79,7 @@ TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdRestartShorterThanItsLease) {
     }
   });
   const std::optional<uint64_t> term =
-      replica->leadership_for_test().CurrentTerm().state_term;
+      replica->leadership().CurrentTerm().state_term;
   auto channel = Connect(replica->advertised_addr());
   {
     HeartbeatClient client(channel);
@@ -100,15 +100,15 @@ TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdRestartShorterThanItsLease) {
     ASSERT_TRUE(RenewedSince(*replica, back, 6))
         << "no keep-alive went through after etcd came back (round " << round
         << ")";
-    EXPECT_TRUE(replica->leadership_for_test().IsLeader()) << round;
-    EXPECT_EQ(replica->leadership_for_test().CurrentTerm().state_term, term)
+    EXPECT_TRUE(replica->leadership().IsLeader()) << round;
+    EXPECT_EQ(replica->leadership().CurrentTerm().state_term, term)
         << "stepped down in round " << round;
   }
   sampling = false;
   sampler.join();
   EXPECT_GT(samples.load(), 100);
   EXPECT_EQ(not_ready.load(), 0) << "the follower's /ready flipped to 503";
-  EXPECT_EQ(replica->flow_state_for_test().flow_count(), 1u);
+  EXPECT_EQ(replica->flow_state().flow_count(), 1u);
 }
 
 // Issue 67: etcd unavailable without refusing (paused: calls hang until
@@ -129,15 +129,15 @@ TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdPausedForTwoSeconds) {
   options.metrics_addr = "127.0.0.1:0";
   auto leader = ::metasrv::testing::StartInProcess(options);
   ASSERT_NE(leader, nullptr);
-  ASSERT_TRUE(WaitFor([&] { return leader->leadership_for_test().IsLeader(); },
+  ASSERT_TRUE(WaitFor([&] { return leader->leadership().IsLeader(); },
                       absl::Seconds(20)));
   auto follower = ::metasrv::testing::StartInProcess(options);
   ASSERT_NE(follower, nullptr);
   ASSERT_TRUE(WaitFor([&] {
-    return !follower->leadership_for_test().LeaderAddr().empty();
+    return !follower->leadership().LeaderAddr().empty();
   }));
   const std::optional<uint64_t> term =
-      leader->leadership_for_test().CurrentTerm().state_term;
+      leader->leadership().CurrentTerm().state_term;
   {
     HeartbeatClient client(Connect(leader->advertised_addr()));
     ASSERT_TRUE(client.Call(FlowReport(1, {{7, 700, 70}})).has_value());
@@ -147,7 +147,7 @@ TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdPausedForTwoSeconds) {
   std::atomic<int> follower_led{0};
   std::thread sampler([&] {
     while (sampling.load()) {
-      if (follower->leadership_for_test().IsLeader()) ++follower_led;
+      if (follower->leadership().IsLeader()) ++follower_led;
       absl::SleepFor(absl::Milliseconds(20));
     }
   });
@@ -175,14 +175,14 @@ TEST(EtcdRideThroughTest, ALeaderRidesOutAnEtcdPausedForTwoSeconds) {
     ASSERT_TRUE(RenewedSince(*leader, back, 5.0 * 2 / 3))
         << "no keep-alive went through after etcd came back (round " << round
         << ")";
-    EXPECT_TRUE(leader->leadership_for_test().IsLeader()) << round;
-    EXPECT_EQ(leader->leadership_for_test().CurrentTerm().state_term, term)
+    EXPECT_TRUE(leader->leadership().IsLeader()) << round;
+    EXPECT_EQ(leader->leadership().CurrentTerm().state_term, term)
         << "stepped down in round " << round;
   }
   sampling = false;
   sampler.join();
   EXPECT_EQ(follower_led.load(), 0) << "the follower led during a pause";
-  EXPECT_EQ(leader->flow_state_for_test().flow_count(), 1u);
+  EXPECT_EQ(leader->flow_state().flow_count(), 1u);
 }
 
 // A follower cut off from etcd (here: stopped) keeps its campaign key until
@@ -201,7 +201,7 @@ TEST(EtcdHandoverTest, LeaderChangeWaitsForANextInLineHeardFromLately) {
   options.lease_ttl = absl::Seconds(8);
   auto leader = ::metasrv::testing::StartInProcess(options);
   ASSERT_NE(leader, nullptr);
-  ASSERT_TRUE(WaitFor([&] { return leader->leadership_for_test().IsLeader(); },
+  ASSERT_TRUE(WaitFor([&] { return leader->leadership().IsLeader(); },
                       absl::Seconds(20)));
   ::metasrv::testing::ServerProcess follower({"--backend=etcd_store",
                                               "--store_addrs=" + etcd.address(),
@@ -218,7 +218,7 @@ TEST(EtcdHandoverTest, LeaderChangeWaitsForANextInLineHeardFromLately) {
     ASSERT_TRUE(client.Call(FlowReport(1, {{7, 700, 70}})).has_value());
     client.Close().IgnoreError();
   }
-  const auto term = leader->leadership_for_test().CurrentTerm().state_term;
+  const auto term = leader->leadership().CurrentTerm().state_term;
   auto admin = metasrv::v1::Admin::NewStub(channel);
   auto leader_change = [&] {
     grpc::ClientContext ctx;
@@ -253,9 +253,9 @@ TEST(EtcdHandoverTest, LeaderChangeWaitsForANextInLineHeardFromLately) {
             std::string::npos)
       << refused.error_message();
   // Nothing changed: the same term, its state kept.
-  EXPECT_TRUE(leader->leadership_for_test().IsLeader());
-  EXPECT_EQ(leader->leadership_for_test().CurrentTerm().state_term, term);
-  EXPECT_EQ(leader->flow_state_for_test().flow_count(), 1u);
+  EXPECT_TRUE(leader->leadership().IsLeader());
+  EXPECT_EQ(leader->leadership().CurrentTerm().state_term, term);
+  EXPECT_EQ(leader->flow_state().flow_count(), 1u);
 
   // Back, it renews at once; then the leader hands over, and it leads.
   follower.process().Signal(SIGCONT);

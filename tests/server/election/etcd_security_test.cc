@@ -42,7 +42,7 @@ int OneLeader(const std::vector<std::unique_ptr<MetasrvServer>>& replicas) {
       [&] {
         int count = 0;
         for (size_t i = 0; i < replicas.size(); ++i) {
-          if (replicas[i]->leadership_for_test().IsLeader()) {
+          if (replicas[i]->leadership().IsLeader()) {
             ++count;
             leader = static_cast<int>(i);
           }
@@ -91,12 +91,12 @@ TEST_F(EtcdTlsTest, ElectionOverMutualTls) {
   const int other = 1 - leader;
   // The follower learned the leader through Observe.
   EXPECT_TRUE(WaitFor([&] {
-    return replicas[other]->leadership_for_test().LeaderAddr() ==
+    return replicas[other]->leadership().LeaderAddr() ==
            replicas[leader]->advertised_addr();
   }));
   replicas[leader].reset();
   EXPECT_TRUE(
-      WaitFor([&] { return replicas[other]->leadership_for_test().IsLeader(); },
+      WaitFor([&] { return replicas[other]->leadership().IsLeader(); },
               absl::Seconds(10)));
 }
 
@@ -168,12 +168,12 @@ TEST_F(EtcdAuthTest, TheRightPasswordLeadsAWrongOneIsRefusedAtStart) {
   const int leader = OneLeader(replicas);
   ASSERT_GE(leader, 0);
   EXPECT_TRUE(WaitFor([&] {
-    return replicas[1 - leader]->leadership_for_test().LeaderAddr() ==
+    return replicas[1 - leader]->leadership().LeaderAddr() ==
            replicas[leader]->advertised_addr();
   }));
   replicas[leader].reset();
   EXPECT_TRUE(WaitFor(
-      [&] { return replicas[1 - leader]->leadership_for_test().IsLeader(); },
+      [&] { return replicas[1 - leader]->leadership().IsLeader(); },
       absl::Seconds(10)));
 }
 
@@ -195,7 +195,7 @@ TEST(EtcdPasswordReloadTest, AReloadedPasswordIsUsedAtTheNextLogin) {
   auto started = MetasrvServer::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
   MetasrvServer& server = **started;
-  ASSERT_TRUE(WaitFor([&] { return server.leadership_for_test().IsLeader(); },
+  ASSERT_TRUE(WaitFor([&] { return server.leadership().IsLeader(); },
                       absl::Seconds(10)));
   EtcdClient probe({etcd.endpoint()}, [] {
     EtcdSecurity security;
@@ -221,7 +221,7 @@ TEST(EtcdPasswordReloadTest, AReloadedPasswordIsUsedAtTheNextLogin) {
   metasrv::v1::LeaderChangeResponse resp;
   ASSERT_TRUE(admin->LeaderChange(&ctx, {}, &resp).ok());
   // Alone, it campaigns again and leads: it logged in with the new password.
-  EXPECT_TRUE(WaitFor([&] { return server.leadership_for_test().IsLeader(); },
+  EXPECT_TRUE(WaitFor([&] { return server.leadership().IsLeader(); },
                       absl::Seconds(15)));
   unlink(password_file.c_str());
 }
@@ -245,9 +245,9 @@ TEST(EtcdKeyPrefixTest, ClustersWithDifferentPrefixesLeadSeparately) {
   ASSERT_GE(leader_b, 0);
   // Each follower names its own cluster's leader.
   EXPECT_TRUE(WaitFor([&] {
-    return a[1 - leader_a]->leadership_for_test().LeaderAddr() ==
+    return a[1 - leader_a]->leadership().LeaderAddr() ==
                a[leader_a]->advertised_addr() &&
-           b[1 - leader_b]->leadership_for_test().LeaderAddr() ==
+           b[1 - leader_b]->leadership().LeaderAddr() ==
                b[leader_b]->advertised_addr();
   }));
 }
@@ -265,7 +265,7 @@ TEST(EtcdKeyPrefixTest, NestedElectionNamesAreRefused) {
   {
     auto a = ::metasrv::testing::StartInProcess(outer);
     ASSERT_NE(a, nullptr);
-    ASSERT_TRUE(WaitFor([&] { return a->leadership_for_test().IsLeader(); }));
+    ASSERT_TRUE(WaitFor([&] { return a->leadership().IsLeader(); }));
     auto b = MetasrvServer::Start(inner);
     ASSERT_FALSE(b.ok());
     EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
@@ -275,7 +275,7 @@ TEST(EtcdKeyPrefixTest, NestedElectionNamesAreRefused) {
   // A's lease is revoked as it stops; now the inner one starts first.
   auto b = ::metasrv::testing::StartInProcess(inner);
   ASSERT_NE(b, nullptr);
-  ASSERT_TRUE(WaitFor([&] { return b->leadership_for_test().IsLeader(); }));
+  ASSERT_TRUE(WaitFor([&] { return b->leadership().IsLeader(); }));
   auto a = MetasrvServer::Start(outer);
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument);
@@ -285,7 +285,7 @@ TEST(EtcdKeyPrefixTest, NestedElectionNamesAreRefused) {
   sibling.election_name = "metasrv-b";
   auto c = ::metasrv::testing::StartInProcess(sibling);
   ASSERT_NE(c, nullptr);
-  EXPECT_TRUE(WaitFor([&] { return c->leadership_for_test().IsLeader(); }));
+  EXPECT_TRUE(WaitFor([&] { return c->leadership().IsLeader(); }));
 }
 
 // Issue 38, item 6: --store_addrs at etcd's peer port (which answers KV

@@ -81,7 +81,7 @@ class HaTest : public ::testing::TestWithParam<std::string> {
     std::vector<int> out;
     for (int i = 0; i < static_cast<int>(replicas_.size()); ++i) {
       if (replicas_[i] != nullptr &&
-          replicas_[i]->leadership_for_test().IsLeader()) {
+          replicas_[i]->leadership().IsLeader()) {
         out.push_back(i);
       }
     }
@@ -159,7 +159,7 @@ TEST_P(HaTest, ThreeReplicasElectExactlyOneLeaderOthersAnswerAsFollowers) {
     EXPECT_EQ(resp->heartbeat_config().heartbeat_interval_ms(), 3000u);
     EXPECT_EQ(resp->heartbeat_config().retry_interval_ms(), 3000u);
     EXPECT_EQ(client.Close().error_code(), grpc::StatusCode::ABORTED);
-    EXPECT_EQ(replicas_[f]->flow_state_for_test().size(), 0u);
+    EXPECT_EQ(replicas_[f]->flow_state().size(), 0u);
     // Cluster reads: error code 2 in the header, no data.
     auto cluster = meta::Cluster::NewStub(channels_[f]);
     grpc::ClientContext ctx;
@@ -269,7 +269,7 @@ TEST_P(HaTest, TheLeaseIsTimedOnTheServersClock) {
   std::unique_ptr<MetasrvServer> replica =
       ::metasrv::testing::StartInProcess(options);
   ASSERT_NE(replica, nullptr);
-  const core::Leadership& leadership = replica->leadership_for_test();
+  const core::Leadership& leadership = replica->leadership();
   ASSERT_TRUE(WaitFor([&] { return leadership.CurrentTerm().leading; },
                       absl::Seconds(20)));
   clock.Advance(kTtl);
@@ -295,7 +295,7 @@ TEST_P(HaTest, NodeMaxIdleTimeRunsWithAnElection) {
   std::unique_ptr<MetasrvServer> replica =
       ::metasrv::testing::StartInProcess(options);
   ASSERT_NE(replica, nullptr);
-  ASSERT_TRUE(WaitFor([&] { return replica->leadership_for_test().IsLeader(); },
+  ASSERT_TRUE(WaitFor([&] { return replica->leadership().IsLeader(); },
                       absl::Seconds(20)));
   auto channel = Connect(replica->advertised_addr());
   HeartbeatClient client(channel);
@@ -371,13 +371,13 @@ TEST_P(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
   ASSERT_TRUE(Report(old_leader, 1, 10, 100));
   ASSERT_TRUE(Report(old_leader, 2, 20, 200));
   // Two reports, the aggregate.
-  EXPECT_EQ(replicas_[old_leader]->flow_state_for_test().size(), 3u);
+  EXPECT_EQ(replicas_[old_leader]->flow_state().size(), 3u);
   metasrv::v1::LeaderChangeResponse resp;
   ASSERT_TRUE(LeaderChange(old_leader, &resp).ok());
   EXPECT_EQ(resp.dropped_keys(), 3u);
   // The old leader stepped down and holds nothing.
-  EXPECT_FALSE(replicas_[old_leader]->leadership_for_test().IsLeader());
-  EXPECT_EQ(replicas_[old_leader]->flow_state_for_test().size(), 0u);
+  EXPECT_FALSE(replicas_[old_leader]->leadership().IsLeader());
+  EXPECT_EQ(replicas_[old_leader]->flow_state().size(), 0u);
   EXPECT_FALSE(Report(old_leader, 1, 10, 100));
   // Another replica took over, starting empty; reports work there.
   const int new_leader = WaitForOneLeader(absl::Seconds(10), old_leader);
@@ -387,7 +387,7 @@ TEST_P(HaTest, LeaderChangeHandsOverAndClearsTheOldLeadersState) {
   auto state = GetFlowState(channels_[new_leader]);
   ASSERT_EQ(state.flows.size(), 1);
   EXPECT_EQ(state.flows[0].flow_id, 11u);
-  EXPECT_EQ(replicas_[old_leader]->flow_state_for_test().size(), 0u);
+  EXPECT_EQ(replicas_[old_leader]->flow_state().size(), 0u);
 }
 
 TEST_P(HaTest, LeaderStreamsEndWithAbortedWhenItStepsDown) {
@@ -422,7 +422,7 @@ TEST_P(HaTest, WatchersOfTheLeaderEndWithAbortedFollowersRefuseThem) {
   ASSERT_TRUE(watcher.WaitDone());
   EXPECT_EQ(watcher.status()->error_code(), grpc::StatusCode::ABORTED);
   EXPECT_TRUE(WaitFor(
-      [&] { return replicas_[leader]->watch_for_test().watchers() == 0u; }));
+      [&] { return replicas_[leader]->watch().watchers() == 0u; }));
 }
 
 TEST_P(HaTest, StoreStoppedLeaderStepsDownWithinTtlAndALeaderReturns) {
@@ -438,7 +438,7 @@ TEST_P(HaTest, StoreStoppedLeaderStepsDownWithinTtlAndALeaderReturns) {
   // It stops acting at 2/3 TTL; it resets once its lease could be gone in
   // the store (on etcd 0.95 TTL after its last keep-alive: issue 67).
   EXPECT_TRUE(WaitFor(
-      [&] { return replicas_[leader]->flow_state_for_test().size() == 0; },
+      [&] { return replicas_[leader]->flow_state().size() == 0; },
       kTtl));
   EXPECT_LE(absl::Now() - stopped, kTtl + absl::Milliseconds(500));
   store_->Start();

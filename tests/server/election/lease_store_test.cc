@@ -206,7 +206,7 @@ TEST_P(LeaseStoreTest, APasswordFileWinsOverTheAddresssPassword) {
   unlink(path.c_str());
   ASSERT_TRUE(started.ok()) << started.status();
   EXPECT_TRUE(
-      WaitFor([&] { return (*started)->leadership_for_test().IsLeader(); }));
+      WaitFor([&] { return (*started)->leadership().IsLeader(); }));
 }
 
 // SIGHUP re-reads --store_password_file; the next connection uses it (the
@@ -219,17 +219,17 @@ TEST_P(LeaseStoreTest, AReloadedPasswordIsUsedAtTheNextConnection) {
   ASSERT_TRUE(started.ok()) << started.status();
   MetasrvServer& metasrv = **started;
   ASSERT_TRUE(
-      WaitFor([&] { return metasrv.leadership_for_test().IsLeader(); }));
+      WaitFor([&] { return metasrv.leadership().IsLeader(); }));
 
   std::ofstream(path) << "wrong\n";
   metasrv.Reload();
   server_->Stop();
   server_->Start();
-  EXPECT_TRUE(WaitFor([&] { return !metasrv.leadership_for_test().IsLeader(); },
+  EXPECT_TRUE(WaitFor([&] { return !metasrv.leadership().IsLeader(); },
                       absl::Seconds(10)));
   std::ofstream(path) << ::metasrv::testing::kSqlPassword << "\n";
   metasrv.Reload();
-  EXPECT_TRUE(WaitFor([&] { return metasrv.leadership_for_test().IsLeader(); },
+  EXPECT_TRUE(WaitFor([&] { return metasrv.leadership().IsLeader(); },
                       absl::Seconds(15)));
   unlink(path.c_str());
 }

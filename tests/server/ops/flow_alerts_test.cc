@@ -158,7 +158,7 @@ TEST_F(FlowAlertsTest, CardinalityIsBoundedAtOneHundredThousandFlows) {
         b.SetStateSize(id, id * node);
         b.SetLastExecTime(id, NowMs() - id);
       }
-      ASSERT_TRUE(server->flow_state_for_test().Merge(node, b.Build()).ok());
+      ASSERT_TRUE(server->flow_state().Merge(node, b.Build()).ok());
     }
     auto m = ScrapeMetrics(server->metrics_port());
     const auto bytes = PerFlow(m, "metasrv_flow_state_bytes");

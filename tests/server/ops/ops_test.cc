@@ -298,7 +298,7 @@ TEST_F(AdminAuthTest, MissingOrWrongTokenChangesNothing) {
   EXPECT_EQ(wrong.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   grpc::Status not_bearer = LeaderChange(std::string("Basic ") + kToken);
   EXPECT_EQ(not_bearer.error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_EQ(server_->flow_state_for_test().size(), 2u);
+  EXPECT_EQ(server_->flow_state().size(), 2u);
   EXPECT_TRUE(GetFlowState(channel_).found);
   // The right token works.
   EXPECT_TRUE(LeaderChange(std::string("Bearer ") + kToken).ok());
@@ -360,9 +360,9 @@ TEST(KeepaliveTest, UnresponsivePeerIsDroppedAndItsStreamReleased) {
   ASSERT_NE(server, nullptr);
   ChildProcess probe({HEARTBEAT_PROBE, server->advertised_addr(), "5", "50"});
   ASSERT_EQ(probe.ReadLine(), "ready");
-  EXPECT_EQ(server->streams_for_test(), 1u);
+  EXPECT_EQ(server->heartbeat_streams(), 1u);
   probe.Signal(SIGSTOP);
-  EXPECT_TRUE(WaitFor([&] { return server->streams_for_test() == 0; },
+  EXPECT_TRUE(WaitFor([&] { return server->heartbeat_streams() == 0; },
                       absl::Seconds(15)));
   probe.Signal(SIGCONT);
   // Its report stays.

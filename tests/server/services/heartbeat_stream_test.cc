@@ -60,10 +60,10 @@ TEST_F(HeartbeatStreamTest, VanishingClientLeavesOthersHealthy) {
     HeartbeatClient leaves(channel_);
     ASSERT_TRUE(leaves.Call(Request(meta::FLOWNODE, 2)).has_value());
     ASSERT_TRUE(leaves.Call(FlowReport(2, {{20, 2, 2}})).has_value());
-    EXPECT_EQ(server_->streams_for_test(), 2u);
+    EXPECT_EQ(server_->heartbeat_streams(), 2u);
     leaves.Cancel();
   }
-  EXPECT_TRUE(WaitFor([&] { return server_->streams_for_test() == 1; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->heartbeat_streams() == 1; }));
   ASSERT_TRUE(stays.Call(FlowReport(1, {{10, 1, 1}})).has_value());
   EXPECT_TRUE(IsServing(channel_));
   // The vanished node's last report is kept, like any node's.
@@ -114,7 +114,7 @@ TEST_F(HeartbeatStreamTest, ThousandConcurrentStreams) {
       }
     });
   }
-  EXPECT_TRUE(WaitFor([&] { return server_->streams_for_test() == 1000u; },
+  EXPECT_TRUE(WaitFor([&] { return server_->heartbeat_streams() == 1000u; },
                       absl::Seconds(60)));
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
@@ -124,7 +124,7 @@ TEST_F(HeartbeatStreamTest, ThousandConcurrentStreams) {
     EXPECT_EQ(flow.state_size, flow.flow_id * 10u + kRounds);
     EXPECT_EQ(flow.last_exec_time_ms, kRounds);
   }
-  EXPECT_TRUE(WaitFor([&] { return server_->streams_for_test() == 0u; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->heartbeat_streams() == 0u; }));
 }
 
 }  // namespace

@@ -195,7 +195,7 @@ TEST_F(WatchIdleTest, NothingIsBuiltWhileNobodyWatches) {
     ASSERT_TRUE(Converges(first));
   }
   ASSERT_TRUE(
-      WaitFor([&] { return server_->watch_for_test().watchers() == 0u; }));
+      WaitFor([&] { return server_->watch().watchers() == 0u; }));
   const double published = Published(port);
   ASSERT_GE(published, 0);
   for (int i = 2; i <= 20; ++i) {

@@ -74,7 +74,7 @@ class WatchIntervalTest : public InProcessServerTest {
   // message per `asked`: checked on the clock, not by waiting real time
   // for a message that should not come.
   bool NothingDueFor(absl::Duration asked) {
-    server::WatchHub& hub = server_->watch_for_test();
+    server::WatchHub& hub = server_->watch();
     const int tier = hub.TierFor(asked);
     const uint64_t before = hub.PublishedTo(tier);
     if (!WaitFor([&] { return hub.LookedAt() >= clock_.Monotonic(); })) {
@@ -157,7 +157,7 @@ TEST_F(WatchIntervalTest, ATierNobodyWatchesStartsAfresh) {
     ASSERT_TRUE(first.WaitFor(Count(1)));
   }
   ASSERT_TRUE(
-      WaitFor([&] { return server_->watch_for_test().TiersHeld() == 0; }));
+      WaitFor([&] { return server_->watch().TiersHeld() == 0; }));
   ASSERT_TRUE(node.Call(FlowReport(1, {{1, 105, 15}})));
   WatchClient later(stub_.get(), false, true, 2 * 60 * 1000);
   ASSERT_TRUE(later.WaitFor(Count(1)));
@@ -224,7 +224,7 @@ TEST_F(WatchTiersRaceTest, WatchersOfEveryTierComingAndGoingConverge) {
   }
   staying.clear();
   EXPECT_TRUE(
-      WaitFor([&] { return server_->watch_for_test().TiersHeld() == 0; }));
+      WaitFor([&] { return server_->watch().TiersHeld() == 0; }));
 }
 
 // 128 watchers of a 40 ms tier are offered each state in four waves, paced

@@ -186,10 +186,10 @@ TEST_F(WatchTest, AWatcherThatVanishesIsReleased) {
         watcher.WaitFor([](const std::vector<WatchFlowStateResponse>& m) {
           return !m.empty();
         }));
-    EXPECT_EQ(server_->watch_for_test().watchers(), 1u);
+    EXPECT_EQ(server_->watch().watchers(), 1u);
   }  // Cancelled here.
   EXPECT_TRUE(
-      WaitFor([&] { return server_->watch_for_test().watchers() == 0u; }));
+      WaitFor([&] { return server_->watch().watchers() == 0u; }));
   // Changes still flow to nobody, and reads keep working.
   HeartbeatClient node(channel_);
   ASSERT_TRUE(node.Call(FlowReport(1, {{1, 1, 1}})));
@@ -269,7 +269,7 @@ TEST_F(WatchTest, ThousandWatchersEachGetEveryState) {
       ManyWatchers(kWatchers, kChannels);
   auto all_see = [&](auto pred) { return AllSee(watchers, pred); };
   EXPECT_TRUE(all_see(LastHas(1, 1)));
-  EXPECT_EQ(server_->watch_for_test().watchers(),
+  EXPECT_EQ(server_->watch().watchers(),
             static_cast<uint64_t>(kWatchers));
   ASSERT_TRUE(node.Call(FlowReport(1, {{1, 2, 2}})));
   EXPECT_TRUE(all_see(LastHas(1, 2)));
@@ -279,7 +279,7 @@ TEST_F(WatchTest, ThousandWatchersEachGetEveryState) {
   }));
   watchers.clear();
   EXPECT_TRUE(
-      WaitFor([&] { return server_->watch_for_test().watchers() == 0u; }));
+      WaitFor([&] { return server_->watch().watchers() == 0u; }));
 }
 
 // Watchers are offered states in waves (256 watchers: 8 of them, spread over
@@ -303,7 +303,7 @@ TEST_F(WatchTest, WatchersLeavingWhileWavesRunLeaveTheRestServed) {
     watchers = std::move(staying);
     EXPECT_TRUE(all_see(LastHas(1, size))) << "size " << size;
     EXPECT_TRUE(WaitFor([&] {
-      return server_->watch_for_test().watchers() == watchers.size();
+      return server_->watch().watchers() == watchers.size();
     }));
   }
 }
