@@ -1,8 +1,9 @@
 // What the door adds to every call, part by part (Google Benchmark): the
 // whole admission at HEADERS (CallDoor::Enter of a read: the charge to the
 // caller's host, the leader admission by the method's row) and the ticket's
-// release when the call ends; the host's key made from the peer's address
-// (CallLedger::HostOf, part of the charge); the ledger's charge alone; the
+// release when the call ends; the peer's address and host key as accept
+// makes them once per connection (PeerOf: no longer part of any call's
+// charge); the ledger's charge alone; the
 // leader admission alone; and the charge of an answer to the host's share
 // and the reply budget. The request deadline is no longer a part of its
 // own: on the nghttp2 transport it is a field of the call that the loop's
@@ -11,7 +12,9 @@
 //
 //   build/bench/door_bench --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true   (one command line)
+#include <arpa/inet.h>
 #include <benchmark/benchmark.h>
+#include <netinet/in.h>
 
 #include <optional>
 #include <string>
@@ -23,22 +26,33 @@
 #include "server/rpc/call_door.h"
 #include "server/rpc/call_ledger.h"
 #include "server/rpc/method_table.h"
+#include "server/rpc/peer_address.h"
 #include "server/rpc/reply_budget.h"
 
 namespace metasrv::server {
 namespace {
 
+// Host 10.0.`i`.`thread`, port 40000 + `i`, as accept gives it.
+PeerAddress BenchPeer(int i, int thread) {
+  sockaddr_storage addr{};
+  auto& in = reinterpret_cast<sockaddr_in&>(addr);
+  in.sin_family = AF_INET;
+  in.sin_port = htons(static_cast<uint16_t>(40000 + i));
+  in.sin_addr.s_addr = htonl(0x0a000000u | static_cast<uint32_t>(i) << 8 |
+                             static_cast<uint32_t>(thread & 255));
+  return PeerOf(addr, 32);
+}
+
 // Calls from 64 hosts, each with other calls open, as on a busy server.
 void BM_LedgerEnterLeave(benchmark::State& state) {
   static CallLedger ledger({26214, 13107, 32 << 20, {}}, core::SystemClock());
-  std::vector<std::string> peers;
+  std::vector<std::string> hosts;
   for (int i = 0; i < 64; ++i) {
-    peers.push_back(absl::StrCat("ipv4:10.0.", i, ".", state.thread_index(),
-                                 ":", 40000 + i));
+    hosts.push_back(BenchPeer(i, state.thread_index()).host);
   }
   size_t i = 0;
   for (auto _ : state) {
-    auto ticket = ledger.Enter(peers[i++ & 63], CallKind::kUnary);
+    auto ticket = ledger.Enter(hosts[i++ & 63], CallKind::kUnary);
     benchmark::DoNotOptimize(ticket);
   }
 }
@@ -49,11 +63,9 @@ void BM_DoorEnterLeave(benchmark::State& state) {
   static const core::StandaloneLeadership leadership("127.0.0.1:3002");
   static CallDoor door(&leadership, AdminAuth(), DoorOptions(),
                        core::SystemClock(), nullptr);
-  std::vector<std::string> peers;
-  for (int i = 0; i < 64; ++i) {
-    peers.push_back(absl::StrCat("ipv4:10.0.", i, ".", state.thread_index(),
-                                 ":", 40000 + i));
-  }
+  // Taken once at accept, as the transport does: no call parses them.
+  std::vector<PeerAddress> peers;
+  for (int i = 0; i < 64; ++i) peers.push_back(BenchPeer(i, state.thread_index()));
   const MethodRow& row = RowOf(Method::kGetFlowState);
   size_t i = 0;
   for (auto _ : state) {
@@ -64,15 +76,20 @@ void BM_DoorEnterLeave(benchmark::State& state) {
 }
 BENCHMARK(BM_DoorEnterLeave)->Threads(1)->Threads(2);
 
-// The host of a peer: its address parsed and grouped by prefix.
-void BM_HostOf(benchmark::State& state) {
-  const std::string peer = "ipv4:10.0.17.3:40017";
+// A peer's address, text and host key, made once per connection at accept
+// (no call pays it any more).
+void BM_PeerOfAtAccept(benchmark::State& state) {
+  sockaddr_storage addr{};
+  auto& in = reinterpret_cast<sockaddr_in&>(addr);
+  in.sin_family = AF_INET;
+  in.sin_port = htons(40017);
+  in.sin_addr.s_addr = htonl(0x0a001103u);
   for (auto _ : state) {
-    std::string host = CallLedger::HostOf(peer, 32);
-    benchmark::DoNotOptimize(host);
+    PeerAddress peer = PeerOf(addr, 32);
+    benchmark::DoNotOptimize(peer);
   }
 }
-BENCHMARK(BM_HostOf);
+BENCHMARK(BM_PeerOfAtAccept);
 
 void BM_AdmitLeader(benchmark::State& state) {
   const core::StandaloneLeadership leadership("127.0.0.1:3002");
@@ -86,7 +103,7 @@ BENCHMARK(BM_AdmitLeader);
 void BM_ReplyShareAndBudget(benchmark::State& state) {
   CallLedger ledger({0, 0, 32 << 20, {}}, core::SystemClock());
   ReplyBudget budget(128 << 20);
-  auto ticket = ledger.Enter("ipv4:10.0.0.1:40000", CallKind::kUnary);
+  auto ticket = ledger.Enter("ipv4:10.0.0.1", CallKind::kUnary);
   for (auto _ : state) {
     const bool taken = ticket->TakeReply(4096) && budget.TryTake(4096);
     benchmark::DoNotOptimize(taken);

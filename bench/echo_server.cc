@@ -239,7 +239,8 @@ class H2Echo final : public metasrv::server::CallSink {
       state_ = std::make_shared<const std::string>(FixedStateReply(flows));
     }
   }
-  void OnCall(metasrv::server::H2Call* call, const std::string&) override {
+  void OnCall(metasrv::server::H2Call* call,
+              const metasrv::server::PeerAddress&) override {
     const std::string& path = call->head().path;
     if (path == "/greptime.v1.meta.Heartbeat/Heartbeat") {
       call->set_events(new H2EchoCall(nullptr));

@@ -33,12 +33,10 @@ class AdminAuth {
                                              absl::string_view where);
 
   // OK to proceed. kUnauthenticated: no bearer token; kPermissionDenied: the
-  // wrong token, or no token configured and `peer` (gRPC's peer string, such
-  // as "ipv4:127.0.0.1:5000") is not loopback.
+  // wrong token, or no token configured and the call is not `from_loopback`
+  // (PeerAddress::loopback).
   absl::Status Check(absl::string_view authorization,
-                     absl::string_view peer) const;
-
-  static bool IsLoopbackPeer(absl::string_view peer);
+                     bool from_loopback) const;
 
  private:
   std::optional<std::string> token_;  // The expected token, when configured.

@@ -69,10 +69,10 @@ void CallDispatcher::Add(Method method, Factory make) {
   methods_[row.path] = Entry{&row, std::move(make), series};
 }
 
-void CallDispatcher::OnCall(H2Call* call, const std::string& peer) {
+void CallDispatcher::OnCall(H2Call* call, const PeerAddress& peer) {
   H2Start start;
   start.call = call;
-  start.peer = peer;
+  start.peer = peer.text;
   start.book = &book_;
   start.limits.door = door_;
   auto it = methods_.find(call->head().path);
@@ -118,13 +118,13 @@ void CallDispatcher::OnRefused(H2Call* call, TransportRefusal why,
   }
 }
 
-void CallDispatcher::OnConnectionCut(const std::string& peer) {
+void CallDispatcher::OnConnectionCut(const PeerAddress& peer) {
   door_->metrics()->ConnectionDropped(ConnectionDrop::kGrpcRapidReset);
-  LogLimited(spdlog::level::warn, "rapid_reset", door_->ledger().HostOf(peer),
+  LogLimited(spdlog::level::warn, "rapid_reset", peer.host,
              "closed the connection of {}: it reset more calls in a burst "
              "than --max_early_resets allows, or sent a header block without "
              "end",
-             peer);
+             peer.text);
 }
 
 void CallDispatcher::OnConnectionEvicted(const std::string& host) {

@@ -57,13 +57,13 @@ class CallDispatcher final : public CallSink {
   int64_t live_calls() const { return book_.live(); }
 
   // CallSink: a call on the nghttp2 transport, at its HEADERS.
-  void OnCall(H2Call* call, const std::string& peer) override;
+  void OnCall(H2Call* call, const PeerAddress& peer) override;
   // A connection nghttp2 closed for resetting calls too fast (or a header
   // block without end): counted and logged as a rapid reset.
   // Counted as the door's refusals are (and told to readiness).
   void OnRefused(H2Call* call, TransportRefusal why,
                  const absl::Status& status) override;
-  void OnConnectionCut(const std::string& peer) override;
+  void OnConnectionCut(const PeerAddress& peer) override;
   // Counted, and logged per host at a limited rate.
   void OnConnectionEvicted(const std::string& host) override;
   void OnConnectionRefused(const std::string& host, bool slowed) override;

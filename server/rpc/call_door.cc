@@ -61,18 +61,18 @@ void CallDoor::SetAdminAuth(AdminAuth auth) {
   auth_ = std::move(auth);
 }
 
-absl::Status CallDoor::Enter(const MethodRow& row, absl::string_view peer,
+absl::Status CallDoor::Enter(const MethodRow& row, const PeerAddress& peer,
                              absl::string_view authorization,
                              std::optional<CallLedger::Ticket>* ticket,
                              absl::Time* answer_at) {
   EnterNote note;
   absl::StatusOr<CallLedger::Ticket> entered =
-      ledger_.Enter(peer, CallKindOf(row.method), &note);
+      ledger_.Enter(peer.host, CallKindOf(row.method), &note);
   if (note.made_room) {
     metrics_->DoorRefused(DoorRefusal::kEvicted);
     LogLimited(spdlog::level::warn, "door_fair_share", note.cut_host,
                "a call from {} was {} (for {} from {})", note.cut_host,
-               note.cut_reason, row.name, std::string(peer));
+               note.cut_reason, row.name, peer.text);
   }
   if (!entered.ok()) {
     using Refusal = EnterNote::Refusal;
@@ -81,8 +81,8 @@ absl::Status CallDoor::Enter(const MethodRow& row, absl::string_view peer,
             : note.why == Refusal::kKind    ? DoorRefusal::kStreams
                                             : DoorRefusal::kCalls,
             entered.status(), note.under_share);
-    LogLimited(spdlog::level::warn, "door_calls_refused", ledger_.HostOf(peer),
-               "call {} from {} refused: {}", row.name, std::string(peer),
+    LogLimited(spdlog::level::warn, "door_calls_refused", peer.host,
+               "call {} from {} refused: {}", row.name, peer.text,
                std::string(entered.status().message()));
     return entered.status();
   }
@@ -92,15 +92,14 @@ absl::Status CallDoor::Enter(const MethodRow& row, absl::string_view peer,
 }
 
 absl::Status CallDoor::CheckAdmin(const MethodRow& row,
-                                  absl::string_view peer_view,
+                                  const PeerAddress& peer,
                                   absl::string_view authorization,
                                   absl::Time* answer_at) {
-  const std::string peer(peer_view);
-  const std::string host = ledger_.HostOf(peer);
+  const std::string& host = peer.host;
   absl::Status allowed;
   {
     absl::MutexLock lock(&auth_mu_);
-    allowed = auth_.Check(authorization, peer);
+    allowed = auth_.Check(authorization, peer.loopback);
   }
   if (allowed.ok()) {
     backoff_.Succeeded(host);
@@ -115,7 +114,7 @@ absl::Status CallDoor::CheckAdmin(const MethodRow& row,
   }
   LogLimited(spdlog::level::warn, "admin_call_refused", host,
              "admin call {} from {} refused: {} (answered in {})", row.name,
-             peer, std::string(allowed.message()),
+             peer.text, std::string(allowed.message()),
              absl::FormatDuration(absl::Trunc(wait, absl::Milliseconds(1))));
   return allowed;
 }

@@ -27,6 +27,7 @@
 #include "server/ops/auth_backoff.h"
 #include "server/ops/metrics.h"
 #include "server/ops/refusal_watch.h"
+#include "server/rpc/peer_address.h"
 #include "server/rpc/method_table.h"
 #include "server/rpc/call_ledger.h"
 #include "server/rpc/reply_budget.h"
@@ -85,8 +86,8 @@ class CallDoor {
   CallDoor(const core::Leadership* leadership, AdminAuth auth,
            DoorOptions options, const core::Clock* clock, Metrics* metrics);
 
-  // A call of `row` was accepted (its HEADERS came) from `peer` (gRPC's
-  // peer string), carrying `authorization` (its "authorization" header, ""
+  // A call of `row` was accepted (its HEADERS came) from `peer` (its
+  // connection's address, taken at accept), carrying `authorization` (its "authorization" header, ""
   // when none): charges it to its peer, setting `*ticket` (which holds the
   // charge until it is destroyed, so for as long as the call lives, refused
   // or not), and for an admin method checks the token, always: the right
@@ -94,7 +95,7 @@ class CallDoor {
   // refused: kResourceExhausted past a bound (nothing charged);
   // kUnauthenticated or kPermissionDenied for the token, to be sent no
   // sooner than `*answer_at` (monotonic, Now()'s clock; set only then).
-  absl::Status Enter(const MethodRow& row, absl::string_view peer,
+  absl::Status Enter(const MethodRow& row, const PeerAddress& peer,
                      absl::string_view authorization,
                      std::optional<CallLedger::Ticket>* ticket,
                      absl::Time* answer_at = nullptr)
@@ -179,7 +180,7 @@ class CallDoor {
   std::string Refusing() const { return refusals_.Refusing(); }
 
  private:
-  absl::Status CheckAdmin(const MethodRow& row, absl::string_view peer,
+  absl::Status CheckAdmin(const MethodRow& row, const PeerAddress& peer,
                           absl::string_view authorization,
                           absl::Time* answer_at) ABSL_LOCKS_EXCLUDED(auth_mu_);
 

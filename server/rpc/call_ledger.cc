@@ -1,17 +1,12 @@
 #include "server/rpc/call_ledger.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <limits>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
-#include "absl/strings/strip.h"
 #include "core/fair_share.h"
 
 namespace metasrv::server {
@@ -47,50 +42,9 @@ const char* CallKindName(CallKind kind) {
 CallLedger::CallLedger(PeerLimits limits, const core::Clock* clock)
     : limits_(limits), clock_(clock) {}
 
-std::string CallLedger::HostOf(absl::string_view peer, int ipv4_prefix_bits) {
-  // gRPC writes "ipv4:A.B.C.D:PORT", "ipv6:[ADDR]:PORT" (or with the
-  // brackets percent-encoded) and "unix:PATH": the port follows the last
-  // colon of an IP peer.
-  if (absl::StartsWith(peer, "unix:")) return "unix";
-  const size_t colon = peer.rfind(':');
-  if (colon == absl::string_view::npos || colon < 5) return std::string(peer);
-  absl::string_view host = peer.substr(0, colon);
-  unsigned char bytes[16] = {};
-  auto v4 = [&](const unsigned char* a) {
-    const int bits = std::clamp(ipv4_prefix_bits, 0, 32);
-    const uint32_t addr = uint32_t{a[0]} << 24 | uint32_t{a[1]} << 16 |
-                          uint32_t{a[2]} << 8 | a[3];
-    const uint32_t net = bits == 0 ? 0 : addr & ~uint32_t{0} << (32 - bits);
-    std::string out = absl::StrCat("ipv4:", net >> 24, ".", net >> 16 & 255,
-                                   ".", net >> 8 & 255, ".", net & 255);
-    if (bits < 32) absl::StrAppend(&out, "/", bits);
-    return out;
-  };
-  if (absl::ConsumePrefix(&host, "ipv4:")) {
-    if (inet_pton(AF_INET, std::string(host).c_str(), bytes) == 1) {
-      return v4(bytes);
-    }
-  } else if (absl::ConsumePrefix(&host, "ipv6:")) {
-    std::string bare(host);
-    absl::StrReplaceAll({{"%5B", ""}, {"%5D", ""}, {"[", ""}, {"]", ""}},
-                        &bare);
-    if (inet_pton(AF_INET6, bare.c_str(), bytes) == 1) {
-      static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0,   0,
-                                                    0, 0, 0, 0, 255, 255};
-      if (std::equal(kMapped, kMapped + 12, bytes)) return v4(bytes + 12);
-      std::fill(bytes + 8, bytes + 16, 0);
-      char text[INET6_ADDRSTRLEN];
-      inet_ntop(AF_INET6, bytes, text, sizeof(text));
-      return absl::StrCat("ipv6:[", text, "]/64");
-    }
-  }
-  return std::string(peer.substr(0, colon));
-}
-
-absl::StatusOr<CallLedger::Ticket> CallLedger::Enter(absl::string_view peer,
-                                                     CallKind kind,
-                                                     EnterNote* note) {
-  const std::string key = HostOf(peer);
+absl::StatusOr<CallLedger::Ticket> CallLedger::Enter(
+    absl::string_view host_key, CallKind kind, EnterNote* note) {
+  const std::string key(host_key);
   const int k = static_cast<int>(kind);
   EnterNote unused;
   if (note == nullptr) note = &unused;

@@ -56,7 +56,7 @@ struct PeerLimits {
   // Calls of each kind open at once (by CallKind): --max_streams for
   // heartbeat streams and watchers.
   std::array<uint64_t, kCallKinds> max_open{};
-  // IPv4 peers are one host per prefix of this many bits (HostOf).
+  // IPv4 peers are one host per prefix of this many bits (PeerOf).
   int ipv4_prefix_bits = 32;
 };
 
@@ -83,24 +83,14 @@ class CallLedger {
   CallLedger(const CallLedger&) = delete;
   CallLedger& operator=(const CallLedger&) = delete;
 
-  // The host a peer string of gRPC's counts as, for every share and
-  // back-off: its address without the port, grouped by prefix: IPv4 by
-  // PeerLimits::ipv4_prefix_bits ("ipv4:10.0.0.1:5000" -> "ipv4:10.0.0.1"
-  // at /32, "ipv4:10.0.0.0/24" at /24), IPv6 by /64 ("ipv6:[2001:db8::1]:5"
-  // -> "ipv6:[2001:db8::]/64"; an IPv4-mapped one as IPv4), since one
-  // machine holds a whole /64; "unix" for a socket path.
-  static std::string HostOf(absl::string_view peer, int ipv4_prefix_bits);
-  std::string HostOf(absl::string_view peer) const {
-    return HostOf(peer, limits_.ipv4_prefix_bits);
-  }
-
-  // Charges a new call of `kind` from `peer` (gRPC's peer string). At a
+  // Charges a new call of `kind` from `host` (PeerAddress::host, the key
+  // the transport computed at accept: PeerOf). At a
   // bound, a host under its fair share still gets in: the host holding the
   // most, over its share, gives back its longest-idle call (ended with
   // RESOURCE_EXHAUSTED; counted in evicted()). Otherwise kResourceExhausted
   // saying which bound; nothing is charged then. `note`, when given, says
   // which, and whether a call was ended.
-  absl::StatusOr<Ticket> Enter(absl::string_view peer, CallKind kind,
+  absl::StatusOr<Ticket> Enter(absl::string_view host, CallKind kind,
                                EnterNote* note = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -236,7 +226,7 @@ class CallLedger::Ticket {
   // Its host, as an identity other shares key on (the same for every call
   // of the host while one is open).
   const void* host() const { return call_->host; }
-  // Its host's key (HostOf).
+  // Its host's key (PeerAddress::host).
   const std::string& host_key() const;
   // Its client was told to send every `interval`: from now on the call is
   // live while touched within two intervals (never ended to make room for

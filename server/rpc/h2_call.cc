@@ -29,14 +29,14 @@ H2Loop* H2Call::loop() const { return conn_->loop_; }
 int H2Call::connection_fd() const { return conn_->fd(); }
 
 InflateGate H2Call::inflate_gate() const {
-  return {conn_->limits_.inflation, &conn_->host_};
+  return {conn_->limits_.inflation, &conn_->peer_.host};
 }
 
 void H2Call::ReleaseHeld(size_t bytes) {
   bytes = std::min(bytes, held_bytes_);
   if (bytes == 0) return;
   held_bytes_ -= bytes;
-  conn_->limits_.held_requests->Give(conn_->host_, static_cast<int64_t>(bytes));
+  conn_->limits_.held_requests->Give(conn_->peer_.host, static_cast<int64_t>(bytes));
 }
 
 void H2Call::Send(std::vector<SharedBytes> pieces, Compression compression) {

@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "server/rpc/grpc_frames.h"
 #include "server/rpc/host_shares.h"
+#include "server/rpc/peer_address.h"
 #include "server/rpc/request_decoding.h"
 #include "server/rpc/shared_bytes.h"
 
@@ -92,9 +93,9 @@ class CallEvents {
 class CallSink {
  public:
   virtual ~CallSink() = default;
-  // A call came on a connection from `peer` (the socket's address, exact):
-  // set its events, or Finish() it at once.
-  virtual void OnCall(H2Call* call, const std::string& peer) = 0;
+  // A call came on a connection from `peer`: set its events, or Finish() it
+  // at once.
+  virtual void OnCall(H2Call* call, const PeerAddress& peer) = 0;
   // The transport ends `call` itself for `why` with `status`: at its
   // HEADERS (head().refusal is set then, and OnCall never comes), at a
   // header block past the limits (reset, not answered), or after OnCall (a
@@ -103,7 +104,7 @@ class CallSink {
                          const absl::Status& /*status*/) {}
   // nghttp2 cut the connection from `peer` (a GOAWAY with an error): a
   // flood of resets, a header block that never ends, a protocol error.
-  virtual void OnConnectionCut(const std::string& /*peer*/) {}
+  virtual void OnConnectionCut(const PeerAddress& /*peer*/) {}
   // The oldest connection of `host` was closed to make room for a new one
   // (the transport's connection share).
   virtual void OnConnectionEvicted(const std::string& /*host*/) {}

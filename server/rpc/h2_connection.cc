@@ -44,12 +44,11 @@ nghttp2_session_callbacks* H2Connection::Callbacks() {
   return callbacks;
 }
 
-H2Connection::H2Connection(int fd, std::string peer, std::string host,
-                           const H2Limits& limits, CallSink* sink,
-                           H2Loop* loop, absl::Time now, SslContext tls)
+H2Connection::H2Connection(int fd, PeerAddress peer, const H2Limits& limits,
+                           CallSink* sink, H2Loop* loop, absl::Time now,
+                           SslContext tls)
     : fd_(fd),
       peer_(std::move(peer)),
-      host_(std::move(host)),
       limits_(limits),
       sink_(sink),
       loop_(loop),
@@ -283,7 +282,7 @@ bool H2Connection::Tick(absl::Time now) {
 
 bool H2Connection::PayOwed() {
   HostBudget* budget = limits_.held_requests;
-  if (budget == nullptr || budget->Owed(host_) == 0) return false;
+  if (budget == nullptr || budget->Owed(peer_.host) == 0) return false;
   std::vector<H2Call*> holding;
   for (auto& [id, call] : calls_) {
     if (call->held_bytes_ > 0 && !call->finishing_) holding.push_back(call.get());
@@ -293,7 +292,7 @@ bool H2Connection::PayOwed() {
   });
   bool paid = false;
   for (H2Call* call : holding) {
-    if (budget->Owed(host_) == 0) break;
+    if (budget->Owed(peer_.host) == 0) break;
     Refuse(call, TransportRefusal::kRequestBytes,
            absl::ResourceExhaustedError(
                "ended to make room for another client host: this host held "
@@ -384,7 +383,7 @@ void H2Connection::Refuse(H2Call* call, TransportRefusal why,
 }
 
 bool H2Connection::CountReset(HostResets* budget) {
-  if (budget == nullptr || budget->Take(host_, now_)) {
+  if (budget == nullptr || budget->Take(peer_.host, now_)) {
     return true;
   }
   if (!cut_) {
@@ -638,7 +637,7 @@ int H2Connection::DataChunkCb(nghttp2_session*, uint8_t, int32_t id,
     return 0;
   }
   if (HostBudget* held = conn->limits_.held_requests) {
-    if (!held->Take(conn->host_, static_cast<int64_t>(len))) {
+    if (!held->Take(conn->peer_.host, static_cast<int64_t>(len))) {
       nghttp2_session_consume(conn->session_, id, len);
       conn->Refuse(call, TransportRefusal::kRequestBytes,
                    absl::ResourceExhaustedError(

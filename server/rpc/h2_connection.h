@@ -103,16 +103,16 @@ class H2Connection {
   // Takes `fd` (non-blocking; closed with the connection).
   // With `tls` (null: plaintext), the connection is TLS: the handshake
   // comes first, within the preface limit.
-  // `host` is the peer's share key (CallLedger::HostOf).
-  H2Connection(int fd, std::string peer, std::string host,
-               const H2Limits& limits, CallSink* sink, H2Loop* loop,
-               absl::Time now, SslContext tls = nullptr);
+  // `peer` is the client's address, taken at accept.
+  H2Connection(int fd, PeerAddress peer, const H2Limits& limits,
+               CallSink* sink, H2Loop* loop, absl::Time now,
+               SslContext tls = nullptr);
   ~H2Connection();  // Closes every call (OnClosed), then the socket.
   H2Connection(const H2Connection&) = delete;
   H2Connection& operator=(const H2Connection&) = delete;
 
   int fd() const { return fd_; }
-  const std::string& peer() const { return peer_; }
+  const PeerAddress& peer() const { return peer_; }
   absl::Time opened() const { return opened_; }
 
   // The socket is readable / writable. False: close the connection.
@@ -178,8 +178,7 @@ class H2Connection {
   ssize_t TlsResult(int result);
 
   const int fd_;
-  const std::string peer_;
-  const std::string host_;  // The peer's share key.
+  const PeerAddress peer_;  // Its shares are counted under peer_.host.
   const H2Limits limits_;
   CallSink* const sink_;
   H2Loop* const loop_;  // Its loop (H2Call::loop()); may be null in tests.

@@ -54,8 +54,7 @@ void H2Loop::Post(absl::AnyInvocable<void()> task) {
   Wake();
 }
 
-void H2Loop::Adopt(int fd, uint64_t id, std::string peer, std::string host,
-                   SslContext tls) {
+void H2Loop::Adopt(int fd, uint64_t id, PeerAddress peer, SslContext tls) {
   {
     absl::MutexLock lock(&mu_);
     if (stopped_) {
@@ -63,12 +62,12 @@ void H2Loop::Adopt(int fd, uint64_t id, std::string peer, std::string host,
       return;
     }
     tasks_.push_back([this, fd, id, peer = std::move(peer),
-                      host = std::move(host), tls = std::move(tls)]() mutable {
+                      tls = std::move(tls)]() mutable {
       Open& open = open_[fd];
       open.id = id;
       open.conn = std::make_unique<H2Connection>(
-          fd, std::move(peer), std::move(host), limits_, sink_, this,
-          absl::Now(), std::move(tls));
+          fd, std::move(peer), limits_, sink_, this, absl::Now(),
+          std::move(tls));
       fd_of_[id] = fd;
       connections_.fetch_add(1, std::memory_order_relaxed);
       epoll_event ev{};

@@ -40,8 +40,7 @@ class H2Loop {
   void Start(int index);
   // Takes `fd` as connection `id` from `peer`, over TLS with `tls` (null:
   // plaintext). After Stop(), closes it.
-  void Adopt(int fd, uint64_t id, std::string peer, std::string host,
-             SslContext tls = nullptr)
+  void Adopt(int fd, uint64_t id, PeerAddress peer, SslContext tls = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Runs `task` on the loop's thread, soon. Dropped after Stop().
   void Post(absl::AnyInvocable<void()> task) ABSL_LOCKS_EXCLUDED(mu_);

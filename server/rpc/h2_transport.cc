@@ -12,7 +12,6 @@
 #include "core/fair_share.h"
 #include "server/ops/net_util.h"
 #include "server/ops/threads.h"
-#include "server/rpc/call_ledger.h"
 
 namespace metasrv::server {
 
@@ -111,8 +110,8 @@ void H2Transport::AcceptLoop(TcpListener* listener, AcceptListeners listeners) {
 }
 
 void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
-  std::string text = PeerString(peer);
-  std::string host = CallLedger::HostOf(text, options_.ipv4_prefix_bits);
+  PeerAddress address = PeerOf(peer, options_.ipv4_prefix_bits);
+  std::string host = address.host;
   const absl::Time now = absl::Now();
   if (!early_resets_.Allowed(host, now) || !error_resets_.Allowed(host, now)) {
     // Over its reset budget lately: slowed, not served, until it refills.
@@ -122,7 +121,6 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
     return;
   }
   Placed placed{};
-  std::string host_of_copy;
   std::optional<Placed> evict;
   std::string evicted_host;
   bool refused = false;
@@ -171,7 +169,6 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
       }
     }
     by_host_[host].push_back(placed);
-    host_of_copy = host;
     host_of_[placed.id] = std::move(host);
     ++open_;
   }
@@ -180,9 +177,8 @@ void H2Transport::Adopt(int fd, const sockaddr_storage& peer) {
     loops_[evict->loop]->Close(evict->id);
     sink_->OnConnectionEvicted(evicted_host);
   }
-  std::string share_key = host_of_copy;
   loops_[placed.loop]->Adopt(
-      fd, placed.id, std::move(text), std::move(share_key),
+      fd, placed.id, std::move(address),
       options_.tls != nullptr ? options_.tls->Context() : nullptr);
 }
 

@@ -34,7 +34,7 @@ struct H2TransportOptions {
   H2Limits limits;
   int threads = 0;  // Event loops (--transport_threads); 0: one per core.
   int max_connections = 0;    // Open at once; 0: no bound.
-  int ipv4_prefix_bits = 32;  // What one host is (CallLedger::HostOf).
+  int ipv4_prefix_bits = 32;  // What one host is (PeerOf).
   // TLS for every connection (borrowed; outlives the transport); null:
   // plaintext.
   H2Tls* tls = nullptr;

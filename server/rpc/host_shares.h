@@ -1,4 +1,4 @@
-// Pools of the gRPC port shared by client host (CallLedger::HostOf's key),
+// Pools of the gRPC port shared by client host (PeerAddress::host),
 // for the transport: the request bytes it holds, and the resets a host's
 // streams make the server send.
 #ifndef METASRV_SERVER_RPC_HOST_SHARES_H_

@@ -3,16 +3,44 @@
 // charge (the host's share, then the budget), and the leader policy.
 #include "server/rpc/call_door.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "core/clock.h"
 #include "gtest/gtest.h"
+#include "server/rpc/peer_address.h"
 #include "tests/server/rpc/runtime_fixture.h"
 
 namespace metasrv::server {
 namespace {
+
+// A peer written as gRPC writes it ("ipv4:10.1.1.1:5", "ipv6:[::1]:5"),
+// taken as the transport takes it at accept (PeerOf).
+PeerAddress DoorPeer(absl::string_view text) {
+  sockaddr_storage addr{};
+  const size_t colon = text.rfind(':');
+  const auto port = static_cast<uint16_t>(
+      std::stoi(std::string(text.substr(colon + 1))));
+  std::string ip(text.substr(5, colon - 5));
+  if (absl::StartsWith(text, "ipv4:")) {
+    auto& in = reinterpret_cast<sockaddr_in&>(addr);
+    in.sin_family = AF_INET;
+    in.sin_port = htons(port);
+    EXPECT_EQ(inet_pton(AF_INET, ip.c_str(), &in.sin_addr), 1) << text;
+  } else {
+    ip = ip.substr(1, ip.size() - 2);  // Its brackets.
+    auto& in6 = reinterpret_cast<sockaddr_in6&>(addr);
+    in6.sin6_family = AF_INET6;
+    in6.sin6_port = htons(port);
+    EXPECT_EQ(inet_pton(AF_INET6, ip.c_str(), &in6.sin6_addr), 1) << text;
+  }
+  return PeerOf(addr, 32);
+}
 
 constexpr char kToken[] = "0123456789abcdef0123";
 
@@ -36,7 +64,7 @@ class CallDoorTest : public ::testing::Test {
                             absl::string_view peer,
                             std::optional<CallLedger::Ticket>* ticket,
                             absl::string_view authorization = "") {
-    return door.Enter(RowOf(method), peer, authorization, ticket);
+    return door.Enter(RowOf(method), DoorPeer(peer), authorization, ticket);
   }
 
   DoorOptions options_;
@@ -87,7 +115,8 @@ TEST_F(CallDoorTest, AnAdminCallNeedsTheTokenAndAWrongOneIsAnsweredLate) {
   t.reset();
   absl::Time at = absl::InfinitePast();
   EXPECT_EQ(
-      door.Enter(RowOf(Method::kLeaderChange), "ipv4:10.1.1.1:5", "", &t, &at)
+      door.Enter(RowOf(Method::kLeaderChange), DoorPeer("ipv4:10.1.1.1:5"), "",
+                 &t, &at)
           .code(),
       absl::StatusCode::kUnauthenticated);
   EXPECT_EQ(at, door.Now());  // The first failure is free: answered now.
@@ -95,7 +124,7 @@ TEST_F(CallDoorTest, AnAdminCallNeedsTheTokenAndAWrongOneIsAnsweredLate) {
   EXPECT_TRUE(t.has_value());
   t.reset();
   // The second is answered 2 s late.
-  EXPECT_EQ(door.Enter(RowOf(Method::kForgetFlows), "ipv4:10.1.1.1:6",
+  EXPECT_EQ(door.Enter(RowOf(Method::kForgetFlows), DoorPeer("ipv4:10.1.1.1:6"),
                        "Bearer wrong-token-wrong-token", &t, &at)
                 .code(),
             absl::StatusCode::kPermissionDenied);

@@ -47,27 +47,11 @@ struct Held {
 void AddToldStreams(CallLedger& ledger, int n, Held* nat) {
   for (int i = 0; i < n; ++i) {
     auto stream =
-        ledger.Enter(absl::StrCat("ipv4:10.0.0.1:", i), CallKind::kHeartbeat);
+        ledger.Enter("ipv4:10.0.0.1", CallKind::kHeartbeat);
     ASSERT_TRUE(stream.ok());
     nat->Add(*std::move(stream));
     nat->tickets.back()->SetTold(absl::Seconds(1), absl::Seconds(4));
   }
-}
-
-TEST(CallLedgerTest, AHostIsThePeersPrefixWithoutItsPort) {
-  EXPECT_EQ(CallLedger::HostOf("ipv4:10.0.0.1:5000", 32), "ipv4:10.0.0.1");
-  EXPECT_EQ(CallLedger::HostOf("ipv4:10.0.7.1:5000", 24), "ipv4:10.0.7.0/24");
-  EXPECT_EQ(CallLedger::HostOf("ipv4:10.0.7.1:5000", 8), "ipv4:10.0.0.0/8");
-  // IPv6 by /64, whatever the IPv4 prefix; brackets as gRPC writes them.
-  EXPECT_EQ(CallLedger::HostOf("ipv6:[2001:db8:1:2:3:4:5:6]:5000", 32),
-            "ipv6:[2001:db8:1:2::]/64");
-  EXPECT_EQ(CallLedger::HostOf("ipv6:%5B2001:db8:1:2::9%5D:5000", 32),
-            "ipv6:[2001:db8:1:2::]/64");
-  EXPECT_EQ(CallLedger::HostOf("ipv6:[::1]:5000", 32), "ipv6:[::]/64");
-  EXPECT_EQ(CallLedger::HostOf("ipv6:[::ffff:10.0.0.9]:5000", 32),
-            "ipv4:10.0.0.9");
-  EXPECT_EQ(CallLedger::HostOf("unix:/run/metasrv.sock", 32), "unix");
-  EXPECT_EQ(CallLedger::HostOf("weird", 32), "weird");
 }
 
 TEST(CallLedgerTest, AFixedCapPerHostAndTheTotalBoundHoldWithoutIdleCalls) {
@@ -76,25 +60,25 @@ TEST(CallLedgerTest, AFixedCapPerHostAndTheTotalBoundHoldWithoutIdleCalls) {
   std::vector<CallLedger::Ticket> held;  // Unary calls: none can be ended.
   for (int port = 1; port <= 3; ++port) {
     auto ticket =
-        ledger.Enter(absl::StrCat("ipv4:10.0.0.1:", port), CallKind::kUnary);
+        ledger.Enter("ipv4:10.0.0.1", CallKind::kUnary);
     ASSERT_TRUE(ticket.ok());
     held.push_back(*std::move(ticket));
   }
   EnterNote note;
-  auto refused = ledger.Enter("ipv4:10.0.0.1:9", CallKind::kUnary, &note);
+  auto refused = ledger.Enter("ipv4:10.0.0.1", CallKind::kUnary, &note);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(refused.status().message().find("--max_calls_per_peer"),
             std::string::npos);
   EXPECT_EQ(note.why, EnterNote::Refusal::kPeerCalls);
   for (int port = 1; port <= 2; ++port) {
     auto ticket =
-        ledger.Enter(absl::StrCat("ipv4:10.0.0.2:", port), CallKind::kUnary);
+        ledger.Enter("ipv4:10.0.0.2", CallKind::kUnary);
     ASSERT_TRUE(ticket.ok());
     held.push_back(*std::move(ticket));
   }
   // Host 1 holds 3 of 5, over a third; but none of its calls is idle (all
   // unary, in progress), so a third host is refused, not let in.
-  auto full = ledger.Enter("ipv4:10.0.0.3:1", CallKind::kUnary, &note);
+  auto full = ledger.Enter("ipv4:10.0.0.3", CallKind::kUnary, &note);
   EXPECT_EQ(full.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(full.status().message().find("(--max_calls)"), std::string::npos);
   EXPECT_NE(full.status().message().find("its fair share is 1"),
@@ -107,7 +91,7 @@ TEST(CallLedgerTest, AFixedCapPerHostAndTheTotalBoundHoldWithoutIdleCalls) {
   held.clear();  // Every call ends: nothing is left of any host.
   EXPECT_EQ(ledger.open_calls(), 0);
   EXPECT_EQ(ledger.peers(), 0u);
-  EXPECT_TRUE(ledger.Enter("ipv4:10.0.0.3:1", CallKind::kUnary).ok());
+  EXPECT_TRUE(ledger.Enter("ipv4:10.0.0.3", CallKind::kUnary).ok());
 }
 
 TEST(CallLedgerTest, AHostUnderItsShareTakesTheLongestIdleCallOfTheLargest) {
@@ -117,7 +101,7 @@ TEST(CallLedgerTest, AHostUnderItsShareTakesTheLongestIdleCallOfTheLargest) {
   Held a;
   for (int i = 0; i < 8; ++i) {
     auto ticket =
-        ledger.Enter(absl::StrCat("ipv4:127.0.0.2:", i), CallKind::kHeartbeat);
+        ledger.Enter("ipv4:127.0.0.2", CallKind::kHeartbeat);
     ASSERT_TRUE(ticket.ok()) << ticket.status();
     a.Add(*std::move(ticket));
     clock.Advance(absl::Seconds(1));
@@ -126,7 +110,7 @@ TEST(CallLedgerTest, AHostUnderItsShareTakesTheLongestIdleCallOfTheLargest) {
   // A second host asks: its share is 4, it holds none; the first host's
   // longest-idle call (its second) is ended for it.
   EnterNote note;
-  auto b1 = ledger.Enter("ipv4:127.0.0.1:1", CallKind::kHeartbeat, &note);
+  auto b1 = ledger.Enter("ipv4:127.0.0.1", CallKind::kHeartbeat, &note);
   ASSERT_TRUE(b1.ok()) << b1.status();
   EXPECT_TRUE(note.made_room);
   EXPECT_EQ(note.cut_host, "ipv4:127.0.0.2");
@@ -138,7 +122,7 @@ TEST(CallLedgerTest, AHostUnderItsShareTakesTheLongestIdleCallOfTheLargest) {
   EXPECT_EQ(ledger.evicted(), 1u);
   // Until that call is gone the ledger is one over: the next asker makes
   // room again, from the idlest call not yet told.
-  auto b2 = ledger.Enter("ipv4:127.0.0.1:2", CallKind::kHeartbeat);
+  auto b2 = ledger.Enter("ipv4:127.0.0.1", CallKind::kHeartbeat);
   ASSERT_TRUE(b2.ok());
   EXPECT_EQ(a.calls[2]->told, 1);
   EXPECT_EQ(ledger.open_calls(), 10);
@@ -152,12 +136,12 @@ TEST(CallLedgerTest, AHostUnderItsShareTakesTheLongestIdleCallOfTheLargest) {
   b.push_back(*std::move(b2));
   for (int i = 3; i <= 4; ++i) {
     auto ticket =
-        ledger.Enter(absl::StrCat("ipv4:127.0.0.1:", i), CallKind::kHeartbeat);
+        ledger.Enter("ipv4:127.0.0.1", CallKind::kHeartbeat);
     ASSERT_TRUE(ticket.ok()) << ticket.status();
     b.push_back(*std::move(ticket));
   }
   EXPECT_EQ(ledger.evicted(), 4u);
-  auto over = ledger.Enter("ipv4:127.0.0.1:5", CallKind::kHeartbeat, &note);
+  auto over = ledger.Enter("ipv4:127.0.0.1", CallKind::kHeartbeat, &note);
   EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(over.status().message().find("this host holds 4, its fair share 4"),
             std::string::npos)
@@ -172,15 +156,15 @@ TEST(CallLedgerTest, EachKindIsBoundedFairlyToo) {
   Held a;
   for (int i = 0; i < 4; ++i) {
     auto ticket =
-        ledger.Enter(absl::StrCat("ipv4:127.0.0.9:", i), CallKind::kHeartbeat);
+        ledger.Enter("ipv4:127.0.0.9", CallKind::kHeartbeat);
     ASSERT_TRUE(ticket.ok());
     a.Add(*std::move(ticket));
     clock.Advance(absl::Seconds(1));
   }
   // Other kinds are not held to it.
-  EXPECT_TRUE(ledger.Enter("ipv4:127.0.0.9:9", CallKind::kUnary).ok());
+  EXPECT_TRUE(ledger.Enter("ipv4:127.0.0.9", CallKind::kUnary).ok());
   EnterNote note;
-  auto b = ledger.Enter("ipv4:127.0.0.1:1", CallKind::kHeartbeat, &note);
+  auto b = ledger.Enter("ipv4:127.0.0.1", CallKind::kHeartbeat, &note);
   ASSERT_TRUE(b.ok());
   EXPECT_TRUE(note.made_room);
   EXPECT_EQ(a.calls[0]->told, 1);  // The longest idle.
@@ -198,7 +182,7 @@ TEST(CallLedgerTest, LiveHeartbeatStreamsAreNeverEndedForAnotherHost) {
   AddToldStreams(ledger, 4, &nat);
   for (int i = 0; i < 3; ++i) {
     auto held =
-        ledger.Enter(absl::StrCat("ipv4:10.0.0.2:", i), CallKind::kUnary);
+        ledger.Enter("ipv4:10.0.0.2", CallKind::kUnary);
     ASSERT_TRUE(held.ok());
     idle.Add(*std::move(held));
   }
@@ -206,7 +190,7 @@ TEST(CallLedgerTest, LiveHeartbeatStreamsAreNeverEndedForAnotherHost) {
   for (auto& ticket : nat.tickets) ticket->Touch();  // At their cadence.
   // A third host: share 2; the NAT holds 4 but all live, the idle host 3.
   EnterNote note;
-  auto in = ledger.Enter("ipv4:10.0.0.3:1", CallKind::kUnary, &note);
+  auto in = ledger.Enter("ipv4:10.0.0.3", CallKind::kUnary, &note);
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_EQ(note.cut_host, "ipv4:10.0.0.2");
   int told = 0;
@@ -217,7 +201,7 @@ TEST(CallLedgerTest, LiveHeartbeatStreamsAreNeverEndedForAnotherHost) {
   // the host holding the most first (share 1 now).
   clock.Advance(absl::Milliseconds(2001));
   EnterNote later;
-  auto next = ledger.Enter("ipv4:10.0.0.4:1", CallKind::kUnary, &later);
+  auto next = ledger.Enter("ipv4:10.0.0.4", CallKind::kUnary, &later);
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(later.cut_host, "ipv4:10.0.0.1");
 }
@@ -234,7 +218,7 @@ TEST(CallLedgerTest, EachCallIsSilentPastItsOwnLimit) {
   CallLedger ledger({}, &clock);
   Held held;
   for (int i = 0; i < 3; ++i) {
-    auto ticket = ledger.Enter("ipv4:127.0.0.1:1", CallKind::kHeartbeat);
+    auto ticket = ledger.Enter("ipv4:127.0.0.1", CallKind::kHeartbeat);
     ASSERT_TRUE(ticket.ok());
     held.Add(*std::move(ticket));
   }
@@ -266,7 +250,7 @@ TEST(CallLedgerTest, SilentCallsOfAKindAreEndedAndClosedKindsRefused) {
   Held held;
   for (CallKind kind :
        {CallKind::kHeartbeat, CallKind::kHeartbeat, CallKind::kWatch}) {
-    auto ticket = ledger.Enter("ipv4:127.0.0.1:1", kind);
+    auto ticket = ledger.Enter("ipv4:127.0.0.1", kind);
     ASSERT_TRUE(ticket.ok());
     held.Add(*std::move(ticket));
   }
@@ -285,7 +269,7 @@ TEST(CallLedgerTest, SilentCallsOfAKindAreEndedAndClosedKindsRefused) {
   EXPECT_EQ(held.calls[2]->told, 1);
   ledger.Close(CallKind::kHeartbeat, absl::UnavailableError("shutting down"));
   EXPECT_EQ(held.calls[1]->told, 1);
-  auto late = ledger.Enter("ipv4:127.0.0.1:2", CallKind::kHeartbeat);
+  auto late = ledger.Enter("ipv4:127.0.0.1", CallKind::kHeartbeat);
   ASSERT_TRUE(late.ok());  // Charged; but it cannot be attached.
   Ended call;
   EXPECT_EQ(late->Attach(&call).code(), absl::StatusCode::kUnavailable);
@@ -299,9 +283,9 @@ TEST(CallLedgerTest, SilentCallsOfAKindAreEndedAndClosedKindsRefused) {
 TEST(CallLedgerTest, AHostsRepliesAreBoundedByItsShare) {
   CallLedger ledger({0, 0, /*max_reply_bytes_per_peer=*/100, {}},
                     core::SystemClock());
-  auto a1 = ledger.Enter("ipv4:10.0.0.1:1", CallKind::kUnary);
-  auto a2 = ledger.Enter("ipv4:10.0.0.1:2", CallKind::kUnary);
-  auto b = ledger.Enter("ipv4:10.0.0.2:1", CallKind::kUnary);
+  auto a1 = ledger.Enter("ipv4:10.0.0.1", CallKind::kUnary);
+  auto a2 = ledger.Enter("ipv4:10.0.0.1", CallKind::kUnary);
+  auto b = ledger.Enter("ipv4:10.0.0.2", CallKind::kUnary);
   ASSERT_TRUE(a1.ok() && a2.ok() && b.ok());
   EXPECT_TRUE(a1->TakeReply(60));
   // The share is the host's, over all its calls and connections.
@@ -325,12 +309,12 @@ TEST(CallLedgerTest, ReplyRoomWalksHostsUntilOneHasAnIdleCallToEnd) {
   for (auto& ticket : nat.tickets) ticket->ChargeReply(50);
   for (int i = 0; i < 2; ++i) {
     auto unary =
-        ledger.Enter(absl::StrCat("ipv4:10.0.0.2:", i), CallKind::kUnary);
+        ledger.Enter("ipv4:10.0.0.2", CallKind::kUnary);
     ASSERT_TRUE(unary.ok());
     idle.Add(*std::move(unary));
   }
   idle.tickets[0]->ChargeReply(150);  // The other has no answer in flight.
-  auto asker = ledger.Enter("ipv4:10.0.0.3:1", CallKind::kUnary);
+  auto asker = ledger.Enter("ipv4:10.0.0.3", CallKind::kUnary);
   ASSERT_TRUE(asker.ok());
   clock.Advance(absl::Milliseconds(1500));
   for (auto& ticket : nat.tickets) ticket->Touch();  // At their cadence.
@@ -364,7 +348,7 @@ TEST(CallLedgerTest, ManyThreadsEnterEvictAndLeaveWithinTheBounds) {
       std::deque<std::pair<CallLedger::Ticket, std::unique_ptr<Ended>>> mine;
       for (int i = 0; i < kRounds; ++i) {
         auto ticket =
-            ledger.Enter(absl::StrCat("ipv4:10.0.0.", (t + i) % 5, ":", i),
+            ledger.Enter(absl::StrCat("ipv4:10.0.0.", (t + i) % 5),
                          CallKind::kHeartbeat);
         if (ticket.ok()) {
           admitted.fetch_add(1);

@@ -37,9 +37,9 @@ class TestSink final : public CallSink {
   std::atomic<Compression> last_compression{Compression::kNone};
   std::atomic<H2Call*> silent{nullptr};
 
-  void OnCall(H2Call* call, const std::string& peer) override {
+  void OnCall(H2Call* call, const PeerAddress& peer) override {
     ++calls;
-    last_peer = peer;
+    last_peer = peer.text;
     const std::string& path = call->head().path;
     if (path == "/t.T/Fail") {
       call->Finish(5, "n\xc3\xb6 100%", {{"x-extra", "yes"}});
