@@ -62,7 +62,7 @@ CallDispatcher::CallDispatcher(CallMetrics* metrics, CallDoor* door,
 
 CallDispatcher::~CallDispatcher() = default;
 
-void CallDispatcher::Add(Method method, Factory make) {
+void CallDispatcher::Add(Method method, CallFactory make) {
   const MethodRow& row = RowOf(method);
   CallSeries* series =
       metrics_ == nullptr ? nullptr : metrics_->For(row.path, row.kind);

@@ -17,7 +17,7 @@
 #include "server/ops/call_metrics.h"
 #include "server/rpc/call_door.h"
 #include "server/rpc/method_table.h"
-#include "server/rpc/call_handlers.h"
+#include "server/rpc/call_start.h"
 #include "server/rpc/h2_transport.h"
 
 namespace metasrv::server {
@@ -27,7 +27,6 @@ namespace metasrv::server {
 // threads.
 class CallDispatcher final : public CallSink {
  public:
-  using Factory = MethodHandlers;
 
   // Counts calls in `metrics` (null: not counted) and admits them through
   // `door` (not null: tests of the runtime alone pass an open one,
@@ -43,7 +42,7 @@ class CallDispatcher final : public CallSink {
 
   // Serves `method` (its path and kind are its row's) with `make` (the
   // shapes' Factory() makes it).
-  void Add(Method method, Factory make);
+  void Add(Method method, CallFactory make);
   // Whether `method` is served.
   bool Serves(Method method) const {
     return methods_.contains(RowOf(method).path);
@@ -75,7 +74,7 @@ class CallDispatcher final : public CallSink {
  private:
   struct Entry {
     const MethodRow* row;  // The method's row.
-    Factory make;          // Its handlers.
+    CallFactory make;      // Makes its calls' shape.
     CallSeries* series;    // Its call metrics; null when not counted.
   };
 

@@ -3,10 +3,11 @@
 // is checked then (a wrong one's answer delayed, ops/auth_backoff.h),
 // its request must arrive within --request_timeout, it is admitted by its
 // leader policy once decoded (method_table.h), and its answer is charged to
-// its peer's share of the reply budget and cancelled if left unread past
-// --reply_stall_limit. The dispatcher and the three shapes apply it (the
-// streams' leader policy per request, through AdmitLeader()); services
-// only serve what it admitted. It knows nothing of gRPC's calls: it is given a
+// its peer's share of the reply budget until the socket has taken it (an
+// answer not written within --reply_stall_limit is ended by the transport,
+// H2Connection::Tick, and given back then). The dispatcher and the three
+// shapes apply it (the streams' leader policy per request, through
+// AdmitLeader()); services only serve what it admitted. It knows nothing of gRPC's calls: it is given a
 // call's peer and authorization and answers with a ticket or a status.
 #ifndef METASRV_SERVER_RPC_CALL_DOOR_H_
 #define METASRV_SERVER_RPC_CALL_DOOR_H_

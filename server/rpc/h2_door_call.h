@@ -21,7 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "server/ops/call_metrics.h"
-#include "server/rpc/call_handlers.h"
+#include "server/rpc/call_start.h"
 #include "server/rpc/h2_call.h"
 
 namespace metasrv::server {

@@ -18,7 +18,7 @@ SharedMessage::SharedMessage(const google::protobuf::MessageLite& message) {
   pieces_.push_back(SharedBytes::Of(std::move(text)));
 }
 
-MethodHandlers PushCall::Factory(MakeHandler make) {
+CallFactory PushCall::Factory(MakeHandler make) {
   auto shared = std::make_shared<const MakeHandler>(std::move(make));
   return [shared](H2Start start) { Start(std::move(start), (*shared)()); };
 }

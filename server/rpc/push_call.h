@@ -90,7 +90,7 @@ class PushCall final : public H2DoorCall {
   using MakeHandler = std::function<std::unique_ptr<Handler>()>;
 
   // The handler of the method, for the dispatcher.
-  static MethodHandlers Factory(MakeHandler make);
+  static CallFactory Factory(MakeHandler make);
 
   // peer() (H2DoorCall): the client's address ("ipv4:10.0.0.1:5000").
   // Sends `item` if no write is in flight, else keeps it as the next one

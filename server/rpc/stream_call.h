@@ -76,7 +76,7 @@ class StreamCall final : public H2DoorCall {
   using MakeHandler = std::function<std::unique_ptr<Handler>()>;
 
   // The handler of the method, for the dispatcher.
-  static MethodHandlers Factory(MakeHandler make) {
+  static CallFactory Factory(MakeHandler make) {
     auto shared = std::make_shared<const MakeHandler>(std::move(make));
     return [shared](H2Start start) { Start(std::move(start), (*shared)()); };
   }

@@ -40,7 +40,7 @@ class UnaryCall final : public H2DoorCall {
   using Serve = std::function<void(UnaryCall*)>;
   // The handler of the method, which the dispatcher names once
   // (CallDispatcher::Add).
-  static MethodHandlers Factory(Serve serve) {
+  static CallFactory Factory(Serve serve) {
     auto shared = std::make_shared<const Serve>(std::move(serve));
     return [shared](H2Start start) { Start(std::move(start), shared.get()); };
   }

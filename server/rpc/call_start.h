@@ -1,8 +1,10 @@
-// What a method registers with the dispatcher: how the transport's calls of
-// it are served. The shapes (unary_call.h, stream_call.h, push_call.h) make
-// it from one method; the services see no transport.
-#ifndef METASRV_SERVER_RPC_CALL_HANDLERS_H_
-#define METASRV_SERVER_RPC_CALL_HANDLERS_H_
+// What a call starts from: the call the door let in (H2Start), with its
+// limits, and the factory a method registers with the dispatcher, which
+// makes the call's shape from it. The shapes (unary_call.h, stream_call.h,
+// push_call.h) make that factory from one method; the services see no
+// transport.
+#ifndef METASRV_SERVER_RPC_CALL_START_H_
+#define METASRV_SERVER_RPC_CALL_START_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -64,13 +66,11 @@ struct H2Start {
   CallBook* book = nullptr;      // Calls alive, for shutdown; may be null.
 };
 
-// Makes the shape of a call on the nghttp2 transport; the shape owns
-// itself from then on (it ends when its stream is closed).
-using H2Factory = std::function<void(H2Start start)>;
-
-// How one method's calls are served.
-using MethodHandlers = H2Factory;
+// How one method's calls are served: makes the shape of a call on the
+// nghttp2 transport, which owns itself from then on (it ends when its
+// stream is closed).
+using CallFactory = std::function<void(H2Start start)>;
 
 }  // namespace metasrv::server
 
-#endif  // METASRV_SERVER_RPC_CALL_HANDLERS_H_
+#endif  // METASRV_SERVER_RPC_CALL_START_H_
