@@ -37,6 +37,22 @@ absl::Status H2DoorCall::Begin() {
   return attached;
 }
 
+RawRequest H2DoorCall::Raw(Compression compression,
+                           const std::string& message) const {
+  return RawRequest(&message, compression, limits_.max_request_bytes,
+                    call_->inflate_gate());
+}
+
+absl::StatusOr<Admission> H2DoorCall::DecodeAndAdmit(
+    Compression compression, const std::string& message,
+    google::protobuf::MessageLite* request) const {
+  if (absl::Status decoded = Raw(compression, message).DecodeInto(request);
+      !decoded.ok()) {
+    return decoded;
+  }
+  return limits_.door->AdmitLeader(row_->method);
+}
+
 void H2DoorCall::RequestCame() {
   if (request_came_) return;
   request_came_ = true;

@@ -19,10 +19,13 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/ops/call_metrics.h"
 #include "server/rpc/call_start.h"
 #include "server/rpc/h2_call.h"
+#include "server/rpc/method_table.h"
+#include "server/rpc/raw_request.h"
 
 namespace metasrv::server {
 
@@ -47,6 +50,16 @@ class H2DoorCall : public CallEvents, public virtual AbortableCall {
   // Loop thread: its first request came; the client's deadline applies now
   // and the ledger no longer ends it as idle.
   void RequestCame();
+  // A request message of the call, as its shape hands it to a codec: its
+  // compression as the transport named it, inflated at most to the call's
+  // bound and within its host's share (valid while `message` is).
+  RawRequest Raw(Compression compression, const std::string& message) const;
+  // The one admit step of a call's request: `message` decoded into
+  // `request` (Raw()) and admitted by the method's leader policy. The
+  // admission, or the error to end the call with.
+  absl::StatusOr<Admission> DecodeAndAdmit(
+      Compression compression, const std::string& message,
+      google::protobuf::MessageLite* request) const;
   // The ledger may end it from now on, whatever it does (a stream; loop
   // thread). An error if the ledger refused.
   absl::Status Attach();

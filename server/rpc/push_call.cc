@@ -41,12 +41,10 @@ std::optional<std::vector<SharedBytes>> PushCall::Choose(
   return message->pieces();
 }
 
-absl::Status PushCall::Admit(const RawRequest& raw) {
-  if (absl::Status decoded = raw.DecodeInto(handler_->request());
-      !decoded.ok()) {
-    return decoded;
-  }
-  if (absl::Status admitted = limits_.door->AdmitLeader(row_->method).status();
+absl::Status PushCall::Admit(Compression compression,
+                             const std::string& message) {
+  if (absl::Status admitted =
+          DecodeAndAdmit(compression, message, handler_->request()).status();
       !admitted.ok()) {
     return admitted;
   }
@@ -61,9 +59,7 @@ absl::Status PushCall::Admit(const RawRequest& raw) {
 void PushCall::OnMessage(H2Call* stream, Compression compression,
                          std::string message) {
   RequestCame();
-  absl::Status accepted =
-      Admit(RawRequest(&message, compression, limits_.max_request_bytes,
-                       stream->inflate_gate()));
+  absl::Status accepted = Admit(compression, message);
   if (accepted.ok()) accepted = handler_->OnRequest(this);
   if (accepted.ok()) accepted = Attach();
   if (!accepted.ok()) {

@@ -104,7 +104,9 @@ class PushCall final : public H2DoorCall {
   static void Start(H2Start start, std::unique_ptr<Handler> handler);
   PushCall(H2Start start, std::unique_ptr<Handler> handler)
       : H2DoorCall(std::move(start)), handler_(std::move(handler)) {}
-  absl::Status Admit(const RawRequest& raw);
+  // DecodeAndAdmit(), and refused while answers unread hold more than the
+  // reply budget (a stream that does not read is not started then).
+  absl::Status Admit(Compression compression, const std::string& message);
 
   void OnMessage(H2Call* stream, Compression compression,
                  std::string message) override;

@@ -118,10 +118,8 @@ class StreamCall final : public H2DoorCall {
       End(admitted.status(), true);
       return;
     }
-    const StreamStep step = handler_->OnRequest(
-        RawRequest(&message, compression, limits_.max_request_bytes,
-                   stream->inflate_gate()),
-        *admitted, &answer_);
+    const StreamStep step =
+        handler_->OnRequest(Raw(compression, message), *admitted, &answer_);
     switch (step.kind()) {
       case StreamStep::Kind::kEnd:
         End(step.status(), true);

@@ -152,20 +152,13 @@ class UnaryCall final : public H2DoorCall {
       End(absl::DeadlineExceededError("deadline exceeded"), false);
       return;
     }
-    absl::Status admitted =
-        RawRequest(&message, compression, limits_.max_request_bytes,
-                   stream->inflate_gate())
-            .DecodeInto(request_);
-    if (admitted.ok()) {
-      absl::StatusOr<Admission> admission =
-          limits_.door->AdmitLeader(row_->method);
-      admitted = admission.status();
-      if (admission.ok()) admission_ = *admission;
-    }
-    if (!admitted.ok()) {
-      End(admitted, true);
+    absl::StatusOr<Admission> admission =
+        DecodeAndAdmit(compression, message, request_);
+    if (!admission.ok()) {
+      End(admission.status(), true);
       return;
     }
+    admission_ = *admission;
     Hold();  // Until Finish() has run on the loop.
     // Its end, or a second message (an error), is read meanwhile.
     stream->Next();
