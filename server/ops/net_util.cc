@@ -164,20 +164,4 @@ absl::StatusOr<std::string> AdvertisableAddress(const std::string& bind_addr) {
   return JoinHostPort(chosen, port);
 }
 
-std::string PeerString(const sockaddr_storage& addr) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (addr.ss_family == AF_INET) {
-    const auto& in = reinterpret_cast<const sockaddr_in&>(addr);
-    inet_ntop(AF_INET, &in.sin_addr, text, sizeof(text));
-    return absl::StrCat("ipv4:", text, ":", ntohs(in.sin_port));
-  }
-  const auto& in6 = reinterpret_cast<const sockaddr_in6&>(addr);
-  if (IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr)) {
-    inet_ntop(AF_INET, &in6.sin6_addr.s6_addr[12], text, sizeof(text));
-    return absl::StrCat("ipv4:", text, ":", ntohs(in6.sin6_port));
-  }
-  inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof(text));
-  return absl::StrCat("ipv6:[", text, "]:", ntohs(in6.sin6_port));
-}
-
 }  // namespace metasrv::server

@@ -32,10 +32,6 @@ std::string RoutedAddress(int family);
 // "host:port", bracketing IPv6 hosts.
 std::string JoinHostPort(absl::string_view host, int port);
 
-// A connection's peer as gRPC writes it: "ipv4:A.B.C.D:P", "ipv6:[ADDR]:P"
-// (a v4-mapped address as ipv4). The door groups hosts by it.
-std::string PeerString(const sockaddr_storage& addr);
-
 }  // namespace metasrv::server
 
 #endif  // METASRV_SERVER_OPS_NET_UTIL_H_
