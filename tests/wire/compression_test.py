@@ -36,23 +36,29 @@ def flows(answer):
     return list(parse(meta.metasrv_pb2.GetFlowStateResponse, answer).flow_ids)
 
 
-class EncodingsTest(unittest.TestCase):
+class LoadedServerCase(unittest.TestCase):
+    """One server for the class, loaded with NODES x FLOWS flows; conn()
+    opens a tonic client to it, closed after the test."""
+    NODES, FLOWS = 1, 3
+
     @classmethod
     def setUpClass(cls):
         cls.server = Server()
-        load_flows(cls.server.addr, 1, 3)
+        load_flows(cls.server.addr, cls.NODES, cls.FLOWS)
 
     @classmethod
     def tearDownClass(cls):
         cls.server.stop()
 
-    def conn(self, encoding):
-        conn = tonic_client.Connection(self.server.addr, encoding=encoding)
+    def conn(self, **options):
+        conn = tonic_client.Connection(self.server.addr, **options)
         self.addCleanup(conn.close)
         return conn
 
+
+class EncodingsTest(LoadedServerCase):
     def test_gzip_on_every_shape(self):
-        conn = self.conn("gzip")
+        conn = self.conn(encoding="gzip")
         self.assertEqual(flows(conn.unary(
             GET_FLOW_STATE, meta.metasrv_pb2.GetFlowStateRequest())), [0, 1, 2])
         answer = parse(meta.cluster_pb2.RangeResponse, conn.unary(
@@ -81,7 +87,7 @@ class EncodingsTest(unittest.TestCase):
         parsed = meta.cluster_pb2.RangeRequest()
         parsed.ParseFromString(body)
         self.assertEqual(parsed.key, b"__flow/state")
-        conn = self.conn("identity")
+        conn = self.conn(encoding="identity")
         call = conn.open(RANGE)
         call.send_raw(struct.pack(">BI", 0, len(body)) + body, end=True)
         answer = parse(meta.cluster_pb2.RangeResponse, call.recv())
@@ -91,7 +97,7 @@ class EncodingsTest(unittest.TestCase):
     def test_a_body_that_does_not_inflate_is_invalid_argument(self):
         plain = meta.cluster_pb2.RangeRequest(key=b"__flow/state")
         for encoding in ("zstd", "gzip"):
-            conn = self.conn(encoding)
+            conn = self.conn(encoding=encoding)
             call = conn.open(RANGE)
             body = plain.SerializeToString()  # Flagged, not compressed.
             call.send_raw(struct.pack(">BI", 1, len(body)) + body, end=True)
@@ -104,7 +110,7 @@ class EncodingsTest(unittest.TestCase):
     def test_the_flag_without_an_encoding_is_internal_on_every_shape(self):
         body = report(42, [(42, 1, 1)]).SerializeToString()
         for path in (HEARTBEAT, GET_FLOW_STATE):
-            conn = self.conn("identity")
+            conn = self.conn(encoding="identity")
             call = conn.open(path)
             call.send_raw(struct.pack(">BI", 1, len(body)) + body)
             with self.assertRaises(tonic_client.CallError) as error:
@@ -113,7 +119,7 @@ class EncodingsTest(unittest.TestCase):
             self.assertIn("compressed flag", error.exception.message)
 
     def test_an_unknown_encoding_is_unimplemented_and_lists_the_accepted(self):
-        conn = self.conn("identity")
+        conn = self.conn(encoding="identity")
         call = conn.open(GET_FLOW_STATE, metadata=[("grpc-encoding", "deflate")])
         call.send_raw(struct.pack(">BI", 0, 0), end=True)
         with self.assertRaises(tonic_client.CallError) as error:
@@ -134,20 +140,8 @@ def read(conn, path, request):
     return answer, call.flags[0], dict(call.headers).get("grpc-encoding")
 
 
-class CompressedAnswersTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-        load_flows(cls.server.addr, 3, 3000)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
-    def conn(self, accept="gzip,zstd,identity"):
-        conn = tonic_client.Connection(self.server.addr, accept=accept)
-        self.addCleanup(conn.close)
-        return conn
+class CompressedAnswersTest(LoadedServerCase):
+    NODES, FLOWS = 3, 3000
 
     @staticmethod
     def large():
@@ -161,8 +155,8 @@ class CompressedAnswersTest(unittest.TestCase):
                                                       limit=1))]
 
     def test_large_reads_are_zstd_for_a_client_that_lists_it(self):
-        tonic, plain, gzip_only = (self.conn(), self.conn("identity"),
-                                   self.conn("gzip,identity"))
+        tonic, plain, gzip_only = (self.conn(), self.conn(accept="identity"),
+                                   self.conn(accept="gzip,identity"))
         for path, request in self.large():
             with self.subTest(path=path, request=str(request)):
                 expected, flag, encoding = read(plain, path, request)
