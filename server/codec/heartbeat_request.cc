@@ -188,4 +188,13 @@ absl::StatusOr<core::NodeHeartbeat> HeartbeatRequestReader::TakeHeartbeat(
   return heartbeat;
 }
 
+absl::Status DecodeMessage(const RawRequest& raw, DecodedHeartbeat* request) {
+  if (absl::Status read = request->reader.Read(raw); !read.ok()) return read;
+  absl::StatusOr<ParsedHeartbeat> parsed =
+      request->reader.Parse(request->max_flows_per_report);
+  if (!parsed.ok()) return parsed.status();
+  request->parsed = *std::move(parsed);
+  return absl::OkStatus();
+}
+
 }  // namespace metasrv::server

@@ -136,6 +136,24 @@ class HeartbeatRequestReader {
   std::optional<uint64_t> node_id_;               // See node_id().
 };
 
+// One heartbeat stream's requests as the stream shape decodes them (its
+// Request, stream_call.h): each message read and parsed whole in one step,
+// its report held to `max_flows_per_report` flows. Thread-compatible: one
+// per stream.
+struct DecodedHeartbeat {
+  explicit DecodedHeartbeat(uint64_t max_flows_per_report)
+      : max_flows_per_report(max_flows_per_report) {}
+  const uint64_t max_flows_per_report;
+  HeartbeatRequestReader reader;  // Reads each message; reused.
+  ParsedHeartbeat parsed;         // The message last decoded, whole.
+};
+
+// The heartbeat's codec as the stream shape enters it, once per message:
+// `raw` read (HeartbeatRequestReader::Read) and parsed whole (Parse) into
+// `request->parsed`. An error from either, naming what is wrong; then
+// `request->parsed` is not to be used.
+absl::Status DecodeMessage(const RawRequest& raw, DecodedHeartbeat* request);
+
 }  // namespace metasrv::server
 
 #endif  // METASRV_SERVER_CODEC_HEARTBEAT_REQUEST_H_

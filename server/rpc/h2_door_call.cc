@@ -37,20 +37,15 @@ absl::Status H2DoorCall::Begin() {
   return attached;
 }
 
-RawRequest H2DoorCall::Raw(Compression compression,
-                           const std::string& message) const {
-  return RawRequest(&message, compression, limits_.max_request_bytes,
-                    call_->inflate_gate());
-}
-
-absl::StatusOr<Admission> H2DoorCall::DecodeAndAdmit(
-    Compression compression, const std::string& message,
-    google::protobuf::MessageLite* request) const {
-  if (absl::Status decoded = Raw(compression, message).DecodeInto(request);
-      !decoded.ok()) {
-    return decoded;
+void H2DoorCall::Open() {
+  H2Call* stream = call_;
+  absl::Status opened = Begin();
+  if (opened.ok()) opened = OnOpen();
+  if (!opened.ok()) {
+    End(opened, true);
+    return;
   }
-  return limits_.door->AdmitLeader(row_->method);
+  stream->Next();
 }
 
 void H2DoorCall::RequestCame() {

@@ -44,22 +44,37 @@ class H2DoorCall : public CallEvents, public virtual AbortableCall {
   explicit H2DoorCall(H2Start start);
   ~H2DoorCall() override;
 
+  // The one start of every shape, on the loop thread, once, right after
+  // its factory made it: Begin(), then the shape's OnOpen(), then its
+  // first request is read. An error ends the call with it (GreptimeDB's
+  // metadata included).
+  void Open();
+  // The shape's own start, after Begin(): an error ends the call.
+  virtual absl::Status OnOpen() { return absl::OkStatus(); }
   // Loop thread: takes the call's events, arms its request deadline and
   // lets the ledger end it while it is idle. An error: end it with that.
   absl::Status Begin();
   // Loop thread: its first request came; the client's deadline applies now
   // and the ledger no longer ends it as idle.
   void RequestCame();
-  // A request message of the call, as its shape hands it to a codec: its
-  // compression as the transport named it, inflated at most to the call's
-  // bound and within its host's share (valid while `message` is).
-  RawRequest Raw(Compression compression, const std::string& message) const;
-  // The one admit step of a call's request: `message` decoded into
-  // `request` (Raw()) and admitted by the method's leader policy. The
-  // admission, or the error to end the call with.
-  absl::StatusOr<Admission> DecodeAndAdmit(
-      Compression compression, const std::string& message,
-      google::protobuf::MessageLite* request) const;
+  // The one decode-and-admit step of every shape's request: `message`
+  // (compressed as the transport named it) decoded into `request` by its
+  // codec (DecodeMessage, raw_request.h), inflated at most to the call's
+  // bound and within its host's share, then admitted by the method's
+  // leader policy. The admission, or the error to end the call with.
+  template <typename Request>
+  absl::StatusOr<Admission> DecodeAndAdmit(Compression compression,
+                                           const std::string& message,
+                                           Request* request) const {
+    if (absl::Status decoded = DecodeMessage(
+            RawRequest(&message, compression, limits_.max_request_bytes,
+                       call_->inflate_gate()),
+            request);
+        !decoded.ok()) {
+      return decoded;
+    }
+    return limits_.door->AdmitLeader(row_->method);
+  }
   // The ledger may end it from now on, whatever it does (a stream; loop
   // thread). An error if the ledger refused.
   absl::Status Attach();

@@ -20,17 +20,9 @@ SharedMessage::SharedMessage(const google::protobuf::MessageLite& message) {
 
 CallFactory PushCall::Factory(MakeHandler make) {
   auto shared = std::make_shared<const MakeHandler>(std::move(make));
-  return [shared](H2Start start) { Start(std::move(start), (*shared)()); };
-}
-
-void PushCall::Start(H2Start start, std::unique_ptr<Handler> handler) {
-  auto* call = new PushCall(std::move(start), std::move(handler));
-  H2Call* stream = call->call_;
-  if (absl::Status begun = call->Begin(); !begun.ok()) {
-    call->End(begun, true);
-    return;
-  }
-  stream->Next();
+  return [shared](H2Start start) {
+    (new PushCall(std::move(start), (*shared)()))->Open();
+  };
 }
 
 std::optional<std::vector<SharedBytes>> PushCall::Choose(

@@ -101,7 +101,6 @@ class PushCall final : public H2DoorCall {
   bool Offer(std::shared_ptr<const PushItem> item) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  static void Start(H2Start start, std::unique_ptr<Handler> handler);
   PushCall(H2Start start, std::unique_ptr<Handler> handler)
       : H2DoorCall(std::move(start)), handler_(std::move(handler)) {}
   // DecodeAndAdmit(), and refused while answers unread hold more than the

@@ -61,6 +61,15 @@ class RawRequest {
   const InflateGate gate_;
 };
 
+// Decodes `raw` into `request`: what every shape's decode-and-admit step
+// calls (H2DoorCall::DecodeAndAdmit). A protobuf message is parsed by
+// protobuf; a codec with a reader of its own declares an overload of
+// DecodeMessage for it, in its reader's namespace, beside the reader.
+inline absl::Status DecodeMessage(const RawRequest& raw,
+                                  google::protobuf::MessageLite* request) {
+  return raw.DecodeInto(request);
+}
+
 }  // namespace metasrv::server
 
 #endif  // METASRV_SERVER_RPC_RAW_REQUEST_H_

@@ -53,17 +53,13 @@ size_t LongestName(const Request& request) {
 // decoded and answered in order (the shape charges each answer through the
 // door).
 template <typename Request, typename Response, typename Owner>
-class ReflectionStream final : public StreamCall<Response>::Handler {
+class ReflectionStream final : public StreamCall<Request, Response>::Handler {
  public:
   explicit ReflectionStream(const Owner* service) : service_(service) {}
 
-  StreamStep OnRequest(const RawRequest& raw, const Admission&,
+  StreamStep OnRequest(Request* request, const Admission&,
                        Response* answer) override {
-    Request request;
-    if (absl::Status decoded = raw.DecodeInto(&request); !decoded.ok()) {
-      return StreamStep::End(decoded);
-    }
-    *answer = service_->Answer(request);
+    *answer = service_->Answer(*request);
     return StreamStep::Answer();
   }
 
@@ -127,7 +123,7 @@ void ReflectionService<Service, Request, Response>::Register(
       FindMethod(absl::StrCat("/", Service::service_full_name(),
                               "/ServerReflectionInfo"))
           ->method;
-  using Call = StreamCall<Response>;
+  using Call = StreamCall<Request, Response>;
   dispatcher->Add(
       method, Call::Factory([this]() {
         return std::unique_ptr<typename Call::Handler>(

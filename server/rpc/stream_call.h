@@ -1,18 +1,20 @@
 // The bidirectional stream shape: one answer per request, in order, one at
-// a time. A method's logic is a StreamCall::Handler that sees each request
-// as bytes (RawRequest, bounded by its method) admitted by its method's
-// leader policy, and fills the answer; the shape owns the rest of the call
-// protocol: the admission of each request, the request deadline, the reply
-// charge through the door,
-// the status sent exactly once, and ending the stream when the ledger says
-// (AbortableCall: a step-down, silence, another host's fair share) behind
-// any answer in flight.
+// a time. Each request is decoded by its method's codec into the call's
+// Request (DecodeMessage, raw_request.h: protobuf's parse, or a codec's own
+// overload, as heartbeat_request.h's) within its method's bound, and
+// admitted by its method's leader policy; a method's logic is a
+// StreamCall::Handler that sees the decoded request and fills the answer.
+// The shape owns the rest of the call protocol: the request deadline, the
+// reply charge through the door, the status sent exactly once, and ending
+// the stream when the ledger says (AbortableCall: a step-down, silence,
+// another host's fair share) behind any answer in flight.
 #ifndef METASRV_SERVER_RPC_STREAM_CALL_H_
 #define METASRV_SERVER_RPC_STREAM_CALL_H_
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -50,7 +52,7 @@ class StreamStep {
 
 // A bidi stream of one answer per request, as its method sees it. It reads
 // the next request only while fewer than kMaxQueued answers wait to leave.
-template <typename Answer>
+template <typename Request, typename Answer>
 class StreamCall final : public H2DoorCall {
  public:
   // A method's logic, one per call. Its callbacks run one at a time.
@@ -63,22 +65,36 @@ class StreamCall final : public H2DoorCall {
     virtual absl::Status OnOpen(StreamCall* /*call*/) {
       return absl::OkStatus();
     }
-    // One request, admitted as `admission` says (a leader policy that
-    // refuses ended the stream before). `answer` is the same message every
-    // time: the handler sets it whole.
-    virtual StreamStep OnRequest(const RawRequest& request,
-                                 const Admission& admission,
+    // One request, decoded into `request` (the call's, reused: the handler
+    // may take from it) and admitted as `admission` says (a request that
+    // does not decode, or a leader policy that refuses, ended the stream
+    // before). `answer` is the same message every time: the handler sets
+    // it whole.
+    virtual StreamStep OnRequest(Request* request, const Admission& admission,
                                  Answer* answer) = 0;
     // The call is over: nothing more is called.
     virtual void OnClose() {}
   };
-  // Makes the logic of one call.
+  // Makes the logic of one call, and the request its messages are decoded
+  // into.
   using MakeHandler = std::function<std::unique_ptr<Handler>()>;
+  using MakeRequest = std::function<std::unique_ptr<Request>()>;
 
-  // The handler of the method, for the dispatcher.
-  static CallFactory Factory(MakeHandler make) {
-    auto shared = std::make_shared<const MakeHandler>(std::move(make));
-    return [shared](H2Start start) { Start(std::move(start), (*shared)()); };
+  // The handler of the method, for the dispatcher. Without `make_request`
+  // each call decodes into a default-made Request.
+  static CallFactory Factory(MakeHandler make,
+                             MakeRequest make_request = nullptr) {
+    if constexpr (std::is_default_constructible_v<Request>) {
+      if (make_request == nullptr) {
+        make_request = [] { return std::make_unique<Request>(); };
+      }
+    }
+    auto makers = std::make_shared<const std::pair<MakeHandler, MakeRequest>>(
+        std::move(make), std::move(make_request));
+    return [makers](H2Start start) {
+      (new StreamCall(std::move(start), makers->first(), makers->second()))
+          ->Open();
+    };
   }
 
   // peer() (H2DoorCall): the client's address ("ipv4:10.0.0.1:5000").
@@ -91,20 +107,16 @@ class StreamCall final : public H2DoorCall {
   }
 
  private:
-  static void Start(H2Start start, std::unique_ptr<Handler> handler) {
-    auto* call = new StreamCall(std::move(start), std::move(handler));
-    H2Call* stream = call->call_;
-    absl::Status opened = call->Begin();
-    if (opened.ok()) opened = call->Attach();
-    if (opened.ok()) opened = call->handler_->OnOpen(call);
-    if (!opened.ok()) {
-      call->End(opened, true);
-      return;
-    }
-    stream->Next();
+  StreamCall(H2Start start, std::unique_ptr<Handler> handler,
+             std::unique_ptr<Request> request)
+      : H2DoorCall(std::move(start)),
+        handler_(std::move(handler)),
+        request_(std::move(request)) {}
+
+  absl::Status OnOpen() override {
+    absl::Status attached = Attach();
+    return attached.ok() ? handler_->OnOpen(this) : attached;
   }
-  StreamCall(H2Start start, std::unique_ptr<Handler> handler)
-      : H2DoorCall(std::move(start)), handler_(std::move(handler)) {}
 
   void OnMessage(H2Call* stream, Compression compression,
                  std::string message) override {
@@ -113,13 +125,13 @@ class StreamCall final : public H2DoorCall {
     // Each request is admitted as the door admits a call: a heartbeat
     // merges under the term it was admitted with.
     absl::StatusOr<Admission> admitted =
-        limits_.door->AdmitLeader(row_->method);
+        DecodeAndAdmit(compression, message, request_.get());
     if (!admitted.ok()) {
       End(admitted.status(), true);
       return;
     }
     const StreamStep step =
-        handler_->OnRequest(Raw(compression, message), *admitted, &answer_);
+        handler_->OnRequest(request_.get(), *admitted, &answer_);
     switch (step.kind()) {
       case StreamStep::Kind::kEnd:
         End(step.status(), true);
@@ -161,6 +173,7 @@ class StreamCall final : public H2DoorCall {
   static constexpr size_t kMaxQueued = 2;
 
   std::unique_ptr<Handler> handler_;  // The method's logic.
+  std::unique_ptr<Request> request_;  // Decoded into, per request.
   Answer answer_;                     // Reused per answer.
   bool awaiting_drain_ = false;  // The next request waits for OnDrained.
 };

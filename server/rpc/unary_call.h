@@ -42,7 +42,9 @@ class UnaryCall final : public H2DoorCall {
   // (CallDispatcher::Add).
   static CallFactory Factory(Serve serve) {
     auto shared = std::make_shared<const Serve>(std::move(serve));
-    return [shared](H2Start start) { Start(std::move(start), shared.get()); };
+    return [shared](H2Start start) {
+      (new UnaryCall(std::move(start), shared.get()))->Open();
+    };
   }
 
   const Request& request() const { return *request_; }
@@ -121,15 +123,6 @@ class UnaryCall final : public H2DoorCall {
   }
 
  private:
-  static void Start(H2Start start, const Serve* serve) {
-    auto* call = new UnaryCall(std::move(start), serve);
-    H2Call* stream = call->call_;
-    if (absl::Status begun = call->Begin(); !begun.ok()) {
-      call->End(begun, true);
-      return;
-    }
-    stream->Next();
-  }
   UnaryCall(H2Start start, const Serve* serve)
       : H2DoorCall(std::move(start)),
         serve_(serve),

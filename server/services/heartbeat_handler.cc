@@ -94,18 +94,13 @@ uint64_t HeartbeatHandler::IntervalFor(int role) const {
              : absl::ToInt64Milliseconds(options_.heartbeat_interval);
 }
 
-absl::Status HeartbeatHandler::Handle(HeartbeatRequestReader* reader,
-                                      bool handshake,
+absl::Status HeartbeatHandler::Handle(ParsedHeartbeat parsed, bool handshake,
                                       const Admission& admission,
                                       HeartbeatResponse* response,
                                       const std::string& origin) {
-  // What a node says about itself is checked and bounded before anything
-  // of it is kept.
-  absl::StatusOr<ParsedHeartbeat> parsed =
-      reader->Parse(options_.max_flows_per_report);
-  if (!parsed.ok()) return parsed.status();
-  const int role = parsed->role;
-  const bool has_report = parsed->has_report;
+  // What a node says about itself was checked and bounded as it was read.
+  const int role = parsed.role;
+  const bool has_report = parsed.has_report;
   metrics_->HeartbeatReceived(role);
   response->Clear();
   response->mutable_header()->set_protocol_version(1);
@@ -118,9 +113,9 @@ absl::Status HeartbeatHandler::Handle(HeartbeatRequestReader* reader,
   }
   const bool serve = admission.kind == Admission::Kind::kServe;
   if (serve) {
-    if (parsed->heartbeat.ok()) parsed->heartbeat->origin = origin;
+    if (parsed.heartbeat.ok()) parsed.heartbeat->origin = origin;
     absl::StatusOr<MergeResult> merged =
-        MergeFlowStat(*std::move(parsed), admission.state_term);
+        MergeFlowStat(std::move(parsed), admission.state_term);
     // kAborted: leadership was lost while merging; answer as a follower.
     if (merged.ok() || !absl::IsAborted(merged.status())) {
       return merged.status();

@@ -56,21 +56,21 @@ class HeartbeatHandler {
                    Metrics* metrics = nullptr,
                    RefusedReports* refused = nullptr);
 
-  // Handles one request of a stream (`request` holds it, just read; its
-  // flows are taken), admitted as `admission` says (the heartbeat's row of
-  // the method table, applied by the stream shape); `handshake` is true for
-  // its first, whose answer carries the heartbeat config (also when not
-  // leading).
+  // Handles one request of a stream, read whole (`parsed`: the stream
+  // shape's decode, DecodeMessage, or HeartbeatRequestReader::Parse held to
+  // max_flows_per_report()), admitted as `admission` says (the heartbeat's
+  // row of the method table, applied by the stream shape); `handshake` is
+  // true for its first, whose answer carries the heartbeat config (also
+  // when not leading).
   // - OK: send `*response` and go on reading.
   // - kAborted: this replica does not lead. `*response` carries the
   //   not-leader error; send it, then end the stream with ABORTED.
-  // - any other error (kInvalidArgument for a missing header, an unknown
-  //   role, a string past kMaxNodeStringBytes or too many flows; or a
-  //   failed merge): end the stream with it;
-  //   send nothing. The node's previous report stays as it was.
+  // - any other error (kInvalidArgument for too many flows or a malformed
+  //   extension; or a failed merge): end the stream with it; send nothing.
+  //   The node's previous report stays as it was.
   // `origin` is the client's host as the shares key it (its node slot is
   // charged to it at --max_nodes); empty: none.
-  absl::Status Handle(HeartbeatRequestReader* request, bool handshake,
+  absl::Status Handle(ParsedHeartbeat parsed, bool handshake,
                       const Admission& admission,
                       greptime::v1::meta::HeartbeatResponse* response,
                       const std::string& origin = "");
@@ -86,6 +86,11 @@ class HeartbeatHandler {
   absl::StatusOr<MergeResult> MergeFlowStat(
       ParsedHeartbeat parsed,
       std::optional<uint64_t> state_term = std::nullopt);
+
+  // A report of more flows is refused (--max_flows_per_report).
+  uint64_t max_flows_per_report() const {
+    return options_.max_flows_per_report;
+  }
 
  private:
   // The heartbeat interval to tell a node of `role`.

@@ -24,6 +24,10 @@ void HeartbeatService::Register(CallDispatcher* dispatcher) {
                   HeartbeatCall::Factory(
                       [this]() -> std::unique_ptr<HeartbeatCall::Handler> {
                         return std::make_unique<HeartbeatStream>(handler_);
+                      },
+                      [this] {
+                        return std::make_unique<DecodedHeartbeat>(
+                            handler_->max_flows_per_report());
                       }));
   dispatcher->Add(Method::kAskLeader,
                   AskLeaderCall::Factory([this](AskLeaderCall* call) {

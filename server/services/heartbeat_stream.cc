@@ -1,5 +1,7 @@
 #include "server/services/heartbeat_stream.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "server/ops/log_limit.h"
@@ -17,25 +19,17 @@ absl::Status HeartbeatStream::OnOpen(HeartbeatCall* call) {
 }
 
 StreamStep HeartbeatStream::OnRequest(
-    const RawRequest& raw, const Admission& admission,
+    DecodedHeartbeat* request, const Admission& admission,
     greptime::v1::meta::HeartbeatResponse* answer) {
   const std::string& peer = call_->peer();
-  if (absl::Status parsed = request_.Read(raw);
-      !parsed.ok()) {
-    spdlog::debug("heartbeat stream from {} ended: {}", peer,
-                  parsed.ToString());
-    return StreamStep::End(parsed);
-  }
-  const metasrv::v1::HeartbeatFrame& request = request_.request();
   const bool first = handshake_;
-  if (first && request.header().role() == greptime::v1::meta::FLOWNODE) {
-    flownode_ = request_.node_id();
-  }
+  const bool flownode = request->parsed.role == greptime::v1::meta::FLOWNODE;
+  if (first && flownode) flownode_ = request->parsed.node_id;
   static const std::string kNoHost;
   const CallLedger::Ticket* ticket = call_->ticket();
   absl::Status handled =
-      handler_->Handle(&request_, handshake_, admission, answer,
-                       ticket != nullptr ? ticket->host_key() : kNoHost);
+      handler_->Handle(std::move(request->parsed), handshake_, admission,
+                       answer, ticket != nullptr ? ticket->host_key() : kNoHost);
   handshake_ = false;
   if (answer->has_heartbeat_config()) {
     // What the node was told is what its silence is measured against: a
@@ -44,8 +38,7 @@ StreamStep HeartbeatStream::OnRequest(
     call_->Told(absl::Milliseconds(told.heartbeat_interval_ms()),
                 absl::Milliseconds(told.retry_interval_ms()));
   }
-  if (first && flownode_.has_value() &&
-      request.header().role() == greptime::v1::meta::FLOWNODE) {
+  if (first && flownode_.has_value() && flownode) {
     // Logged once handled: a follower's refusal is a refusal, not a
     // connection. Bounded: 10,000 flownodes reconnecting after a failover
     // are one line per interval, the rest counted

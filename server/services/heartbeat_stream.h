@@ -1,10 +1,11 @@
 // One Heartbeat stream's logic, over the runtime's StreamCall shape (which
-// owns the call protocol: the batches, the reply charge, the status once,
-// the end at a step-down): register the stream, read each request, handle
-// it, and log the flownode's connection and disconnection.
+// owns the call protocol: each request decoded by the heartbeat's codec and
+// admitted, the reply charge, the status once, the end at a step-down):
+// handle each request, and log the flownode's connection and disconnection.
 //
-// A request that does not parse ends the stream with INVALID_ARGUMENT; a
-// follower answers GreptimeDB's not-leader header and ends with ABORTED.
+// A request that does not parse ends the stream with INVALID_ARGUMENT (the
+// shape's decode); a follower answers GreptimeDB's not-leader header and
+// ends with ABORTED.
 #ifndef METASRV_SERVER_SERVICES_HEARTBEAT_STREAM_H_
 #define METASRV_SERVER_SERVICES_HEARTBEAT_STREAM_H_
 
@@ -20,7 +21,8 @@
 
 namespace metasrv::server {
 
-using HeartbeatCall = StreamCall<greptime::v1::meta::HeartbeatResponse>;
+using HeartbeatCall =
+    StreamCall<DecodedHeartbeat, greptime::v1::meta::HeartbeatResponse>;
 
 class HeartbeatStream final : public HeartbeatCall::Handler {
  public:
@@ -28,7 +30,7 @@ class HeartbeatStream final : public HeartbeatCall::Handler {
   explicit HeartbeatStream(HeartbeatHandler* handler);
 
   absl::Status OnOpen(HeartbeatCall* call) override;
-  StreamStep OnRequest(const RawRequest& request, const Admission& admission,
+  StreamStep OnRequest(DecodedHeartbeat* request, const Admission& admission,
                        greptime::v1::meta::HeartbeatResponse* answer) override;
   void OnClose() override;
 
@@ -39,7 +41,6 @@ class HeartbeatStream final : public HeartbeatCall::Handler {
   // The flownode this stream is of, once its first request said so; for
   // the connect and disconnect lines.
   std::optional<uint64_t> flownode_;
-  HeartbeatRequestReader request_;  // The request last read, parsed.
 };
 
 }  // namespace metasrv::server

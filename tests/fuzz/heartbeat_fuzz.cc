@@ -75,12 +75,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         greptime::v1::meta::HeartbeatResponse response;
         // Any status is fine (bad header, unknown role, too many flows); what
         // matters is that the state stays consistent.
-        handler
-            .Handle(&reader, first,
-                    *metasrv::server::AdmitLeader(
-                        metasrv::server::Method::kHeartbeat, leadership),
-                    &response)
-            .IgnoreError();
+        auto whole = reader.Parse(handler.max_flows_per_report());
+        if (whole.ok()) {
+          handler
+              .Handle(*std::move(whole), first,
+                      *metasrv::server::AdmitLeader(
+                          metasrv::server::Method::kHeartbeat, leadership),
+                      &response)
+              .IgnoreError();
+        }
         first = false;
       }
       pos += len;

@@ -162,8 +162,11 @@ TEST(DuplicateMapKeysTest, LastEntryWins) {
   HeartbeatRequestReader reader;
   ASSERT_TRUE(reader.Read(bytes).ok());
   meta::HeartbeatResponse resp;
+  absl::StatusOr<ParsedHeartbeat> whole =
+      reader.Parse(handler.max_flows_per_report());
+  ASSERT_TRUE(whole.ok());
   ASSERT_TRUE(handler
-                  .Handle(&reader, true,
+                  .Handle(*std::move(whole), true,
                           *AdmitLeader(Method::kHeartbeat, leadership), &resp)
                   .ok());
   EXPECT_EQ(

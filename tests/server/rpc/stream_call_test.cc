@@ -21,7 +21,8 @@ namespace {
 
 using ::metasrv::testing::WaitFor;
 namespace refl = grpc::reflection::v1;
-using Call = StreamCall<refl::ServerReflectionResponse>;
+using Call = StreamCall<refl::ServerReflectionRequest,
+                        refl::ServerReflectionResponse>;
 
 // What the handlers saw, over all calls.
 struct StreamSeen {
@@ -40,14 +41,10 @@ class EchoHandler final : public Call::Handler {
     ++seen_->opened;
     return absl::OkStatus();
   }
-  StreamStep OnRequest(const RawRequest& raw, const Admission&,
+  StreamStep OnRequest(refl::ServerReflectionRequest* decoded, const Admission&,
                        refl::ServerReflectionResponse* answer) override {
     ++seen_->requests;
-    refl::ServerReflectionRequest request;
-    if (absl::Status decoded = raw.DecodeInto(&request);
-        !decoded.ok()) {
-      return StreamStep::End(decoded);
-    }
+    const refl::ServerReflectionRequest& request = *decoded;
     answer->Clear();
     if (request.host() == "end") {
       return StreamStep::End(absl::InvalidArgumentError("asked to end"));

@@ -33,9 +33,11 @@ class HeartbeatHandlerTest : public ::testing::Test {
   absl::Status Handle(const meta::HeartbeatRequest& req, bool handshake,
                       meta::HeartbeatResponse* resp) {
     EXPECT_TRUE(reader_.Read(req).ok());
-    return handler_.Handle(
-        &reader_, handshake,
-        *AdmitLeader(Method::kHeartbeat, leadership_), resp);
+    absl::StatusOr<ParsedHeartbeat> parsed =
+        reader_.Parse(handler_.max_flows_per_report());
+    if (!parsed.ok()) return parsed.status();
+    return handler_.Handle(*std::move(parsed), handshake,
+                           *AdmitLeader(Method::kHeartbeat, leadership_), resp);
   }
   absl::StatusOr<MergeResult> Merge(const meta::HeartbeatRequest& req,
                                     meta::Role role) {
