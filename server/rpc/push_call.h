@@ -8,6 +8,15 @@
 //
 // Messages are pre-serialised and shared (SharedMessage): a state sent to
 // every watcher is encoded once, each write referring to the same slices.
+//
+// What its answers are charged: nothing per stream at the door's exit
+// (CallDoor::TakeReply), since one message's bytes are shared by every
+// stream writing it. Its owner holds them in the reply budget once
+// (CallDoor::HoldShared: the watch hub, from when a newer state supersedes
+// one until the last stream writing it lets go), never to one host's
+// share. A stream is started only while the budget is not exceeded (unless
+// its method is always answered), holds at most one write and one waiting
+// item, and is ended when a write is not taken within the stall limit.
 #ifndef METASRV_SERVER_RPC_PUSH_CALL_H_
 #define METASRV_SERVER_RPC_PUSH_CALL_H_
 
