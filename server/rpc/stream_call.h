@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "server/rpc/h2_door_call.h"
 #include "server/rpc/raw_request.h"
+#include "spdlog/spdlog.h"
 
 namespace metasrv::server {
 
@@ -127,6 +128,8 @@ class StreamCall final : public H2DoorCall {
     absl::StatusOr<Admission> admitted =
         DecodeAndAdmit(compression, message, request_.get());
     if (!admitted.ok()) {
+      spdlog::debug("{} stream from {} ended: {}", row_->path, peer(),
+                    admitted.status().ToString());
       End(admitted.status(), true);
       return;
     }
