@@ -9,6 +9,10 @@
 # requests: they do not inflate, so the gzip row is the metasrv's whole
 # cost of a compressed heartbeat against a bare plain echo.
 #   REPS=3 bash bench/closed_bench.sh   # writes ${OUT:-build/bench-results}/closed_api.csv
+# An A/B of two builds: TARGETS names the rows (metasrv-b runs $METASRV_B),
+# PAIRS the ratios, e.g.
+#   TARGETS="metasrv metasrv-b echo-h2" METASRV_B=/tmp/old/build/server/metasrv \
+#   PAIRS="metasrv:metasrv-b metasrv:echo-h2 metasrv-b:echo-h2" bash bench/closed_bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-3}
@@ -19,12 +23,16 @@ WARM=${WARM:-2s}
 . bench/lib.sh
 port=39400
 start_csv closed_api.csv "rep,target,msgs,msgs_per_s,p50_us,p99_us,errors,server_cpu_s,cpu_us_per_msg"
-targets=(echo echo-cq echo-h2 metasrv metasrv-gzip)
+read -r -a targets <<<"${TARGETS:-echo echo-cq echo-h2 metasrv metasrv-gzip}"
 for rep in $(seq "$REPS"); do
   shift_by=$(( (rep - 1) % ${#targets[@]} ))
   for target in "${targets[@]:shift_by}" "${targets[@]:0:shift_by}"; do
     port=$((port + 1))
-    start_server ${target%-gzip} $port
+    if [[ $target == metasrv-b ]]; then
+      METASRV_BIN=$METASRV_B start_server metasrv $port
+    else
+      start_server ${target%-gzip} $port
+    fi
     extra=()
     [[ $target == *-gzip ]] && extra=(--gzip)
     r=$(loadgen $target --mode=closed --streams=1000 --flows=10 --duration=$DUR \
@@ -37,5 +45,5 @@ for rep in $(seq "$REPS"); do
 done
 cat "$csv"
 python3 bench/ratios.py "$csv" rep msgs_per_s,p99_us,cpu_us_per_msg \
-  metasrv:echo metasrv:echo-cq metasrv:echo-h2 metasrv-gzip:echo \
-  metasrv-gzip:echo-cq echo-cq:echo echo-h2:echo
+  ${PAIRS:-metasrv:echo metasrv:echo-cq metasrv:echo-h2 metasrv-gzip:echo \
+  metasrv-gzip:echo-cq echo-cq:echo echo-h2:echo}
